@@ -1,0 +1,353 @@
+"""Pydantic models of the REST wire contract (Preloop 0.17.1 shapes).
+
+These are the shapes a Preloop server sends, matched field for field against the recorded exchanges in
+`shared/preloop-0.17.1/captures/`. Our local control plane (`server/`) serialises the same models, so a
+client that reads one reads the other.
+
+Tolerance rules, because real servers differ from each other and from their own documentation:
+
+* every model ignores fields it does not know (``extra="ignore"``), so a newer server cannot break us;
+* every timestamp without a zone is taken as UTC (Preloop stores naive UTC in several columns);
+* optional fields default to ``None`` / empty, because the session *detail* leaves counters empty that
+  the session *list* row fills in.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+
+
+def _as_utc(value: datetime) -> datetime:
+    """Give zone-less timestamps the zone Preloop means (UTC) so comparisons never raise."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+UtcDatetime = Annotated[
+    datetime,
+    AfterValidator(_as_utc),
+    PlainSerializer(_iso, return_type=str, when_used="json"),
+]
+"""A datetime that is always zone-aware UTC once parsed, and serialised with a ``Z`` suffix."""
+
+
+class WireModel(BaseModel):
+    """Base for every wire shape: unknown fields are ignored, never an error."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Runtime sessions
+# --------------------------------------------------------------------------------------------------
+
+
+class TokenUsage(WireModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    uncached_input_tokens: int = 0
+    cache_hit_ratio: float | None = None
+
+
+class Session(WireModel):
+    """One runtime session row, as in the session list (and nested in the session detail)."""
+
+    id: str
+    session_source_type: str | None = None
+    session_source_id: str | None = None
+    session_reference: str | None = None
+    alias: str | None = None
+    parent_session_id: str | None = None
+    runtime_principal_type: str | None = None
+    runtime_principal_id: str | None = None
+    runtime_principal_name: str | None = None
+    title: str | None = None
+    summary: str | None = None
+    summary_updated_at: UtcDatetime | None = None
+    started_at: UtcDatetime | None = None
+    last_activity_at: UtcDatetime | None = None
+    ended_at: UtcDatetime | None = None
+    agent_id: str | None = None
+    agent_name: str | None = None
+    agent_href: str | None = None
+    flow_href: str | None = None
+    flow_id: str | None = None
+    flow_name: str | None = None
+    flow_execution_id: str | None = None
+    latest_model_alias: str | None = None
+    latest_provider_name: str | None = None
+    is_active_now: bool | None = None
+    activity_status: str | None = None
+    total_requests: int | None = None
+    successful_requests: int | None = None
+    failed_requests: int | None = None
+    token_usage: TokenUsage | None = None
+    estimated_cost: float | None = None
+    last_request_at: UtcDatetime | None = None
+    optimization_waste_score: float | None = None
+    optimization_potential_savings_tokens: int | None = None
+    optimization_potential_savings_usd: float | None = None
+    note_count: int | None = None
+    latest_note_author_display: str | None = None
+    latest_note_author_auth_method: str | None = None
+    latest_note_at: UtcDatetime | None = None
+    legal_hold: bool = False
+    managed_agent_id: str | None = None
+    managed_agent_name: str | None = None
+    agent_kind: str | None = None
+    cwd: str | None = None
+    tool_call_count: int | None = None
+    pending_approval_count: int | None = None
+    artifact_counts: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        """True once the session has an end time; an ended session takes no more notes."""
+        return self.ended_at is not None
+
+    @property
+    def agent_label(self) -> str:
+        """The best human name for the agent behind this session."""
+        return (
+            self.agent_name
+            or self.managed_agent_name
+            or self.runtime_principal_name
+            or self.session_reference
+            or "?"
+        )
+
+
+class SessionList(WireModel):
+    """One page of ``GET /api/v1/runtime-sessions``; ``total`` may be null, so page by ``has_more``."""
+
+    period_start: UtcDatetime | None = None
+    period_end: UtcDatetime | None = None
+    query: str | None = None
+    session_source_type: str | None = None
+    status: str | None = None
+    total: int | None = None
+    has_more: bool = False
+    limit: int = 20
+    offset: int = 0
+    items: list[Session] = Field(default_factory=list)
+
+
+class UsageByModel(WireModel):
+    model_alias: str | None = None
+    provider_name: str | None = None
+    total_requests: int | None = None
+
+
+class SessionDetail(WireModel):
+    """``GET /api/v1/runtime-sessions/{id}``: the row (counters may be empty) plus usage by model."""
+
+    period_start: UtcDatetime | None = None
+    period_end: UtcDatetime | None = None
+    session: Session
+    usage_by_model: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ActivityItem(WireModel):
+    """One entry of ``GET .../{id}/activity`` (newest first, no total)."""
+
+    activity_id: str | None = None
+    activity_type: str
+    timestamp: UtcDatetime | None = None
+    title: str | None = None
+    summary: str | None = None
+    status: str | None = None
+    api_usage_id: str | None = None
+    tool_name: str | None = None
+    server_name: str | None = None
+    auth_subject_type: str | None = None
+    api_key_id: str | None = None
+    api_key_name: str | None = None
+    estimated_cost: float | None = None
+    total_tokens: int | None = None
+    request_fingerprint: str | None = None
+    gateway_attempt: int | None = None
+    is_retry: bool = False
+    retry_of_api_usage_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ActivityList(WireModel):
+    items: list[ActivityItem] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------------
+# Operator notes
+# --------------------------------------------------------------------------------------------------
+
+
+class NoteState(StrEnum):
+    """Every state an operator note can be in. Terminal states never change again."""
+
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    DELIVERED = "delivered"
+    ACKNOWLEDGED = "acknowledged"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    FAILED = "failed"
+    UNDELIVERABLE = "undeliverable"
+
+    @property
+    def terminal(self) -> bool:
+        """A terminal note will not move again, so nothing needs to watch it any more."""
+        return self not in (NoteState.PENDING, NoteState.CLAIMED)
+
+
+class NoteAuthor(WireModel):
+    user_id: str | None = None
+    agent_id: str | None = None
+    display: str | None = None
+    auth_method: str | None = None
+
+
+class Note(WireModel):
+    """An operator note as Preloop returns it from create, get, list and cancel."""
+
+    note_id: str
+    state: str
+    text: str
+    managed_agent_id: str | None = None
+    runtime_session_id: str | None = None
+    next_session: bool = False
+    author: NoteAuthor | None = None
+    created_at: UtcDatetime | None = None
+    expires_at: UtcDatetime | None = None
+    claimed_at: UtcDatetime | None = None
+    expired_at: UtcDatetime | None = None
+    undeliverable_at: UtcDatetime | None = None
+    undeliverable_reason: str | None = None
+    delivered_at: UtcDatetime | None = None
+    delivery_channel: str | None = None
+    delivery_event: str | None = None
+    delivered_turn_index: int | None = None
+    acknowledged_turn_id: str | None = None
+    cancelled_at: UtcDatetime | None = None
+    # Ours (Preloop ignores it): lets a retried send return the first note instead of a second.
+    correlation_id: str | None = None
+
+    @property
+    def note_state(self) -> NoteState | None:
+        """The state as an enum, or None for a state this client does not know yet."""
+        try:
+            return NoteState(self.state)
+        except ValueError:
+            return None
+
+
+class NoteList(WireModel):
+    """``GET /api/v1/operator-notes``: the list key is ``notes``, not ``items``."""
+
+    notes: list[Note] = Field(default_factory=list)
+    total: int | None = None
+
+
+class NoteCreate(WireModel):
+    """Body of ``POST /api/v1/operator-notes``; exactly one target must be set."""
+
+    text: str
+    runtime_session_id: str | None = None
+    agent_id: str | None = None
+    execution_id: str | None = None
+    expires_in_seconds: int | None = None
+    correlation_id: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Approvals
+# --------------------------------------------------------------------------------------------------
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+class ApprovalAgentRef(WireModel):
+    id: str | None = None
+    name: str | None = None
+    kind: str | None = None
+
+
+class ApprovalSessionRef(WireModel):
+    id: str | None = None
+    subject: str | None = None
+
+
+class Approval(WireModel):
+    """An approval request: a tool call waiting for a human yes or no."""
+
+    id: str
+    tool_name: str | None = None
+    tool_args: dict[str, Any] = Field(default_factory=dict)
+    agent_reasoning: str | None = None
+    summary: str | None = None
+    execution_id: str | None = None
+    account_id: str | None = None
+    status: str = "pending"
+    requested_at: UtcDatetime | None = None
+    resolved_at: UtcDatetime | None = None
+    expires_at: UtcDatetime | None = None
+    approver_comment: str | None = None
+    managed_agent_id: str | None = None
+    runtime_session_id: str | None = None
+    managed_agent_name: str | None = None
+    risk_level: str | None = None
+    decided_by_human: bool = False
+    agent: ApprovalAgentRef | None = None
+    session: ApprovalSessionRef | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Only a pending approval can still be decided."""
+        return self.status == ApprovalStatus.PENDING
+
+
+class ApprovalDecision(WireModel):
+    comment: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors and health
+# --------------------------------------------------------------------------------------------------
+
+
+class ValidationItem(WireModel):
+    type: str | None = None
+    loc: list[str | int] = Field(default_factory=list)
+    msg: str = ""
+    input: Any = None
+    ctx: dict[str, Any] | None = None
+
+
+class ErrorBody(WireModel):
+    """``{"detail": "sentence"}`` or, for a 422, ``{"detail": [ValidationItem, ...]}``."""
+
+    detail: str | list[ValidationItem] | dict[str, Any] | None = None
+
+
+class Health(WireModel):
+    status: str
+    version: str | None = None
+    server_kind: Literal["preloop", "local"] | None = None

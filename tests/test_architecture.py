@@ -1,0 +1,63 @@
+"""The project's contracts, checked: dependency direction, import hygiene, lint, format and types.
+
+These run the real tools as subprocesses so a clean clone fails loudly when a contract is broken.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_import_contracts_hold() -> None:
+    """client <- widgets <- tui, and server never imports the UI (import-linter contracts)."""
+    result = _run(str(BIN / "lint-imports"), "--no-cache")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("client", ("textual", "rich", "server", "widgets", "tui")),
+        ("widgets", ("httpx", "httpx_sse", "websockets", "server", "tui")),
+        ("server", ("textual", "rich", "widgets", "tui")),
+    ],
+)
+def test_importing_a_layer_loads_nothing_above_it(package: str, forbidden: tuple[str, ...]) -> None:
+    """Import every module of a layer in a fresh interpreter and list what got loaded."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        f"import {package}\n"
+        f"for m in pkgutil.walk_packages({package}.__path__, '{package}.'):\n"
+        "    importlib.import_module(m.name)\n"
+        f"bad = sorted({{n.split('.')[0] for n in sys.modules}} & set({forbidden!r}))\n"
+        "print(','.join(bad))\n"
+    )
+    result = _run(sys.executable, "-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"{package} pulled in: {result.stdout.strip()}"
+
+
+def test_ruff_lint_is_clean() -> None:
+    result = _run(str(BIN / "ruff"), "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_clean() -> None:
+    result = _run(str(BIN / "ruff"), "format", "--check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_is_clean() -> None:
+    result = _run(sys.executable, "-m", "mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
