@@ -1,0 +1,44 @@
+"""Where the client and the local control plane keep their files (platformdirs, per user).
+
+The local server writes ``local_server_file()`` on start (mode 0600): ``{"url": ..., "token": ...}``. The
+client falls back to it when no profile, flag or environment variable names a server, so the demo and a
+plain ``preloop serve`` need no login step.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "preloop"
+
+
+def _override(var: str) -> Path | None:
+    value = os.environ.get(var)
+    return Path(value) if value else None
+
+
+def config_dir() -> Path:
+    """Profiles (``config.toml``) live here; ``PRELOOP_CONFIG_DIR`` overrides (tests use it)."""
+    return _override("PRELOOP_CONFIG_DIR") or Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def data_dir() -> Path:
+    """The local server's SQLite database lives here; ``PRELOOP_DATA_DIR`` overrides."""
+    return _override("PRELOOP_DATA_DIR") or Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def state_dir() -> Path:
+    """Runtime state (the local server's address and token); ``PRELOOP_STATE_DIR`` overrides."""
+    return _override("PRELOOP_STATE_DIR") or Path(platformdirs.user_state_dir(APP_NAME))
+
+
+def local_server_file() -> Path:
+    """``{"url", "token"}`` of the most recently started local server, readable by its owner only."""
+    return state_dir() / "local-server.json"
+
+
+def default_db_path() -> Path:
+    return data_dir() / "control-plane.sqlite3"
