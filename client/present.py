@@ -1,0 +1,272 @@
+"""Pure presentation helpers shared by the CLI tables, the plain attach output and the TUI screens.
+
+Nothing here does I/O or imports a UI toolkit, so the sessions table of ``preloop sessions list`` and the
+TUI sessions screen compute the same titles, states and relative times from the same rows. Every function
+that takes a clock takes ``now`` as an argument (default: the current UTC time) so tests pin it.
+
+Every string these helpers return that came from the server is terminal-safe (``client.textsafe``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from client.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    ModelDelta,
+    ModelStep,
+    NoteEvent,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    SessionEnded,
+    SessionStarted,
+    SessionUpdated,
+    ToolCompleted,
+    ToolStarted,
+    UnknownEvent,
+)
+from client.models import Session
+from client.textsafe import safe_line
+
+SessionState = Literal["live", "idle", "ended"]
+
+LIVE_WINDOW = timedelta(minutes=2)
+"""A session with activity this recent is shown as live; older activity is idle."""
+
+ACTIVE_WINDOW_MINUTES = 10
+"""``sessions list --active`` means activity within this many minutes (the server filters)."""
+
+MIN_PREFIX = 4
+"""A short session id needs at least this many hex characters to be looked up."""
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_PREFIX = re.compile(r"^[0-9a-fA-F-]+$")
+
+_KIND_LABELS = {
+    "claude_code": "Claude Code",
+    "codex": "Codex",
+    "gemini_cli": "Gemini CLI",
+    "cursor": "Cursor",
+    "opencode": "OpenCode",
+    "flow": "Flow",
+}
+
+
+def _now(now: datetime | None) -> datetime:
+    if now is None:
+        return datetime.now(UTC)
+    return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def relative_time(when: datetime | None, now: datetime | None = None) -> str:
+    """Say how long ago something happened the way people read it at a glance ("5m ago").
+
+    ``None`` (never happened) is ``-``. A time slightly in the future (clock skew between server and
+    client) is "just now" rather than a confusing negative age.
+    """
+    if when is None:
+        return "-"
+    seconds = int((_now(now) - _utc(when)).total_seconds())
+    if seconds < 5:
+        return "just now"
+    if seconds < 60:
+        return f"{seconds}s ago"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes}m ago"
+    hours = minutes // 60
+    if hours < 24:
+        return f"{hours}h ago"
+    return f"{hours // 24}d ago"
+
+
+def last_activity(row: Session) -> datetime | None:
+    """The newest moment the session is known to have done something (the list row may lack a field)."""
+    times = [t for t in (row.last_activity_at, row.last_request_at, row.started_at) if t is not None]
+    return max((_utc(t) for t in times), default=None)
+
+
+def session_state(row: Session, now: datetime | None = None) -> SessionState:
+    """Classify a row for the STATE column: ended beats everything, then live if active in 2 minutes."""
+    if row.ended_at is not None:
+        return "ended"
+    seen = last_activity(row)
+    if seen is not None and _now(now) - seen <= LIVE_WINDOW:
+        return "live"
+    return "idle"
+
+
+def normalize_kind(kind: str) -> str:
+    """Turn what people type ("Claude Code", "claude-code", "CLAUDE_CODE") into the server's kind key."""
+    cleaned = re.sub(r"[\s\-.]+", "_", kind.strip().lower())
+    return re.sub(r"_+", "_", cleaned).strip("_")
+
+
+def kind_label(kind: str | None) -> str:
+    """A human label for an agent kind key ("claude_code" -> "Claude Code"); unknown keys are title-cased."""
+    if not kind:
+        return "agent"
+    key = normalize_kind(kind)
+    return _KIND_LABELS.get(key) or safe_line(key.replace("_", " ").title())
+
+
+def short_id(value: str | None, length: int = 8) -> str:
+    """The first characters of an id: enough to tell rows apart and to type back as a prefix."""
+    if not value:
+        return "-"
+    return safe_line(value[:length])
+
+
+def is_uuid(value: str) -> bool:
+    """True for a full UUID; the CLI checks before asking (Preloop answers a malformed id with a 500)."""
+    return bool(_UUID.match(value.strip()))
+
+
+def looks_like_id_prefix(value: str) -> bool:
+    """True when ``value`` could be a short session id (at least 4 hex characters, dashes allowed)."""
+    text = value.strip()
+    return bool(_PREFIX.match(text)) and len(text.replace("-", "")) >= MIN_PREFIX
+
+
+def session_title(row: Session) -> str:
+    """The row's title, or a readable stand-in from the kind, working directory and start time.
+
+    Most sessions carry no title (Preloop leaves it null), so without a fallback every row would read "-".
+    """
+    title = (row.title or row.summary or "").strip()
+    if title:
+        return safe_line(title)
+    parts = [kind_label(row.agent_kind or row.session_source_type)]
+    if row.cwd:
+        parts.append(f"in {safe_line(row.cwd)}")
+    if row.started_at is not None:
+        parts.append(f"started {_utc(row.started_at).strftime('%Y-%m-%d %H:%M')}")
+    return " ".join(parts)
+
+
+def unique_titles(rows: Sequence[Session]) -> list[str]:
+    """Titles for one page, where two rows never read the same: duplicates get their short id appended."""
+    titles = [session_title(row) for row in rows]
+    counts = Counter(titles)
+    return [
+        f"{title} ({short_id(row.id)})" if counts[title] > 1 else title
+        for title, row in zip(titles, rows, strict=True)
+    ]
+
+
+_DURATION_PART = re.compile(r"(\d+)\s*([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse "60s", "30m", "2h", "7d", "1w" or combinations ("1h30m"); raise ``ValueError`` with a sentence.
+
+    Used for ``--since`` and ``--expires-in`` so both accept the same spellings.
+    """
+    cleaned = text.strip().lower().replace(" ", "")
+    if not cleaned:
+        raise ValueError("a duration is empty: use a number and a unit, e.g. 30m, 2h or 7d")
+    if cleaned.isdigit():
+        raise ValueError(f"duration {text!r} has no unit: add s, m, h or d (e.g. {cleaned}s or {cleaned}m)")
+    pos = 0
+    total = 0
+    for match in _DURATION_PART.finditer(cleaned):
+        if match.start() != pos:
+            break
+        total += int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if pos != len(cleaned) or pos == 0:
+        raise ValueError(f"cannot read duration {text!r}: use a number and a unit, e.g. 60s, 30m, 2h or 7d")
+    return timedelta(seconds=total)
+
+
+def format_duration(delta: timedelta) -> str:
+    """The inverse of :func:`parse_duration` for messages ("7d", "90m" -> "1h30m")."""
+    seconds = int(delta.total_seconds())
+    if seconds <= 0:
+        return "0s"
+    out = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            out.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(out)
+
+
+def cell(value: object, limit: int | None = None) -> str:
+    """One table cell: any value as terminal-safe single-line text, cut to ``limit`` with an ellipsis."""
+    if value is None:
+        return "-"
+    return safe_line(str(value), limit)
+
+
+def count_cell(value: int | None) -> str:
+    """A counter cell: unknown (the detail endpoint leaves counters empty) is ``-``, not a misleading 0."""
+    return "-" if value is None else str(value)
+
+
+def clock(when: datetime | None) -> str:
+    """HH:MM:SS in local time, the time column of the plain attach output."""
+    if when is None:
+        return "--:--:--"
+    return _utc(when).astimezone().strftime("%H:%M:%S")
+
+
+def event_line(event: Event) -> tuple[str, str]:
+    """A short kind label and one terminal-safe line of text for an event (plain attach, logs).
+
+    Model deltas are returned as their raw chunk (still made safe); the caller decides whether to buffer
+    them into whole lines.
+    """
+    match event:
+        case SessionStarted(session=s):
+            return "session", f"started: {session_title(s)}"
+        case SessionUpdated(session=s):
+            return "session", f"updated: {session_title(s)}"
+        case SessionEnded(reason=reason):
+            return "session", "ended" + (f": {safe_line(reason)}" if reason else "")
+        case RunStarted(task=task):
+            return "run", "started" + (f": {safe_line(task)}" if task else "")
+        case ModelDelta(text=text):
+            return "text", safe_line(text)
+        case ModelStep(phase=phase, text=text, tool_calls=calls):
+            label = "commentary" if phase == "commentary" else "answer"
+            extra = f" ({calls} tool call{'s' if calls != 1 else ''})" if calls else ""
+            return label, safe_line(text) + extra
+        case ToolStarted(name=name, args_summary=args, call_id=call_id):
+            return "tool", f"{safe_line(name)} {safe_line(args, 200)} [{short_id(call_id)}]".rstrip()
+        case ToolCompleted(name=name, status=status, duration_ms=ms, result_summary=res):
+            took = f" in {ms} ms" if ms is not None else ""
+            tail = f": {safe_line(res, 200)}" if res else ""
+            return "tool", f"{safe_line(name)} {status}{took}{tail}"
+        case ApprovalRequested(approval=a):
+            what = safe_line(a.summary or a.tool_name or "a tool call", 200)
+            return "approval", f"requested {short_id(a.id)}: {what} (/approve {short_id(a.id)} or /decline)"
+        case ApprovalDecided(approval=a):
+            comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
+            return "approval", f"{safe_line(a.status)} {short_id(a.id)}{comment}"
+        case NoteEvent(type=kind, note=n):
+            state = kind.split(".", 1)[1]
+            why = f" ({safe_line(n.undeliverable_reason)})" if n.undeliverable_reason else ""
+            return "note", f"{state} {short_id(n.note_id)}{why}: {safe_line(n.text, 200)}"
+        case RunCompleted(answer=answer):
+            return "done", safe_line(answer) if answer else "run completed"
+        case RunFailed(error=error):
+            return "failed", safe_line(error) if error else "run failed"
+        case RunCancelled(reason=reason):
+            return "cancelled", safe_line(reason) if reason else "run cancelled"
+        case UnknownEvent(type=kind):
+            return "unknown", f"{safe_line(kind)} event"
+    return "event", safe_line(event.type)
