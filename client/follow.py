@@ -1,0 +1,244 @@
+"""The resilient SSE follower behind ``Client.follow()`` for our local control plane.
+
+It turns one session's event stream into ``Event | StreamStatus`` values with these promises:
+
+* every event is released exactly once and in ``seq`` order: duplicates (a replay after reconnecting)
+  are dropped, and a **gap** (a later seq before an earlier one) is held back while the stream is
+  reopened after the last contiguous seq, so the missing events are filled in before the held ones go out;
+* a dropped connection, a 5xx or a stall (no byte, not even a keep-alive, for ``client.stall_timeout``)
+  is a reconnect with ``Last-Event-ID``, after an exponential backoff with jitter (``client.backoff_initial``
+  to ``client.backoff_max``, starting from the server's ``retry:`` when it sent one);
+* 401/403/404 stop it with :class:`~client.status.Refused` (retrying cannot help);
+* a frame that cannot be decoded is skipped and counted (:class:`~client.status.Skipped`); its seq still
+  counts as seen so it does not look like a gap;
+* it stops after ``session.ended`` with :class:`~client.status.Ended`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import httpx
+from pydantic import TypeAdapter, ValidationError
+
+from client.events import Event, EventDecodeError, KnownEvent, SessionEnded, parse_event
+from client.sse import SSEDecoder, SSEFrame
+from client.status import (
+    Connecting,
+    Ended,
+    Live,
+    Missed,
+    Reconnecting,
+    Refused,
+    Skipped,
+    StreamStatus,
+)
+
+if TYPE_CHECKING:
+    from client.api import Client
+
+__all__ = ["EventOrderer", "backoff_delay", "decode_frame", "follow_local"]
+
+_known: TypeAdapter[KnownEvent] = TypeAdapter(KnownEvent)
+_REFUSE = frozenset({401, 403, 404, 410})
+_MAX_GAP_REFILLS = 3
+
+
+def decode_frame(frame: SSEFrame) -> Event:
+    """Validate one frame's data as an event (fast path straight from JSON; tolerant slow path otherwise).
+
+    The SSE ``event:`` field wins over the body's ``type``, like :func:`client.events.parse_event`.
+    """
+    try:
+        event = _known.validate_json(frame.data)
+    except ValidationError:
+        return parse_event(frame.data, frame.event or None)
+    if frame.event and frame.event != event.type:
+        return parse_event(frame.data, frame.event)
+    return event
+
+
+def _frame_seq(frame: SSEFrame) -> int | None:
+    """The seq of a frame we could not decode: from its id, else from a ``seq`` in its JSON, else None."""
+    if frame.id.isdigit():
+        return int(frame.id)
+    try:
+        obj = json.loads(frame.data)
+    except ValueError:
+        return None
+    seq = obj.get("seq") if isinstance(obj, dict) else None
+    return seq if isinstance(seq, int) and seq > 0 else None
+
+
+def backoff_delay(attempt: int, *, initial: float, maximum: float, rng: random.Random | None = None) -> float:
+    """Exponential backoff with jitter: ``initial·2^(attempt-1)`` capped at ``maximum``, then 50-100 % of it,
+    never below ``initial`` (the server's ``retry:`` when it gave one), so many clients do not reconnect in
+    lock step after a server restart."""
+    base: float = min(maximum, initial * (2.0 ** max(attempt - 1, 0)))
+    jitter: float = (rng or random).uniform(0.5, 1.0)
+    return max(min(initial, maximum), base * jitter)
+
+
+class EventOrderer:
+    """Pure ordering state: releases events in seq order, once each, holding back what follows a gap."""
+
+    def __init__(self, after: int = 0) -> None:
+        self.last_seq = after
+        """The last contiguous seq released (or skipped as undecodable)."""
+        self._held: dict[int, Event | None] = {}
+
+    @property
+    def gap(self) -> bool:
+        """True while later events are held back waiting for missing ones."""
+        return bool(self._held)
+
+    @property
+    def missing(self) -> tuple[int, int] | None:
+        """The first missing seq range (inclusive), if any."""
+        if not self._held:
+            return None
+        return self.last_seq + 1, min(self._held) - 1
+
+    def push(self, seq: int, event: Event | None) -> list[Event]:
+        """Offer one event (``None`` for an undecodable frame with a known seq); return what is releasable."""
+        if seq <= self.last_seq or seq in self._held:
+            return []
+        if seq != self.last_seq + 1:
+            self._held[seq] = event
+            return []
+        out: list[Event] = []
+        if event is not None:
+            out.append(event)
+        self.last_seq = seq
+        while self._held:
+            nxt = self._held.pop(self.last_seq + 1, _SENTINEL)
+            if nxt is _SENTINEL:
+                break
+            if nxt is not None:
+                out.append(nxt)  # type: ignore[arg-type]
+            self.last_seq += 1
+        return out
+
+    def give_up_gap(self) -> tuple[int, list[Event]]:
+        """The missing events will not come: count them as missed and release everything held."""
+        if not self._held:
+            return 0, []
+        first_held = min(self._held)
+        missed = first_held - self.last_seq - 1
+        self.last_seq = first_held - 1
+        return missed, self.push(first_held, self._held.pop(first_held))
+
+
+_SENTINEL = object()
+
+
+class _Reconnect(Exception):
+    def __init__(self, reason: str, *, immediate: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.immediate = immediate
+
+
+async def follow_local(
+    client: Client, session_id: str, *, after: int = 0
+) -> AsyncIterator[Event | StreamStatus]:
+    """Follow one session's SSE stream on our local server (see the module docstring for the promises)."""
+    order = EventOrderer(after)
+    skipped = 0
+    attempt = 0
+    server_retry: float | None = None
+    gap_refills = 0
+    gap_mark: int | None = None
+
+    while True:
+        yield Connecting(attempt + 1)
+        try:
+            async with client.open_event_stream(session_id, order.last_seq) as response:
+                status = response.status_code
+                if status in _REFUSE:
+                    await response.aread()
+                    err = client._api_error(response, f"session {session_id[:8]}")
+                    yield Refused(err.hint, status)
+                    return
+                if status >= 400:
+                    await response.aread()
+                    raise _Reconnect(f"the server answered {status}")
+                ctype = response.headers.get("content-type", "")
+                if "text/event-stream" not in ctype:
+                    raise _Reconnect(f"the server sent {ctype or 'no content type'}, not an event stream")
+                yield Live(order.last_seq)
+                decoder = SSEDecoder()
+                chunks = response.aiter_bytes().__aiter__()
+                got_bytes = False
+                while True:
+                    try:
+                        async with asyncio.timeout(client.stall_timeout):
+                            chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        raise _Reconnect("the server closed the stream") from None
+                    except TimeoutError:
+                        raise _Reconnect(
+                            f"stalled: nothing received for {client.stall_timeout:g} s"
+                        ) from None
+                    if not got_bytes:
+                        got_bytes = True
+                        attempt = 0
+                    frames = decoder.feed(chunk)
+                    if decoder.retry_ms is not None:
+                        server_retry = decoder.retry_ms / 1000
+                    for frame in frames:
+                        event: Event | None
+                        try:
+                            event = decode_frame(frame)
+                        except EventDecodeError as exc:
+                            skipped += 1
+                            yield Skipped(str(exc), skipped)
+                            frame_seq = _frame_seq(frame)
+                            if frame_seq is None:
+                                continue
+                            seq, event = frame_seq, None
+                        else:
+                            seq = event.seq
+                        for released in order.push(seq, event):
+                            yield released
+                            if isinstance(released, SessionEnded):
+                                yield Ended(order.last_seq)
+                                return
+                    if order.gap:
+                        lo, hi = order.missing or (0, 0)
+                        if gap_mark == order.last_seq:
+                            gap_refills += 1
+                        else:
+                            gap_mark, gap_refills = order.last_seq, 1
+                        if gap_refills > _MAX_GAP_REFILLS:
+                            missed, released_all = order.give_up_gap()
+                            yield Missed(missed)
+                            gap_mark, gap_refills = None, 0
+                            for released in released_all:
+                                yield released
+                                if isinstance(released, SessionEnded):
+                                    yield Ended(order.last_seq)
+                                    return
+                        else:
+                            raise _Reconnect(f"gap: events {lo}-{hi} missing, fetching them", immediate=True)
+        except _Reconnect as exc:
+            reason, immediate = exc.reason, exc.immediate
+        except httpx.TimeoutException:
+            reason, immediate = f"stalled: nothing received for {client.stall_timeout:g} s", False
+        except httpx.ConnectError:
+            reason, immediate = f"cannot reach {client.base_url}", False
+        except httpx.TransportError as exc:
+            reason, immediate = f"connection lost ({type(exc).__name__})", False
+        attempt += 1
+        if immediate:
+            delay = 0.0
+        else:
+            initial = server_retry if server_retry is not None else client.backoff_initial
+            delay = backoff_delay(attempt, initial=initial, maximum=client.backoff_max)
+        yield Reconnecting(attempt, delay, reason)
+        if delay:
+            await asyncio.sleep(delay)

@@ -1,0 +1,74 @@
+"""Session ids: check them before they reach a server, shorten them for people, match typed prefixes.
+
+A Preloop server answers a non-UUID session id with a 500 and drops the keep-alive connection, so every id
+is checked here first and a bad one becomes a :class:`client.errors.UsageError` that names the problem.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable
+
+from client.errors import AmbiguousId, NoMatchingId, UsageError
+from client.textsafe import safe_line
+
+SHORT_LEN = 8
+MIN_PREFIX = 4
+
+_HEX_PREFIX = re.compile(r"^[0-9a-f-]+$")
+_NOTE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+def is_uuid(value: str) -> bool:
+    """True for a canonical 36-character UUID (any case), the only id shape servers accept."""
+    if len(value) != 36:
+        return False
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def require_uuid(value: str, what: str = "session id") -> str:
+    """Return the UUID lower-cased, or raise UsageError before a server sees a malformed id."""
+    text = value.strip()
+    if not is_uuid(text):
+        raise UsageError(f"'{safe_line(value, 60)}' is not a valid {what} (expected a UUID)")
+    return text.lower()
+
+
+def require_note_id(value: str) -> str:
+    """Note ids are opaque tokens (Preloop: 16 hex chars); refuse anything that could change the URL path."""
+    text = value.strip()
+    if not _NOTE_ID.match(text):
+        raise UsageError(f"'{safe_line(value, 60)}' is not a valid note id")
+    return text
+
+
+def short_id(value: str) -> str:
+    """The first 8 characters: enough to tell sessions apart on screen and to type back as a prefix."""
+    return value[:SHORT_LEN]
+
+
+def normalise_prefix(value: str) -> str:
+    """Lower-case a typed prefix and check it is at least 4 hex characters (dashes allowed)."""
+    text = value.strip().lower()
+    if not _HEX_PREFIX.match(text) or len(text.replace("-", "")) < MIN_PREFIX:
+        raise UsageError(
+            f"'{safe_line(value, 60)}' is neither a session UUID nor a short id of at least "
+            f"{MIN_PREFIX} hex characters"
+        )
+    return text
+
+
+def match_prefix(prefix: str, candidates: Iterable[str]) -> str:
+    """Return the one candidate starting with ``prefix``; raise NoMatchingId / AmbiguousId otherwise."""
+    wanted = normalise_prefix(prefix)
+    matches = sorted({c for c in candidates if c.lower().startswith(wanted)})
+    if not matches:
+        raise NoMatchingId(prefix)
+    if len(matches) > 1:
+        raise AmbiguousId(prefix, matches)
+    return matches[0]
