@@ -1,0 +1,674 @@
+"""The session timeline as a pure model: feed it events, read entries the UI renders.
+
+No I/O and no UI import, so the TUI, the plain CLI, benchmarks and tests all read the same model.
+
+Usage (what the attach screen does)::
+
+    from client.timeline import Timeline
+
+    timeline = Timeline(max_entries=5_000, max_chars=2_000_000)
+    timeline.apply(event)             # one event (duplicates by seq are ignored; returns False)
+    timeline.apply_many(events)       # a batch; returns how many were applied
+
+    for entry in timeline:            # entries in the order they happened (oldest retained first)
+        ...                           # TextEntry | ToolEntry | ApprovalEntry | NoteEntry | RunEntry
+                                      # | SessionEntry | UnknownEntry | DroppedEntry
+    changes = timeline.drain_changes()  # ids appended / updated / dropped since the last drain (the view)
+    timeline.pending_approvals        # list[Approval], oldest request first, still pending
+    timeline.notes                    # dict note_id -> NoteRecord (latest Note + when each state was seen)
+    timeline.session                  # latest Session row from session.* events, or None
+    timeline.run_status               # RunStatus of the latest run (or None before any run)
+
+Model text is bucketed per ``(run_id, iteration)`` in one :class:`TextEntry`, whose ``phase`` moves:
+
+* ``STREAMING`` while ``model.delta`` chunks arrive (provisional: the UI shows it as such);
+* ``COMMENTARY`` when ``model.step`` says ``phase="commentary"`` (the step went on to call tools), or when a
+  tool call of the same iteration starts before the step event arrives;
+* ``FINAL`` when ``model.step`` says ``phase="final_answer"``; ``run.completed`` then replaces the text with
+  the run's reported answer (never the concatenated deltas) and marks the entry final;
+* ``INTERRUPTED`` when the run fails, is cancelled or the session ends while the text was still streaming.
+
+Entries are mutable and updated in place (a streaming text grows, a tool call completes). Every change
+bumps the entry's ``revision`` (from one model-wide counter) and is recorded for
+:meth:`Timeline.drain_changes` so a view re-renders only what changed. Entry ids are stable and increase
+in timeline order.
+
+Memory is bounded: past ``max_entries`` entries or ``max_chars`` characters of retained text the oldest
+entries are dropped, and one :class:`DroppedEntry` (id 0, always first) says how many. A single text larger
+than ``max_chars`` keeps its tail and counts the characters it lost (``TextEntry.dropped_chars``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from client.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    ModelDelta,
+    ModelStep,
+    NoteEvent,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    SessionEnded,
+    SessionStarted,
+    SessionUpdated,
+    ToolCompleted,
+    ToolStarted,
+    UnknownEvent,
+)
+from client.models import Approval, Note, Session
+
+__all__ = [
+    "ApprovalEntry",
+    "DroppedEntry",
+    "Entry",
+    "NoteEntry",
+    "NoteRecord",
+    "RunEntry",
+    "RunStatus",
+    "SessionEntry",
+    "TextEntry",
+    "TextPhase",
+    "Timeline",
+    "TimelineChanges",
+    "TimelineEntry",
+    "ToolEntry",
+    "ToolState",
+    "UnknownEntry",
+]
+
+
+class TextPhase(StrEnum):
+    """What a bucket of model text turned out to be."""
+
+    STREAMING = "streaming"
+    COMMENTARY = "commentary"
+    FINAL = "final"
+    INTERRUPTED = "interrupted"
+
+
+class ToolState(StrEnum):
+    """Where a tool call is; ``RUNNING`` covers requested-and-running (one event starts both)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    DENIED = "denied"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(slots=True, eq=False)
+class Entry:
+    """Fields every timeline entry has. ``id`` is stable; ``revision`` grows each time the entry changes."""
+
+    id: int
+    seq: int
+    at: datetime | None
+    revision: int = 0
+
+    @property
+    def chars(self) -> int:
+        """Characters this entry retains, for the memory cap."""
+        return 0
+
+
+@dataclass(slots=True, eq=False)
+class TextEntry(Entry):
+    """Model text of one ``(run_id, iteration)``; see the module docstring for how ``phase`` moves."""
+
+    run_id: str | None = None
+    iteration: int = 0
+    phase: TextPhase = TextPhase.STREAMING
+    dropped_chars: int = 0
+    _parts: list[str] = field(default_factory=list)
+    _len: int = 0
+
+    @property
+    def text(self) -> str:
+        """The text so far (joined lazily so a delta append stays O(1))."""
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def chars(self) -> int:
+        return self._len
+
+    def _append(self, chunk: str) -> None:
+        self._parts.append(chunk)
+        self._len += len(chunk)
+
+    def _replace(self, text: str) -> None:
+        self._parts[:] = [text] if text else []
+        self._len = len(text)
+        self.dropped_chars = 0
+
+    def _keep_tail(self, keep: int) -> int:
+        text = self.text
+        cut = max(len(text) - keep, 0)
+        if cut:
+            self._parts[:] = [text[cut:]]
+            self._len -= cut
+            self.dropped_chars += cut
+        return cut
+
+
+@dataclass(slots=True, eq=False)
+class ToolEntry(Entry):
+    """One tool call, updated in place from started to its outcome."""
+
+    call_id: str = ""
+    run_id: str | None = None
+    iteration: int | None = None
+    name: str = ""
+    args_summary: str = ""
+    state: ToolState = ToolState.RUNNING
+    started_at: datetime | None = None
+    duration_ms: int | None = None
+    result_summary: str = ""
+
+    @property
+    def chars(self) -> int:
+        return len(self.name) + len(self.args_summary) + len(self.result_summary)
+
+
+@dataclass(slots=True, eq=False)
+class ApprovalEntry(Entry):
+    """An approval request or decision at the point it happened; ``approval`` is the snapshot then.
+
+    ``status`` of a request entry follows the approval's latest status (so the line can say it was decided).
+    """
+
+    approval: Approval | None = None
+    decided: bool = False
+    status: str = "pending"
+
+    @property
+    def chars(self) -> int:
+        a = self.approval
+        if a is None:
+            return 0
+        return len(a.summary or "") + len(a.tool_name or "") + len(a.approver_comment or "") + 64
+
+
+@dataclass(slots=True, eq=False)
+class NoteEntry(Entry):
+    """A note state change (sent, delivered, expired, ...) at the point it happened."""
+
+    note: Note | None = None
+    state: str = ""
+
+    @property
+    def chars(self) -> int:
+        return len(self.note.text) if self.note is not None else 0
+
+
+@dataclass(slots=True, eq=False)
+class RunEntry(Entry):
+    """A run started, completed, failed or was cancelled; ``detail`` is the task, error or reason."""
+
+    run_id: str | None = None
+    status: RunStatus = RunStatus.RUNNING
+    detail: str = ""
+
+    @property
+    def chars(self) -> int:
+        return len(self.detail)
+
+
+@dataclass(slots=True, eq=False)
+class SessionEntry(Entry):
+    """The session started or ended (``session.updated`` changes :attr:`Timeline.session` only)."""
+
+    ended: bool = False
+    reason: str = ""
+
+    @property
+    def chars(self) -> int:
+        return len(self.reason)
+
+
+@dataclass(slots=True, eq=False)
+class UnknownEntry(Entry):
+    """An event this client does not know: shown (type and a short body), never an exception."""
+
+    event_type: str = ""
+    summary: str = ""
+
+    @property
+    def chars(self) -> int:
+        return len(self.summary)
+
+
+@dataclass(slots=True, eq=False)
+class DroppedEntry(Entry):
+    """Always first when present: ``count`` earlier entries were dropped to bound memory."""
+
+    count: int = 0
+
+
+TimelineEntry = (
+    TextEntry | ToolEntry | ApprovalEntry | NoteEntry | RunEntry | SessionEntry | UnknownEntry | DroppedEntry
+)
+
+
+@dataclass(slots=True)
+class NoteRecord:
+    """The latest view of one note plus when (event time) each state was first seen."""
+
+    note: Note
+    state: str
+    state_times: dict[str, datetime] = field(default_factory=dict)
+    updated_seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineChanges:
+    """What changed since the last :meth:`Timeline.drain_changes`.
+
+    ``appended`` ids are new (in order, all after every id the view has); ``updated`` ids already existed
+    and changed in place; ``first_id`` is the oldest retained non-marker id (entries below it are gone);
+    ``dropped`` is how many were dropped since the last drain. The marker (id 0) is never listed: read
+    :attr:`Timeline.dropped_count` instead.
+    """
+
+    appended: tuple[int, ...] = ()
+    updated: tuple[int, ...] = ()
+    first_id: int = 1
+    dropped: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.appended or self.updated or self.dropped)
+
+
+_SUMMARY_LIMIT = 200
+
+
+def _short(value: Any, limit: int = _SUMMARY_LIMIT) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Timeline:
+    """The timeline of one session. Feed it events in seq order; read entries and side tables."""
+
+    def __init__(self, *, max_entries: int = 5_000, max_chars: int = 2_000_000) -> None:
+        """``max_entries`` / ``max_chars`` bound retained entries and text; the oldest go first."""
+        if max_entries < 2 or max_chars < 1:
+            raise ValueError("max_entries must be >= 2 and max_chars >= 1")
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self._entries: deque[TimelineEntry] = deque()
+        self._by_id: dict[int, TimelineEntry] = {}
+        self._next_id = 1
+        self._revision = 0
+        self._chars = 0
+        self._marker: DroppedEntry | None = None
+        self._texts: dict[tuple[str | None, int], TextEntry] = {}
+        self._tools: dict[str, ToolEntry] = {}
+        self._approval_requests: dict[str, ApprovalEntry] = {}
+        self._appended: list[int] = []
+        self._updated: dict[int, None] = {}
+        self._dropped_since_drain = 0
+        self.last_seq = 0
+        self.duplicates = 0
+        self.session: Session | None = None
+        self.approvals: dict[str, Approval] = {}
+        self.notes: dict[str, NoteRecord] = {}
+        self.runs: dict[str, RunStatus] = {}
+        self.current_run_id: str | None = None
+        self.run_status: RunStatus | None = None
+        self.final_answer: str | None = None
+        self.unknown_events = 0
+
+    # ------------------------------------------------------------------ reading
+
+    def __iter__(self) -> Iterator[TimelineEntry]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, entry_id: int) -> TimelineEntry | None:
+        """The entry with this id, or None once it was dropped (the view asks by id)."""
+        return self._by_id.get(entry_id)
+
+    @property
+    def revision(self) -> int:
+        """Model-wide change counter: equal revisions mean nothing changed."""
+        return self._revision
+
+    @property
+    def retained_chars(self) -> int:
+        return self._chars
+
+    @property
+    def dropped_count(self) -> int:
+        """How many entries were dropped to bound memory."""
+        return self._marker.count if self._marker is not None else 0
+
+    @property
+    def first_id(self) -> int:
+        """The oldest retained non-marker entry id (``next id`` when empty)."""
+        for entry in self._entries:
+            if not isinstance(entry, DroppedEntry):
+                return entry.id
+        return self._next_id
+
+    @property
+    def pending_approvals(self) -> list[Approval]:
+        """Approvals still waiting for a decision, oldest request first: the approvals panel's rows."""
+        return [a for a in self.approvals.values() if a.pending]
+
+    def drain_changes(self) -> TimelineChanges:
+        """Hand the view what changed since the last call, and forget it (one consumer)."""
+        first = self.first_id
+        appended = tuple(i for i in self._appended if i >= first)
+        appended_set = set(appended)
+        updated = tuple(i for i in self._updated if i not in appended_set and i >= first)
+        changes = TimelineChanges(appended, updated, first, self._dropped_since_drain)
+        self._appended.clear()
+        self._updated.clear()
+        self._dropped_since_drain = 0
+        return changes
+
+    # ------------------------------------------------------------------ feeding
+
+    def apply_many(self, events: Iterable[Event]) -> int:
+        """Apply a batch (what a view does per frame); returns how many were new."""
+        applied = 0
+        for event in events:
+            applied += self.apply(event)
+        return applied
+
+    def apply(self, event: Event) -> bool:
+        """Apply one event; an event whose seq was already seen is ignored (returns False)."""
+        if event.seq <= self.last_seq:
+            self.duplicates += 1
+            return False
+        self.last_seq = event.seq
+        if isinstance(event, ModelDelta):
+            self._on_delta(event)
+        elif isinstance(event, ModelStep):
+            self._on_step(event)
+        elif isinstance(event, ToolStarted):
+            self._on_tool_started(event)
+        elif isinstance(event, ToolCompleted):
+            self._on_tool_completed(event)
+        elif isinstance(event, NoteEvent):
+            self._on_note(event)
+        elif isinstance(event, ApprovalRequested):
+            self._on_approval(event.approval, event, decided=False)
+        elif isinstance(event, ApprovalDecided):
+            self._on_approval(event.approval, event, decided=True)
+        elif isinstance(event, RunStarted):
+            self._on_run_started(event)
+        elif isinstance(event, RunCompleted):
+            self._on_run_completed(event)
+        elif isinstance(event, RunFailed | RunCancelled):
+            self._on_run_stopped(event)
+        elif isinstance(event, SessionStarted):
+            self.session = event.session
+            self._append(SessionEntry(0, event.seq, event.at))
+        elif isinstance(event, SessionUpdated):
+            self.session = event.session
+        elif isinstance(event, SessionEnded):
+            self.session = event.session
+            self._interrupt(None, all_runs=True)
+            if self.run_status is RunStatus.RUNNING:
+                self._set_run_status(self.current_run_id, RunStatus.CANCELLED)
+            self._append(SessionEntry(0, event.seq, event.at, ended=True, reason=event.reason or ""))
+        else:
+            self._on_unknown(event)
+        self._enforce_caps()
+        return True
+
+    # ------------------------------------------------------------------ handlers
+
+    def _run(self, run_id: str | None) -> str | None:
+        return run_id if run_id is not None else self.current_run_id
+
+    def _text_bucket(self, run_id: str | None, iteration: int, event: Event) -> TextEntry:
+        key = (run_id, iteration)
+        entry = self._texts.get(key)
+        if entry is None:
+            entry = TextEntry(0, event.seq, event.at, run_id=run_id, iteration=iteration)
+            self._texts[key] = entry
+            self._append(entry)
+        return entry
+
+    def _on_delta(self, event: ModelDelta) -> None:
+        run_id = self._run(event.run_id)
+        existing = self._texts.get((run_id, event.iteration))
+        if existing is not None and existing.phase is not TextPhase.STREAMING:
+            return  # the step already settled this text; a late chunk must not change it
+        entry = self._text_bucket(run_id, event.iteration, event)
+        entry._append(event.text)
+        self._chars += len(event.text)
+        self._touch(entry)
+
+    def _on_step(self, event: ModelStep) -> None:
+        run_id = self._run(event.run_id)
+        entry = self._text_bucket(run_id, event.iteration, event)
+        if event.text and event.text != entry.text:
+            self._chars += len(event.text) - entry.chars
+            entry._replace(event.text)
+        if event.phase == "commentary":
+            entry.phase = TextPhase.COMMENTARY
+        else:
+            entry.phase = TextPhase.FINAL
+            self.final_answer = entry.text
+        self._touch(entry)
+
+    def _on_tool_started(self, event: ToolStarted) -> None:
+        run_id = self._run(event.run_id)
+        if event.iteration is not None:
+            text = self._texts.get((run_id, event.iteration))
+            if text is not None and text.phase is TextPhase.STREAMING:
+                text.phase = TextPhase.COMMENTARY  # the step called a tool: its text was narration
+                self._touch(text)
+        entry = ToolEntry(
+            0,
+            event.seq,
+            event.at,
+            call_id=event.call_id,
+            run_id=run_id,
+            iteration=event.iteration,
+            name=event.name,
+            args_summary=_short(event.args_summary or (_short(event.args) if event.args else "")),
+            started_at=event.at,
+        )
+        old = self._tools.get(event.call_id)
+        if old is not None:
+            self._tools.pop(event.call_id)
+        self._tools[event.call_id] = entry
+        self._append(entry)
+
+    def _on_tool_completed(self, event: ToolCompleted) -> None:
+        entry = self._tools.pop(event.call_id, None)
+        if entry is None:  # its start was dropped or never seen: still show the outcome
+            entry = ToolEntry(0, event.seq, event.at, call_id=event.call_id, run_id=self._run(event.run_id))
+            entry.name = event.name
+            self._append(entry)
+        before = entry.chars
+        entry.state = {
+            "ok": ToolState.COMPLETED,
+            "error": ToolState.FAILED,
+            "denied": ToolState.DENIED,
+        }[event.status]
+        if event.duration_ms is not None:
+            entry.duration_ms = event.duration_ms
+        elif entry.started_at is not None:
+            entry.duration_ms = max(int((event.at - entry.started_at).total_seconds() * 1000), 0)
+        entry.result_summary = _short(event.result_summary)
+        self._chars += entry.chars - before
+        self._touch(entry)
+
+    def _on_note(self, event: NoteEvent) -> None:
+        note = event.note
+        state = event.type.removeprefix("note.")
+        if state == "created":
+            state = note.state or "pending"
+        record = self.notes.get(note.note_id)
+        if record is None:
+            record = NoteRecord(note=note, state=state)
+            self.notes[note.note_id] = record
+        record.note = note
+        record.state = state
+        record.state_times.setdefault(state, event.at)
+        record.updated_seq = event.seq
+        self._append(NoteEntry(0, event.seq, event.at, note=note, state=state))
+
+    def _on_approval(self, approval: Approval, event: Event, *, decided: bool) -> None:
+        self.approvals[approval.id] = approval
+        request = self._approval_requests.get(approval.id)
+        if decided and request is not None:
+            request.status = approval.status
+            self._touch(request)
+            self._approval_requests.pop(approval.id, None)
+        entry = ApprovalEntry(
+            0, event.seq, event.at, approval=approval, decided=decided, status=approval.status
+        )
+        if not decided:
+            self._approval_requests[approval.id] = entry
+        self._append(entry)
+
+    def _set_run_status(self, run_id: str | None, status: RunStatus) -> None:
+        if run_id is not None:
+            self.runs[run_id] = status
+        if run_id is None or run_id == self.current_run_id:
+            self.run_status = status
+
+    def _on_run_started(self, event: RunStarted) -> None:
+        self.current_run_id = event.run_id
+        self._set_run_status(event.run_id, RunStatus.RUNNING)
+        self.final_answer = None
+        self._append(RunEntry(0, event.seq, event.at, run_id=event.run_id, detail=_short(event.task)))
+
+    def _on_run_completed(self, event: RunCompleted) -> None:
+        run_id = self._run(event.run_id)
+        target: TextEntry | None = None
+        if event.iteration is not None:
+            target = self._texts.get((run_id, event.iteration))
+        else:
+            # The run's last text bucket is its answer unless it was narration before a tool call.
+            for (rid, _it), text in reversed(self._texts.items()):
+                if rid == run_id:
+                    if text.phase in (TextPhase.STREAMING, TextPhase.FINAL):
+                        target = text
+                    break
+        answer = event.answer
+        if target is None and answer:
+            target = self._text_bucket(run_id, event.iteration or 0, event)
+        if target is not None:
+            if answer and answer != target.text:
+                self._chars += len(answer) - target.chars
+                target._replace(answer)
+            target.phase = TextPhase.FINAL
+            self.final_answer = target.text
+            self._touch(target)
+        for (rid, _it), text in self._texts.items():
+            if rid == run_id and text.phase is TextPhase.STREAMING:
+                text.phase = TextPhase.COMMENTARY
+                self._touch(text)
+        self._set_run_status(run_id, RunStatus.COMPLETED)
+        self._append(RunEntry(0, event.seq, event.at, run_id=run_id, status=RunStatus.COMPLETED))
+
+    def _on_run_stopped(self, event: RunFailed | RunCancelled) -> None:
+        run_id = self._run(event.run_id)
+        self._interrupt(run_id)
+        if isinstance(event, RunFailed):
+            status, detail = RunStatus.FAILED, event.error
+        else:
+            status, detail = RunStatus.CANCELLED, event.reason
+        self._set_run_status(run_id, status)
+        self._append(RunEntry(0, event.seq, event.at, run_id=run_id, status=status, detail=_short(detail)))
+
+    def _interrupt(self, run_id: str | None, *, all_runs: bool = False) -> None:
+        for (rid, _it), text in self._texts.items():
+            if (all_runs or rid == run_id) and text.phase is TextPhase.STREAMING:
+                text.phase = TextPhase.INTERRUPTED
+                self._touch(text)
+
+    def _on_unknown(self, event: Event) -> None:
+        self.unknown_events += 1
+        raw: dict[str, Any] = event.raw if isinstance(event, UnknownEvent) else {}
+        body = {k: v for k, v in raw.items() if k not in ("seq", "type", "session_id", "at")}
+        self._append(UnknownEntry(0, event.seq, event.at, event_type=event.type, summary=_short(body)))
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _touch(self, entry: TimelineEntry) -> None:
+        self._revision += 1
+        entry.revision = self._revision
+        self._updated[entry.id] = None
+
+    def _append(self, entry: TimelineEntry) -> None:
+        entry.id = self._next_id
+        self._next_id += 1
+        self._revision += 1
+        entry.revision = self._revision
+        self._entries.append(entry)
+        self._by_id[entry.id] = entry
+        self._chars += entry.chars
+        self._appended.append(entry.id)
+
+    def _enforce_caps(self) -> None:
+        real = len(self._entries) - (self._marker is not None)
+        if real <= self.max_entries - 1 and self._chars <= self.max_chars:
+            return
+        dropped = 0
+        # Keep room for the marker inside max_entries; never drop the newest entry.
+        while real > 1 and (real > self.max_entries - 1 or self._chars > self.max_chars):
+            index = 1 if self._marker is not None else 0
+            victim = self._entries[index]
+            del self._entries[index]
+            self._by_id.pop(victim.id, None)
+            self._chars -= victim.chars
+            self._forget(victim)
+            real -= 1
+            dropped += 1
+        if self._chars > self.max_chars:
+            last = self._entries[-1]
+            if isinstance(last, TextEntry):
+                self._chars -= last._keep_tail(max(self.max_chars - (self._chars - last.chars), 0))
+                self._touch(last)
+        if dropped:
+            if self._marker is None:
+                self._marker = DroppedEntry(0, 0, None)
+                self._entries.appendleft(self._marker)
+                self._by_id[0] = self._marker
+            self._marker.count += dropped
+            self._dropped_since_drain += dropped
+            self._touch(self._marker)
+
+    def _forget(self, victim: TimelineEntry) -> None:
+        if isinstance(victim, TextEntry):
+            key = (victim.run_id, victim.iteration)
+            if self._texts.get(key) is victim:
+                del self._texts[key]
+        elif isinstance(victim, ToolEntry):
+            if self._tools.get(victim.call_id) is victim:
+                del self._tools[victim.call_id]
+        elif (
+            isinstance(victim, ApprovalEntry)
+            and victim.approval is not None
+            and self._approval_requests.get(victim.approval.id) is victim
+        ):
+            del self._approval_requests[victim.approval.id]
+        self._updated.pop(victim.id, None)

@@ -1,0 +1,338 @@
+"""Turn one timeline entry into terminal lines (pure: no widget state, no I/O).
+
+:func:`render_entry` gives the lines of one :mod:`client.timeline` entry wrapped to a width. A line is
+either a single-line ``rich.text.Text`` (cheap to keep; rendered to a ``Strip`` on demand and cached by
+the view) or a ready ``Strip`` (Markdown final answers, which Rich lays out itself).
+
+Every piece of untrusted text (model output, tool names and arguments, notes, approval summaries, unknown
+event bodies) goes through :func:`client.textsafe.safe_text` and into ``Text`` objects, never into a markup
+string, so Rich markup, ANSI/OSC escapes and bidi controls show literally or as U+FFFD. Markdown answers are
+sanitised before parsing and rendered without hyperlinks (a link shows its URL; it cannot become an OSC 8
+link).
+
+State is carried by glyphs and words as well as colour, so ``NO_COLOR`` loses nothing:
+
+=========================  ==============================================================
+streaming model text       ``┊`` gutter, italic, ends with ``… streaming``
+commentary (narration)     ``│`` gutter, dim; collapsed: ``▸ commentary (N lines)``
+final answer               ``● answer`` header, ``┃`` gutter, Markdown
+interrupted text           ``┊`` gutter, ends with ``⚠ interrupted``
+tool call                  ``◌ running`` / ``✓ ok`` / ``✗ failed`` / ``⊘ denied`` + duration
+approval                   ``⏸ approval requested`` / ``✓ approval approved`` / ``✗ approval declined``
+note                       ``✉ note <state>`` with the state's glyph
+unknown event              ``? unknown event <type>`` (dim)
+=========================  ==============================================================
+"""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+
+from client.textsafe import safe_line, safe_text
+from client.timeline import (
+    ApprovalEntry,
+    DroppedEntry,
+    NoteEntry,
+    RunEntry,
+    RunStatus,
+    SessionEntry,
+    TextEntry,
+    TextPhase,
+    TimelineEntry,
+    ToolEntry,
+    ToolState,
+    UnknownEntry,
+)
+
+RenderedLine = Text | Strip
+"""One terminal line: a single-line Text (rendered lazily) or a ready Strip."""
+
+GUTTER_WIDTH = 2
+MIN_WIDTH = 12
+
+STYLE_STREAMING = Style(italic=True)
+STYLE_COMMENTARY = Style(dim=True)
+STYLE_FINAL_HEADER = Style(bold=True, color="bright_green")
+STYLE_FINAL_GUTTER = Style(bold=True, color="bright_green")
+STYLE_MARKER = Style(dim=True, italic=True)
+STYLE_DIM = Style(dim=True)
+STYLE_NAME = Style(bold=True)
+STYLE_OK = Style(color="green", bold=True)
+STYLE_BAD = Style(color="red", bold=True)
+STYLE_WAIT = Style(color="yellow", bold=True)
+STYLE_RUN = Style(color="cyan", bold=True)
+
+_TOOL_LOOK: dict[ToolState, tuple[str, str, Style]] = {
+    ToolState.RUNNING: ("◌", "running", STYLE_WAIT),
+    ToolState.COMPLETED: ("✓", "ok", STYLE_OK),
+    ToolState.FAILED: ("✗", "failed", STYLE_BAD),
+    ToolState.DENIED: ("⊘", "denied", STYLE_BAD),
+}
+
+NOTE_LOOK: dict[str, tuple[str, Style]] = {
+    "pending": ("…", STYLE_WAIT),
+    "claimed": ("◔", STYLE_WAIT),
+    "delivered": ("✓", STYLE_OK),
+    "acknowledged": ("✓✓", STYLE_OK),
+    "cancelled": ("⊘", STYLE_DIM),
+    "expired": ("⌛", STYLE_DIM),
+    "failed": ("✗", STYLE_BAD),
+    "undeliverable": ("✗", STYLE_BAD),
+}
+"""Glyph and style per note state (public: the notes panel can share the same badges)."""
+
+_APPROVAL_LOOK: dict[str, tuple[str, Style]] = {
+    "pending": ("⏸", STYLE_WAIT),
+    "approved": ("✓", STYLE_OK),
+    "declined": ("✗", STYLE_BAD),
+    "expired": ("⌛", STYLE_DIM),
+    "cancelled": ("⊘", STYLE_DIM),
+}
+
+_RUN_LOOK: dict[RunStatus, tuple[str, str, Style]] = {
+    RunStatus.RUNNING: ("▶", "run started", STYLE_RUN),
+    RunStatus.COMPLETED: ("■", "run completed", STYLE_OK),
+    RunStatus.FAILED: ("✗", "run failed", STYLE_BAD),
+    RunStatus.CANCELLED: ("⊘", "run cancelled", STYLE_BAD),
+}
+
+
+def format_duration(ms: int | None) -> str:
+    """Short human duration for a tool line: ``340ms``, ``1.2s``, ``2m03s``."""
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f"{ms}ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f}s"
+    minutes, seconds = divmod(ms // 1000, 60)
+    return f"{minutes}m{seconds:02d}s"
+
+
+def _one_line(parts: list[tuple[str, Style | None]], width: int) -> Text:
+    """Assemble a single line from (untrusted-safe text, style) parts and cut it to ``width``."""
+    text = Text(no_wrap=True, overflow="ellipsis", end="")
+    for part, style in parts:
+        text.append(part, style)
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
+def _wrap(body: str, width: int, style: Style, gutter: str, gutter_style: Style) -> list[Text]:
+    """Wrap sanitised ``body`` to ``width`` behind a gutter; styles go on spans (a bare base is dropped)."""
+    inner = max(width - GUTTER_WIDTH, 1)
+    text = Text(body, end="")
+    if style:
+        text.stylize(style)
+    console = _measure_console(inner)
+    out: list[Text] = []
+    for line in text.wrap(console, inner, overflow="fold"):
+        line.end = ""
+        line.rstrip()
+        out.append(Text.assemble((gutter, gutter_style), line, no_wrap=True, end=""))
+    return out or [Text.assemble((gutter, gutter_style), no_wrap=True, end="")]
+
+
+_consoles: dict[int, Console] = {}
+
+
+def _measure_console(width: int) -> Console:
+    """A private, output-less console for wrapping and Markdown layout (no terminal is touched)."""
+    console = _consoles.get(width)
+    if console is None:
+        if len(_consoles) > 16:
+            _consoles.clear()
+        console = Console(
+            width=width,
+            file=io.StringIO(),
+            color_system="truecolor",
+            force_terminal=False,
+            legacy_windows=False,
+            emoji=False,
+            highlight=False,
+            markup=False,
+        )
+        _consoles[width] = console
+    return console
+
+
+def _markdown_lines(body: str, width: int) -> list[RenderedLine]:
+    inner = max(width - GUTTER_WIDTH, 1)
+    console = _measure_console(inner)
+    markdown = Markdown(body, hyperlinks=False)
+    options = console.options.update(width=inner, highlight=False, markup=False)
+    gutter = Segment("┃ ", STYLE_FINAL_GUTTER)
+    lines: list[RenderedLine] = []
+    for segments in console.render_lines(markdown, options, pad=False):
+        clean = [s for s in segments if not s.control]
+        lines.append(Strip([gutter, *clean]))
+    # Rich pads Markdown with blank lines around blocks: drop trailing blank ones.
+    while len(lines) > 1 and isinstance(lines[-1], Strip) and not lines[-1].text[GUTTER_WIDTH:].strip():
+        lines.pop()
+    return lines
+
+
+def _render_text(entry: TextEntry, width: int, collapse_commentary: bool) -> list[RenderedLine]:
+    body = safe_text(entry.text)
+    lines: list[RenderedLine] = []
+    if entry.dropped_chars:
+        lines.append(
+            _one_line([(f"… {entry.dropped_chars} earlier characters dropped", STYLE_MARKER)], width)
+        )
+    phase = entry.phase
+    if phase is TextPhase.FINAL:
+        lines.append(_one_line([("● answer", STYLE_FINAL_HEADER)], width))
+        lines.extend(_markdown_lines(body, width) if body.strip() else [])
+        return lines
+    if phase is TextPhase.COMMENTARY:
+        wrapped = _wrap(body, width, STYLE_COMMENTARY, "│ ", STYLE_COMMENTARY)
+        if collapse_commentary:
+            count = len(wrapped)
+            word = "line" if count == 1 else "lines"
+            preview = safe_line(body, max(width, 0)).strip()
+            return [
+                *lines,
+                _one_line(
+                    [
+                        (f"▸ commentary ({count} {word})", STYLE_COMMENTARY),
+                        ("  " + preview, STYLE_COMMENTARY),
+                    ],
+                    width,
+                ),
+            ]
+        return [*lines, *wrapped]
+    # Streaming or interrupted: provisional text.
+    wrapped = _wrap(body, width, STYLE_STREAMING, "┊ ", STYLE_MARKER) if body else []
+    suffix = ("… streaming", STYLE_MARKER) if phase is TextPhase.STREAMING else ("⚠ interrupted", STYLE_WAIT)
+    if wrapped and wrapped[-1].cell_len + 1 + len(suffix[0]) <= width:
+        wrapped[-1].append(" ")
+        wrapped[-1].append(*suffix)
+    else:
+        wrapped.append(_one_line([("┊ ", STYLE_MARKER), suffix], width))
+    return [*lines, *wrapped]
+
+
+def _render_tool(entry: ToolEntry, width: int) -> list[RenderedLine]:
+    icon, word, style = _TOOL_LOOK[entry.state]
+    parts: list[tuple[str, Style | None]] = [
+        (f"{icon} ", style),
+        (safe_line(entry.name) or "tool", STYLE_NAME),
+    ]
+    if entry.args_summary:
+        parts.append(("  " + safe_line(entry.args_summary), None))
+    parts.append(("  " + word, style))
+    if entry.duration_ms is not None:
+        parts.append((" " + format_duration(entry.duration_ms), STYLE_DIM))
+    if entry.state is not ToolState.COMPLETED and entry.result_summary:
+        parts.append(("  — " + safe_line(entry.result_summary), STYLE_DIM))
+    return [_one_line(parts, width)]
+
+
+def _render_approval(entry: ApprovalEntry, width: int) -> list[RenderedLine]:
+    approval = entry.approval
+    tool = safe_line(approval.tool_name or "tool") if approval else "tool"
+    summary = safe_line(approval.summary or "") if approval else ""
+    if not entry.decided:
+        icon, style = _APPROVAL_LOOK["pending"]
+        parts: list[tuple[str, Style | None]] = [(f"{icon} approval requested  ", style), (tool, STYLE_NAME)]
+        if summary:
+            parts.append(("  " + summary, None))
+        if entry.status != "pending":
+            parts.append((f"  (now {safe_line(entry.status)})", STYLE_DIM))
+        return [_one_line(parts, width)]
+    status = entry.status
+    icon, style = _APPROVAL_LOOK.get(status, ("•", STYLE_DIM))
+    parts = [(f"{icon} approval {safe_line(status)}  ", style), (tool, STYLE_NAME)]
+    if approval is not None and approval.approver_comment:
+        parts.append(("  “" + safe_line(approval.approver_comment) + "”", None))
+    return [_one_line(parts, width)]
+
+
+def _render_note(entry: NoteEntry, width: int) -> list[RenderedLine]:
+    icon, style = NOTE_LOOK.get(entry.state, ("•", STYLE_DIM))
+    note = entry.note
+    state = "sent" if entry.state == "pending" else safe_line(entry.state)
+    parts: list[tuple[str, Style | None]] = [(f"✉ note {state} {icon}", style)]
+    if note is not None:
+        parts.append(("  “" + safe_line(note.text, 80) + "”", None))
+        extra = []
+        if note.delivery_channel:
+            extra.append("via " + safe_line(note.delivery_channel, 30))
+        if note.delivered_turn_index is not None:
+            extra.append(f"turn {note.delivered_turn_index}")
+        if note.undeliverable_reason:
+            extra.append(safe_line(note.undeliverable_reason, 60))
+        if extra:
+            parts.append(("  " + " · ".join(extra), STYLE_DIM))
+    return [_one_line(parts, width)]
+
+
+def _render_run(entry: RunEntry, width: int) -> list[RenderedLine]:
+    icon, word, style = _RUN_LOOK[entry.status]
+    parts: list[tuple[str, Style | None]] = [(f"{icon} {word}", style)]
+    if entry.detail:
+        parts.append(("  " + safe_line(entry.detail), None))
+    return [_one_line(parts, width)]
+
+
+def _render_session(entry: SessionEntry, width: int) -> list[RenderedLine]:
+    if entry.ended:
+        parts: list[tuple[str, Style | None]] = [("■ session ended", STYLE_RUN)]
+        if entry.reason:
+            parts.append(("  " + safe_line(entry.reason), STYLE_DIM))
+        return [_one_line(parts, width)]
+    return [_one_line([("● session started", STYLE_RUN)], width)]
+
+
+def render_marker(count: int, width: int) -> Text:
+    """The first line when earlier entries are gone (dropped by the model or past the view's line cap)."""
+    word = "entry" if count == 1 else "entries"
+    return _one_line([(f"… {count} earlier {word} dropped", STYLE_MARKER)], max(width, MIN_WIDTH))
+
+
+def render_entry(
+    entry: TimelineEntry, width: int, *, collapse_commentary: bool = False
+) -> list[RenderedLine]:
+    """The lines of one entry at ``width`` cells; the view calls it again when the entry changes."""
+    width = max(width, MIN_WIDTH)
+    if isinstance(entry, TextEntry):
+        return _render_text(entry, width, collapse_commentary)
+    if isinstance(entry, ToolEntry):
+        return _render_tool(entry, width)
+    if isinstance(entry, ApprovalEntry):
+        return _render_approval(entry, width)
+    if isinstance(entry, NoteEntry):
+        return _render_note(entry, width)
+    if isinstance(entry, RunEntry):
+        return _render_run(entry, width)
+    if isinstance(entry, SessionEntry):
+        return _render_session(entry, width)
+    if isinstance(entry, DroppedEntry):
+        return [render_marker(entry.count, width)]
+    assert isinstance(entry, UnknownEntry)
+    parts: list[tuple[str, Style | None]] = [
+        ("? unknown event ", STYLE_DIM),
+        (safe_line(entry.event_type, 60), STYLE_DIM),
+    ]
+    if entry.summary:
+        parts.append(("  " + safe_line(entry.summary), STYLE_DIM))
+    return [_one_line(parts, width)]
+
+
+def line_to_strip(line: RenderedLine, console: Console) -> Strip:
+    """A stored line as a Strip (Text lines are rendered here, once per cache miss)."""
+    if isinstance(line, Strip):
+        return line
+    return Strip(list(line.render(console)), line.cell_len)
+
+
+def line_plain(line: RenderedLine) -> str:
+    """The plain characters of a line (tests and copy use it)."""
+    return line.text if isinstance(line, Strip) else line.plain

@@ -1,0 +1,337 @@
+"""A line-virtualised view of a :class:`client.timeline.Timeline` (presentational: no network).
+
+Built like Textual's ``Log``: a ``ScrollView`` that keeps rendered lines (not widgets), turns only the
+visible ones into ``Strip``s through an LRU cache, caps retained lines at ``max_lines``, batches updates so
+the screen repaints at most ~60 times a second however fast events arrive, and follows new output only
+while the user is at the bottom (scrolling up to read is never yanked back).
+
+Usage contract (the attach screen)::
+
+    from client.timeline import Timeline
+    from widgets.timeline_view import TimelineView
+
+    timeline = Timeline()                               # the pure model; the screen owns it
+    view = TimelineView(timeline, max_lines=10_000, id="timeline")
+    ...                                                 # compose/mount it
+    timeline.apply_many(batch)                          # feed events (from the stream worker)
+    view.sync()                                         # cheap: schedules one flush for the next frame
+    # or: view.feed(batch)                              # = apply_many + sync
+
+    view.collapse_commentary = True                     # reactive; also key "c" (action toggle_commentary)
+    view.at_bottom                                      # following new output?
+    view.flush()                                        # render pending changes now (tests, benchmarks)
+
+    timeline.pending_approvals / timeline.notes / timeline.session / timeline.run_status
+                                                        # panels read these from the model, not the view
+
+The view pulls changes with ``Timeline.drain_changes()``: it must be the model's only drainer. Entries
+update in place (a streaming text grows, a tool call completes); only changed entries are re-rendered.
+Collapsing commentary or a width change re-renders the retained entries once.
+
+Keys (focus the view): ``c`` toggle commentary, ``end`` follow output (jump to the bottom), plus the
+usual scroll keys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.timer import Timer
+
+from client.events import Event
+from client.timeline import Timeline, TimelineChanges
+from widgets.timeline_render import RenderedLine, line_plain, line_to_strip, render_entry, render_marker
+
+FRAME_SECONDS = 1 / 60
+"""Minimum time between two flushes: appends are buffered and painted at most once per frame."""
+
+
+class TimelineView(ScrollView, can_focus=True):
+    """The timeline rendered line by line; see the module docstring for the contract."""
+
+    DEFAULT_CSS = """
+    TimelineView {
+        background: $surface;
+        color: $text;
+        overflow-y: scroll;
+        overflow-x: hidden;
+        &:focus {
+            background-tint: $foreground 5%;
+        }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "c",
+            "toggle_commentary",
+            "Commentary",
+            id="timeline.toggle_commentary",
+            tooltip="Collapse or expand the agent's narration between tool calls",
+        ),
+        Binding(
+            "end",
+            "follow",
+            "Follow",
+            show=False,
+            id="timeline.follow",
+            tooltip="Jump to the newest output and keep following it",
+        ),
+    ]
+
+    collapse_commentary: reactive[bool] = reactive(False)
+    """Show each commentary block as one ``▸ commentary (N lines)`` line."""
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        *,
+        max_lines: int = 10_000,
+        collapse_commentary: bool = False,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+        disabled: bool = False,
+    ) -> None:
+        """Show ``timeline``; at most ``max_lines`` rendered lines are kept (oldest entries go first)."""
+        super().__init__(name=name, id=id, classes=classes, disabled=disabled)
+        self.timeline = timeline
+        self.max_lines = max(max_lines, 10)
+        self._lines: list[RenderedLine] = []
+        self._base = 0  # absolute line number of self._lines[0]
+        self._order: list[int] = []  # entry ids shown, ascending
+        self._start: dict[int, int] = {}  # entry id -> absolute line number of its first line
+        self._count: dict[int, int] = {}  # entry id -> number of lines
+        self._first_shown = 1  # entries with a lower id are no longer shown
+        self._width = 0
+        self._cache: LRUCache[int, Strip] = LRUCache(1024)
+        self._flush_timer: Timer | None = None
+        self._last_flush = 0.0
+        self._needs_full = True
+        self.flushes = 0
+        self.set_reactive(TimelineView.collapse_commentary, collapse_commentary)
+
+    # ------------------------------------------------------------------ public API
+
+    def sync(self) -> None:
+        """Tell the view the model changed; the repaint happens once per frame, not once per event."""
+        if self._flush_timer is not None or not self.is_mounted:
+            return
+        delay = max(0.0, self._last_flush + FRAME_SECONDS - time.monotonic())
+        self._flush_timer = self.set_timer(delay, self._timed_flush, name="timeline-flush")
+
+    def feed(self, events: Iterable[Event]) -> int:
+        """Apply a batch of events to the model and schedule a repaint; returns how many were new."""
+        applied = self.timeline.apply_many(events)
+        self.sync()
+        return applied
+
+    @property
+    def at_bottom(self) -> bool:
+        """True while the view follows new output (the user has not scrolled up)."""
+        return self.is_vertical_scroll_end
+
+    @property
+    def line_count(self) -> int:
+        """Lines currently retained (the marker line included)."""
+        return len(self._lines) + self._has_marker
+
+    @property
+    def lines_text(self) -> list[str]:
+        """Plain text of the retained lines (tests, copying)."""
+        head = [line_plain(self._marker_line())] if self._has_marker else []
+        return head + [line_plain(line) for line in self._lines]
+
+    def flush(self) -> None:
+        """Render pending model changes now (normally called by the per-frame timer)."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        self._last_flush = time.monotonic()
+        width = self.scrollable_content_region.width
+        if width <= 0:
+            return  # not laid out yet; on_resize will render everything
+        follow = self.is_vertical_scroll_end and not self.is_vertical_scrollbar_grabbed
+        had_marker = self._has_marker
+        if self._needs_full or width != self._width:
+            self.timeline.drain_changes()
+            self._width = width
+            removed = self._rebuild_all()
+        else:
+            changes = self.timeline.drain_changes()
+            if not changes:
+                return
+            removed = self._apply(changes)
+        self.flushes += 1
+        removed += self._enforce_max_lines()
+        if had_marker != self._has_marker:
+            self._cache.clear()
+        self.virtual_size = Size(self._width, self.line_count)
+        if follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        elif removed and self.scroll_y > 0:
+            # Keep what the reader is looking at in place when old lines leave from the top.
+            self.scroll_to(y=max(self.scroll_y - removed, 0), animate=False, immediate=True)
+        self.refresh()
+
+    def action_toggle_commentary(self) -> None:
+        """Narration between tool calls can be long: fold it to one line each, or unfold it."""
+        self.collapse_commentary = not self.collapse_commentary
+
+    def action_follow(self) -> None:
+        """Jump to the newest output; from there the view keeps following it."""
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    # ------------------------------------------------------------------ Textual hooks
+
+    def watch_collapse_commentary(self, _value: bool) -> None:
+        self._needs_full = True
+        if self.is_mounted:
+            self.flush()
+
+    def on_mount(self) -> None:
+        self.sync()
+
+    def on_resize(self) -> None:
+        if self.scrollable_content_region.width != self._width:
+            self.flush()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        rich_style = self.rich_style
+        if index >= self.line_count:
+            return Strip.blank(width, rich_style)
+        if self._has_marker:
+            if index == 0:
+                strip = line_to_strip(self._marker_line(), self.app.console)
+                return strip.apply_style(rich_style).crop_extend(scroll_x, scroll_x + width, rich_style)
+            index -= 1
+        key = self._base + index
+        strip_or_none = self._cache.get(key)
+        if strip_or_none is None:
+            strip_or_none = line_to_strip(self._lines[index], self.app.console).apply_style(rich_style)
+            self._cache[key] = strip_or_none
+        return strip_or_none.crop_extend(scroll_x, scroll_x + width, rich_style)
+
+    # ------------------------------------------------------------------ internals
+
+    @property
+    def _has_marker(self) -> bool:
+        return self._first_shown > 1
+
+    def _marker_line(self) -> RenderedLine:
+        return render_marker(self._first_shown - 1, self._width)
+
+    def _render_block(self, entry_id: int) -> list[RenderedLine] | None:
+        entry = self.timeline.get(entry_id)
+        if entry is None:
+            return None
+        return render_entry(entry, self._width, collapse_commentary=self.collapse_commentary)
+
+    def _rebuild_all(self) -> int:
+        """Re-render every retained entry (width change, collapse toggle, first paint)."""
+        self._needs_full = False
+        old = len(self._lines)
+        self._cache.clear()
+        self._base += old  # fresh absolute numbers: no stale cache key can match
+        self._lines = []
+        self._order = []
+        self._start.clear()
+        self._count.clear()
+        first = max(self._first_shown, self.timeline.first_id)
+        self._first_shown = first
+        for entry in self.timeline:
+            if entry.id >= first:
+                self._append_block(entry.id)
+        return 0
+
+    def _append_block(self, entry_id: int) -> None:
+        lines = self._render_block(entry_id)
+        if lines is None:
+            return
+        self._order.append(entry_id)
+        self._start[entry_id] = self._base + len(self._lines)
+        self._count[entry_id] = len(lines)
+        self._lines.extend(lines)
+
+    def _drop_front(self, keep_from_id: int) -> int:
+        """Forget shown entries below ``keep_from_id``; returns how many lines left."""
+        removed = 0
+        drop = 0
+        for entry_id in self._order:
+            if entry_id >= keep_from_id:
+                break
+            removed += self._count.pop(entry_id)
+            del self._start[entry_id]
+            drop += 1
+        if drop:
+            del self._order[:drop]
+            del self._lines[:removed]
+            self._base += removed
+        self._first_shown = max(self._first_shown, keep_from_id)
+        return removed
+
+    def _apply(self, changes: TimelineChanges) -> int:
+        removed = self._drop_front(changes.first_id) if changes.first_id > self._first_shown else 0
+        updated = [i for i in changes.updated if i in self._start]
+        if updated:
+            first = min(updated)
+            rerender = set(updated)
+            position = self._order.index(first)
+            tail = self._order[position:]
+            cut = self._start[first] - self._base
+            stale_from = self._start[first]
+            for key in [k for k in list(self._cache.keys()) if k >= stale_from]:
+                self._cache.discard(key)
+            old_tail = self._lines[cut:]
+            del self._lines[cut:]
+            del self._order[position:]
+            offset = 0
+            for entry_id in tail:
+                count = self._count[entry_id]
+                if entry_id in rerender:
+                    self._append_block(entry_id)
+                else:
+                    # Unchanged block: reuse its lines, only its position may move.
+                    self._order.append(entry_id)
+                    self._start[entry_id] = self._base + len(self._lines)
+                    self._lines.extend(old_tail[offset : offset + count])
+                offset += count
+        for entry_id in changes.appended:
+            if entry_id >= self._first_shown and entry_id not in self._start:
+                self._append_block(entry_id)
+        return removed
+
+    def _enforce_max_lines(self) -> int:
+        excess = self.line_count - self.max_lines
+        if excess <= 0 or len(self._order) <= 1:
+            return 0
+        keep_from = self._order[-1]
+        dropped_lines = 0
+        for entry_id in self._order[:-1]:
+            if dropped_lines >= excess:
+                keep_from = entry_id
+                break
+            dropped_lines += self._count[entry_id]
+        return self._drop_front(keep_from)
+
+    def _timed_flush(self) -> None:
+        self._flush_timer = None
+        self.flush()
+
+
+__all__ = ["FRAME_SECONDS", "TimelineView"]
