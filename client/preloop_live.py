@@ -1,0 +1,523 @@
+"""Follow one runtime session on a Preloop 0.17.1 server: its websocket, replay, and polling.
+
+``Client.follow()`` delegates here when the server is a Preloop server, so the TUI and the CLI read the
+same ``Event | StreamStatus`` values whatever is behind the client. Preloop pushes less than our SSE
+stream and numbers nothing, so this module:
+
+* attaches to ``{base}/api/v1/ws/runtime-sessions/{id}`` (ws:// or wss://) with the bearer token in the
+  ``Authorization`` header only; the first frame is ``attached`` or ``error`` (then a 44xx close);
+* replays ``GET .../{id}/activity`` (newest first, reversed) on attach and after every reconnect, and
+  drops what it already showed by a stable key (:mod:`client.preloop_map`), numbering the rest with a
+  contiguous local ``seq``; after a reconnect it yields ``Missed(n)`` for the n facts the replay found
+  that happened while it was away;
+* polls what is never pushed: note states other than *delivered* (fast while a note is open, slowly
+  otherwise), pending approvals (``approval.requested`` / ``approval.decided`` when one disappears),
+  and the session row (an idle sweep ends a session silently);
+* pings every 25 s, treats 75 s of silence as a dead connection, reconnects with 1 s → 30 s jittered
+  backoff, and stops for good on a 4400-4499 close or a 401/403/404 (``Refused``).
+
+Status values come from :mod:`client.status`; every interval is a :class:`PreloopTiming` field so
+tests can run the whole dance in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+
+from client.backend import ApprovalPage
+from client.events import Event
+from client.models import ActivityItem, Approval, NoteList, NoteState, Session
+from client.preloop_map import (
+    Draft,
+    Sequencer,
+    approval_decided_draft,
+    approval_requested_draft,
+    from_envelope,
+    note_draft,
+    replay_drafts,
+    session_ended_draft,
+)
+from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+
+REFUSAL_HTTP_STATUSES = frozenset({401, 403, 404})
+
+
+class PreloopRest(Protocol):
+    """The part of ``client.api.Client`` the follower needs (kept narrow so there is no import cycle)."""
+
+    @property
+    def base_url(self) -> Any: ...
+
+    def auth_headers(self) -> Mapping[str, str]: ...
+
+    async def get_session(self, session_id: str) -> Session: ...
+
+    async def session_activity(self, session_id: str) -> list[ActivityItem]: ...
+
+    async def list_notes(
+        self,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        execution_id: str | None = None,
+        state: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> NoteList: ...
+
+    async def list_approvals(
+        self,
+        *,
+        session_id: str | None = None,
+        status: str | None = "pending",
+        limit: int = 100,
+        skip: int = 0,
+    ) -> ApprovalPage: ...
+
+    async def get_approval(self, approval_id: str) -> Approval: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PreloopTiming:
+    """Every interval of the follower, in seconds (defaults are Preloop's own figures)."""
+
+    ping_interval: float = 25.0
+    dead_after: float = 75.0
+    attach_timeout: float = 15.0
+    note_poll: float = 3.0
+    note_idle_poll: float = 30.0
+    approval_poll: float = 5.0
+    session_poll: float = 30.0
+    backoff_initial: float = 1.0
+    backoff_max: float = 30.0
+    page_size: int = 100
+
+
+def is_session_id(value: str) -> bool:
+    """Preloop answers a non-UUID session id with a 500 and drops the connection: check first."""
+    try:
+        uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def websocket_url(base_url: Any, session_id: str) -> str:
+    """``http(s)://host/prefix`` → ``ws(s)://host/prefix/api/v1/ws/runtime-sessions/{id}``."""
+    base = str(base_url).rstrip("/")
+    if base.startswith("https://"):
+        base = "wss://" + base[len("https://") :]
+    elif base.startswith("http://"):
+        base = "ws://" + base[len("http://") :]
+    if base.endswith("/api/v1"):
+        base = base[: -len("/api/v1")]
+    return f"{base}/api/v1/ws/runtime-sessions/{session_id}"
+
+
+def backoff_delay(attempt: int, timing: PreloopTiming, rand: float | None = None) -> float:
+    """Exponential from ``backoff_initial`` to ``backoff_max``, with jitter so replicas are not stampeded."""
+    base: float = min(timing.backoff_max, timing.backoff_initial * (2.0 ** max(0, attempt - 1)))
+    jitter: float = random.random() if rand is None else rand
+    return base * (0.5 + 0.5 * jitter)
+
+
+_nudges: weakref.WeakKeyDictionary[Any, dict[str, set[asyncio.Event]]] = weakref.WeakKeyDictionary()
+
+
+def nudge(client: Any, session_id: str) -> None:
+    """Poll notes and approvals now: call after sending a note or deciding an approval.
+
+    Preloop pushes neither, so without this the follower only sees the change at its next timer.
+    """
+    for event in _nudges.get(client, {}).get(session_id, set()):
+        event.set()
+
+
+class _Refusal(Exception):
+    def __init__(self, reason: str, status: int | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+def _http_status(exc: BaseException) -> int | None:
+    """The HTTP status an error from the REST client carries, whatever its class tree."""
+    for name in ("status_code", "status"):
+        value = getattr(exc, name, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def _is_rest_error(exc: Exception) -> bool:
+    """REST failures the follower can survive (transport trouble, a 5xx) or must stop on (401/403/404)."""
+    if isinstance(exc, (OSError, TimeoutError, ValueError)):
+        return True
+    module = type(exc).__module__
+    return module.startswith(("client.", "httpx")) or _http_status(exc) is not None
+
+
+def _refusal_from(exc: Exception) -> _Refusal | None:
+    status = _http_status(exc)
+    if status in REFUSAL_HTTP_STATUSES:
+        return _Refusal(str(exc) or f"HTTP {status}", status)
+    return None
+
+
+class _Follower:
+    def __init__(self, client: PreloopRest, session_id: str, after: int, timing: PreloopTiming) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.after = after
+        self.timing = timing
+        self.seq = Sequencer(session_id)
+        self.session: Session | None = None
+        self.note_states: dict[str, str] = {}
+        self.pending_approvals: set[str] = set()
+        self.nudged = asyncio.Event()
+        self.reported_skips = 0
+
+    # ---------------------------------------------------------------- output helpers
+
+    def _emit(self, drafts: list[Draft]) -> list[Event]:
+        out: list[Event] = []
+        for draft in sorted(drafts, key=lambda d: d.at):
+            out.extend(self.seq.admit(draft))
+        return out
+
+    def _visible(self, events: list[Event]) -> list[Event | StreamStatus]:
+        out: list[Event | StreamStatus] = [event for event in events if event.seq > self.after]
+        if self.seq.skipped > self.reported_skips:
+            self.reported_skips = self.seq.skipped
+            out.append(Skipped("a Preloop message did not fit our event model", self.seq.skipped))
+        return out
+
+    # ---------------------------------------------------------------- REST (replay and polls)
+
+    async def _rest(self, call: Any) -> Any:
+        try:
+            return await call
+        except Exception as exc:
+            refusal = _refusal_from(exc)
+            if refusal is not None:
+                raise refusal from exc
+            raise
+
+    async def _poll_notes(self) -> list[Draft]:
+        drafts: list[Draft] = []
+        offset = 0
+        while True:
+            page: NoteList = await self._rest(
+                self.client.list_notes(session_id=self.session_id, limit=self.timing.page_size, offset=offset)
+            )
+            for note in page.notes:
+                before = self.note_states.get(note.note_id)
+                if before != note.state:
+                    draft = note_draft(self.session_id, note, first_seen=before is None)
+                    if draft is not None:
+                        drafts.append(draft)
+                    self.note_states[note.note_id] = note.state
+            offset += len(page.notes)
+            if not page.notes or len(page.notes) < self.timing.page_size:
+                break
+            if page.total is not None and offset >= page.total:
+                break
+        return drafts
+
+    def _notes_open(self) -> bool:
+        return any(state in (NoteState.PENDING, NoteState.CLAIMED) for state in self.note_states.values())
+
+    async def _poll_approvals(self) -> list[Draft]:
+        pending: dict[str, Approval] = {}
+        skip = 0
+        while True:
+            page: ApprovalPage = await self._rest(
+                self.client.list_approvals(
+                    session_id=self.session_id, status="pending", limit=self.timing.page_size, skip=skip
+                )
+            )
+            for approval in page.items:
+                pending[approval.id] = approval
+            skip += len(page.items)
+            if not page.items or len(page.items) < self.timing.page_size:
+                break
+            if page.total is not None and skip >= page.total:
+                break
+        drafts = [
+            approval_requested_draft(self.session_id, approval)
+            for approval_id, approval in pending.items()
+            if approval_id not in self.pending_approvals
+        ]
+        for gone in sorted(self.pending_approvals - pending.keys()):
+            try:
+                decided = await self._rest(self.client.get_approval(gone))
+            except _Refusal:
+                continue  # deleted or no longer ours: nothing to show
+            if not decided.pending:
+                drafts.append(approval_decided_draft(self.session_id, decided))
+        self.pending_approvals = set(pending)
+        return drafts
+
+    async def _replay(self) -> tuple[list[Event], bool]:
+        """Everything the server can tell us now; returns the new events and whether the session ended."""
+        session = await self._rest(self.client.get_session(self.session_id))
+        self.session = session
+        items = await self._rest(self.client.session_activity(self.session_id))
+        drafts = replay_drafts(self.session_id, items, session)
+        drafts.extend(await self._poll_notes())
+        drafts.extend(await self._poll_approvals())
+        ended = session.ended or any(d.key == "session:ended" for d in drafts)
+        # "session.ended" is the last event of a stream: hold it back until everything else is out.
+        end_drafts = [d for d in drafts if d.key == "session:ended"]
+        events = self._emit([d for d in drafts if d.key != "session:ended"])
+        if ended:
+            events.extend(
+                self.seq.admit(end_drafts[0] if end_drafts else session_ended_draft(self.session_id, session))
+            )
+        return events, ended
+
+    async def _finish(self, end: Draft) -> list[Event]:
+        """The session ended: a last look at notes (pending ones turn undeliverable) and approvals."""
+        drafts: list[Draft] = []
+        with contextlib.suppress(_Refusal):
+            drafts.extend(await self._poll_notes())
+            drafts.extend(await self._poll_approvals())
+        events = self._emit(drafts)
+        events.extend(self.seq.admit(end))
+        return events
+
+    # ---------------------------------------------------------------- websocket
+
+    async def _attach(self, ws: ClientConnection) -> dict[str, Any]:
+        raw = await asyncio.wait_for(ws.recv(), self.timing.attach_timeout)
+        frame = json.loads(raw)
+        if not isinstance(frame, dict):
+            raise ValueError("first frame is not a JSON object")
+        if frame.get("type") == "error":
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ws.wait_closed(), 2.0)
+            code = ws.close_code
+            detail = str(frame.get("detail") or frame.get("error") or "refused")
+            raise _Refusal(detail, code)
+        if frame.get("type") != "attached":
+            raise ValueError(f"unexpected first frame {frame.get('type')!r}")
+        return frame
+
+    async def _live(self, ws: ClientConnection) -> AsyncIterator[Event | StreamStatus]:
+        loop = asyncio.get_running_loop()
+        t = self.timing
+        now = loop.time()
+        last_message = now
+        ping_due = now + t.ping_interval
+        approvals_due = now + t.approval_poll
+        session_due = now + t.session_poll
+        notes_due = now + (t.note_poll if self._notes_open() else t.note_idle_poll)
+        recv_task: asyncio.Task[str | bytes] | None = None
+        nudge_task: asyncio.Task[bool] | None = None
+        try:
+            while True:
+                now = loop.time()
+                deadline = min(last_message + t.dead_after, ping_due, approvals_due, session_due, notes_due)
+                if recv_task is None:
+                    recv_task = asyncio.ensure_future(ws.recv())
+                if nudge_task is None:
+                    nudge_task = asyncio.ensure_future(self.nudged.wait())
+                done, _ = await asyncio.wait(
+                    {recv_task, nudge_task},
+                    timeout=max(0.0, deadline - now),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                now = loop.time()
+                end: Draft | None = None
+                if recv_task in done:
+                    raw = recv_task.result()  # raises ConnectionClosed when the socket is gone
+                    recv_task = None
+                    last_message = now
+                    draft = self._frame(raw)
+                    if draft is not None and draft.key == "session:ended":
+                        end = draft
+                    elif draft is not None:
+                        for item in self._visible(self.seq.admit(draft)):
+                            yield item
+                if nudge_task in done:
+                    nudge_task = None
+                    self.nudged.clear()
+                    notes_due = approvals_due = now
+                if end is None and now >= last_message + t.dead_after:
+                    raise TimeoutError(f"no message for {t.dead_after:g} s")
+                if now >= ping_due:
+                    await ws.send(json.dumps({"type": "ping"}))
+                    ping_due = now + t.ping_interval
+                drafts: list[Draft] = []
+                if end is None and now >= approvals_due:
+                    drafts.extend(await self._quiet(self._poll_approvals()))
+                    approvals_due = now + t.approval_poll
+                if end is None and now >= notes_due:
+                    drafts.extend(await self._quiet(self._poll_notes()))
+                    notes_due = now + (t.note_poll if self._notes_open() else t.note_idle_poll)
+                if end is None and now >= session_due:
+                    row = await self._quiet_session()
+                    session_due = now + t.session_poll
+                    if row is not None and row.ended:
+                        end = session_ended_draft(
+                            self.session_id, row, reason="ended (idle sweep or elsewhere)"
+                        )
+                for item in self._visible(self._emit(drafts)):
+                    yield item
+                if end is not None:
+                    for item in self._visible(await self._finish(end)):
+                        yield item
+                    yield Ended(self.seq.last_seq)
+                    return
+        finally:
+            for task in (recv_task, nudge_task):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed, Exception):
+                        await task
+
+    async def _quiet(self, call: Any) -> list[Draft]:
+        """A poll that fails for a passing reason is retried at the next tick, not fatal."""
+        try:
+            result: list[Draft] = await call
+        except _Refusal:
+            raise
+        except Exception as exc:
+            if not _is_rest_error(exc):
+                raise
+            return []
+        return result
+
+    async def _quiet_session(self) -> Session | None:
+        try:
+            row: Session = await self._rest(self.client.get_session(self.session_id))
+        except _Refusal:
+            raise
+        except Exception as exc:
+            if not _is_rest_error(exc):
+                raise
+            return None
+        self.session = row
+        return row
+
+    def _frame(self, raw: str | bytes) -> Draft | None:
+        try:
+            frame = json.loads(raw)
+        except ValueError:
+            self.seq.skipped += 1
+            return None
+        if not isinstance(frame, dict):
+            self.seq.skipped += 1
+            return None
+        if frame.get("type") == "error":
+            raise _Refusal(str(frame.get("detail") or frame.get("error") or "refused"), None)
+        draft = from_envelope(self.session_id, frame, self.session)
+        if draft is not None and draft.key.startswith("note:"):
+            note_id = draft.key.split(":")[1]
+            self.note_states[note_id] = "delivered"
+        return draft
+
+    # ---------------------------------------------------------------- the whole dance
+
+    async def run(self) -> AsyncIterator[Event | StreamStatus]:
+        if not is_session_id(self.session_id):
+            yield Refused(f"{self.session_id!r} is not a session id (a UUID)", None)
+            return
+        registry: set[asyncio.Event] = set()
+        with contextlib.suppress(TypeError):  # a client that cannot be weakly referenced just is not nudged
+            registry = _nudges.setdefault(self.client, {}).setdefault(self.session_id, set())
+        registry.add(self.nudged)
+        try:
+            async for item in self._run():
+                yield item
+        finally:
+            registry.discard(self.nudged)
+
+    async def _run(self) -> AsyncIterator[Event | StreamStatus]:
+        url = websocket_url(self.client.base_url, self.session_id)
+        attempt = 1
+        reconnected = False
+        while True:
+            yield Connecting(attempt)
+            reason = ""
+            try:
+                async with connect(
+                    url,
+                    additional_headers=dict(self.client.auth_headers()),
+                    open_timeout=self.timing.attach_timeout,
+                    ping_interval=None,  # Preloop's own {"type": "ping"} keeps it alive
+                    close_timeout=2.0,
+                    max_size=2**22,
+                ) as ws:
+                    await self._attach(ws)
+                    before = self.seq.last_seq
+                    events, ended = await self._replay()
+                    for item in self._visible(events):
+                        yield item
+                    recovered = self.seq.last_seq - before
+                    if reconnected and recovered > 0:
+                        yield Missed(recovered)
+                    attempt = 1
+                    if ended:
+                        yield Ended(self.seq.last_seq)
+                        return
+                    yield Live(self.seq.last_seq)
+                    async for item in self._live(ws):
+                        yield item
+                        if isinstance(item, Ended):
+                            return
+                    reason = "connection closed"
+            except _Refusal as refusal:
+                yield Refused(refusal.reason, refusal.status)
+                return
+            except ConnectionClosed as exc:
+                code = exc.rcvd.code if exc.rcvd is not None else None
+                if code is not None and 4400 <= code <= 4499:
+                    yield Refused(exc.rcvd.reason if exc.rcvd and exc.rcvd.reason else f"closed {code}", code)
+                    return
+                reason = f"connection closed ({code})" if code is not None else "connection lost"
+            except InvalidStatus as exc:
+                status = exc.response.status_code
+                if status in REFUSAL_HTTP_STATUSES:
+                    yield Refused(f"websocket upgrade refused: HTTP {status}", status)
+                    return
+                reason = f"websocket upgrade failed: HTTP {status}"
+            except InvalidURI as exc:
+                yield Refused(f"bad server address: {exc}", None)
+                return
+            except (OSError, TimeoutError, InvalidHandshake, ValueError) as exc:
+                reason = str(exc) or type(exc).__name__
+            except Exception as exc:
+                if not _is_rest_error(exc):
+                    raise
+                reason = str(exc) or type(exc).__name__
+            delay = backoff_delay(attempt, self.timing)
+            yield Reconnecting(attempt, delay, reason)
+            await asyncio.sleep(delay)
+            attempt += 1
+            reconnected = True
+
+
+async def follow_preloop(
+    client: PreloopRest, session_id: str, *, after: int = 0, timing: PreloopTiming | None = None
+) -> AsyncIterator[Event | StreamStatus]:
+    """Live events of one session on a Preloop server, as ``Event | StreamStatus`` like our SSE follower.
+
+    ``after`` hides events up to that local seq (seq is synthesized here, contiguous per follow).
+    """
+    follower = _Follower(client, session_id, after, timing or PreloopTiming())
+    async for item in follower.run():
+        yield item
