@@ -33,7 +33,7 @@ from client.events import (
     ToolStarted,
     UnknownEvent,
 )
-from client.models import Session
+from client.models import Note, NoteState, Session
 from client.textsafe import safe_line
 
 SessionState = Literal["live", "idle", "ended"]
@@ -270,3 +270,30 @@ def event_line(event: Event) -> tuple[str, str]:
         case UnknownEvent(type=kind):
             return "unknown", f"{safe_line(kind)} event"
     return "event", safe_line(event.type)
+
+
+def withdraw_outcome(note: Note) -> tuple[bool, str]:
+    """After a withdraw: whether the note is now withdrawn, and a sentence saying so or why not.
+
+    Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so the
+    only way to tell the user what happened is to read the state that came back.
+    """
+    nid = short_id(note.note_id)
+    match note.state:
+        case NoteState.CANCELLED:
+            return True, f"note {nid} is withdrawn (cancelled): the agent will not see it"
+        case NoteState.PENDING:
+            return False, f"note {nid} is still pending: the server did not withdraw it, try again"
+        case NoteState.CLAIMED:
+            why = "the agent has already picked it up and is about to read it"
+        case NoteState.DELIVERED | NoteState.ACKNOWLEDGED:
+            turn = f" at turn {note.delivered_turn_index}" if note.delivered_turn_index is not None else ""
+            why = f"it was already delivered{turn}"
+        case NoteState.EXPIRED:
+            why = "it had already expired before it was delivered"
+        case NoteState.UNDELIVERABLE:
+            reason = f" ({safe_line(note.undeliverable_reason)})" if note.undeliverable_reason else ""
+            why = f"it could not be delivered{reason}"
+        case _:
+            why = f"it is {safe_line(note.state)}, and only a pending note can be withdrawn"
+    return False, f"note {nid} is {safe_line(note.state)}: nothing changed, because {why}"

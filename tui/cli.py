@@ -1,0 +1,381 @@
+"""The ``preloop`` command line: argparse front end, one module per command group in ``tui.commands``.
+
+Start-up stays fast because this module imports only the standard library: a command group's module (and
+with it httpx, the server or Textual) is imported when that command runs, and Textual only for the
+commands that open the full-screen app.
+
+Exit codes (the same for every command, shown in ``--help``):
+
+* 0: success;
+* 1: the server refused the request or it failed (unreachable, 401/403/404/422/429/5xx, a note that
+  could not be withdrawn);
+* 2: usage error (a bad flag, a bad flag combination, an unreadable duration), caught before any request;
+* 130: interrupted with Ctrl+C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    success
+  1    the server refused the request, or it failed (unreachable server, 401/403/404/422/429/5xx)
+  2    usage error (bad flag or flag combination), reported before any request is made
+  130  interrupted (Ctrl+C)
+
+environment:
+  PRELOOP_URL, PRELOOP_TOKEN   server URL and token (--url / --token win over them)
+"""
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, "int | Callable[[], int]"]]
+"""A command: returns its exit code, or a function to call once the event loop is closed (the
+full-screen app runs its own loop, so it cannot start inside ``asyncio.run``)."""
+
+
+class CliUsageError(Exception):
+    """A bad flag or flag combination found by a command before any request: exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors name the command and end with where to read more."""
+
+    def error(self, message: str) -> Any:  # argparse's signature is NoReturn; keep it compatible
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun `{self.prog} --help` for the options.\n")
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32, width=100)
+
+
+def _global_flags(*, suppress: bool) -> argparse.ArgumentParser:
+    """Connection flags, accepted both before and after the command (``preloop --url X sessions list``)."""
+    default = argparse.SUPPRESS if suppress else None
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("connection")
+    group.add_argument(
+        "--url", default=default, help="server URL (default: profile, $PRELOOP_URL, local server)"
+    )
+    group.add_argument("--token", default=default, help="bearer token (default: keyring, $PRELOOP_TOKEN)")
+    group.add_argument("--profile", default=default, help="named profile from the config file")
+    group.add_argument(
+        "--server-kind",
+        choices=("auto", "local", "preloop"),
+        default=default if suppress else "auto",
+        help="what is behind the URL (default: auto-detect from /health)",
+    )
+    return parent
+
+
+def _handler(module: str, name: str) -> Handler:
+    """Import the command module only when its command runs (fast start-up, no Textual for plain commands)."""
+
+    async def run(args: argparse.Namespace) -> int | Callable[[], int]:
+        import importlib
+
+        mod = importlib.import_module(f"tui.commands.{module}")
+        func: Handler = getattr(mod, name)
+        return await func(args)
+
+    run.__qualname__ = f"{module}.{name}"
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the whole command tree (tests read it to check every command has help and an epilog)."""
+    sub_flags = _global_flags(suppress=True)
+    parser = _Parser(
+        prog="preloop",
+        description="Watch and steer live AI-agent runs. With no command, opens the sessions screen.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=_formatter,
+        parents=[_global_flags(suppress=False)],
+    )
+    parser.set_defaults(handler=_handler("tui_entry", "run_sessions_screen"))
+    groups = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+
+    def add(
+        container: Any, name: str, help_text: str, description: str | None = None
+    ) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = container.add_parser(
+            name,
+            help=help_text,
+            description=description or help_text,
+            epilog=EXIT_CODES_HELP,
+            formatter_class=_formatter,
+            parents=[sub_flags],
+        )
+        return p
+
+    # ------------------------------------------------------------------------------------- sessions
+    sessions = add(groups, "sessions", "list and attach to runtime sessions")
+    sessions_sub = sessions.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    sessions.set_defaults(handler=_handler("tui_entry", "run_sessions_group"), group_parser=sessions)
+
+    p = add(
+        sessions_sub,
+        "list",
+        "list sessions, newest first",
+        "List runtime sessions, newest first. Filters combine (all must match).",
+    )
+    p.add_argument("--active", action="store_true", help="only sessions with activity in the last 10 minutes")
+    p.add_argument("--agent", help="only this agent (id or name)")
+    p.add_argument(
+        "--kind", help='only this agent kind ("Claude Code", claude-code and claude_code are equal)'
+    )
+    p.add_argument("--since", metavar="DURATION", help="only sessions started in the last 30m, 2h, 7d, ...")
+    p.add_argument("--parent", metavar="SESSION_UUID", help="only children of this session (full UUID)")
+    p.add_argument(
+        "--execution", metavar="EXECUTION_UUID", help="only sessions of this flow execution (UUID)"
+    )
+    p.add_argument("--limit", type=_limit, default=20, help="at most this many rows, 1..1000 (default 20)")
+    p.add_argument("--wide", action="store_true", help="full ids and a KIND column")
+    p.add_argument("-o", "--output", choices=("table", "id"), default="table", help="table (default) or id")
+    p.add_argument("--json", action="store_true", help='print {"total", "items"} as JSON')
+    p.set_defaults(handler=_handler("sessions", "list_sessions"))
+
+    p = add(
+        sessions_sub,
+        "attach",
+        "follow a session live and steer it",
+        "Follow a session's events. On a terminal this opens the full-screen app; with --plain, or when\n"
+        "stdout is not a terminal, it prints one line per event and reads notes and commands from stdin:\n"
+        "  a line             send it as a note (end a line with \\ to continue on the next one)\n"
+        "  /approve [ID]      approve the pending approval (ID needed only when several are pending)\n"
+        "  /decline [ID] [COMMENT]\n"
+        "  /withdraw NOTE_ID  withdraw a note that was not delivered yet\n"
+        "  //text             send a note that starts with '/'\n"
+        "Any other line starting with '/' is refused, never sent as a note.",
+    )
+    p.add_argument("session", nargs="?", metavar="SESSION_ID", help="session UUID or short id (4+ hex)")
+    p.add_argument(
+        "--execution", metavar="EXECUTION_UUID", help="attach to the session of this flow execution"
+    )
+    p.add_argument("--plain", action="store_true", help="one line per event, even on a terminal")
+    p.add_argument("--json", action="store_true", help="one JSON event per line; notices go to stderr")
+    p.add_argument("--since", metavar="DURATION", help="first replay this much history (30m, 2h, ...)")
+    p.add_argument("--read-only", action="store_true", help="follow without steering (stdin is not read)")
+    p.set_defaults(handler=_handler("sessions", "attach"))
+
+    # ---------------------------------------------------------------------------------------- notes
+    notes = add(groups, "notes", "send, list and withdraw operator notes")
+    notes_sub = notes.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    notes.set_defaults(handler=None, group_parser=notes)
+
+    p = add(
+        notes_sub,
+        "send",
+        "send a note an agent reads at its next turn",
+        "Send an operator note. Give exactly one target. The text is the argument, or standard input\n"
+        "when it is omitted or '-' (lines are kept):\n"
+        "  preloop notes send --session 1a2b3c4d <<'EOF'\n  first line\n  second line\n  EOF",
+    )
+    p.add_argument("text", nargs="?", help="the note; omit or '-' to read standard input")
+    p.add_argument("--session", metavar="SESSION_ID", help="target session (UUID or short id)")
+    p.add_argument("--agent", metavar="AGENT_ID", help="target agent (its next session reads it)")
+    p.add_argument("--execution", metavar="EXECUTION_UUID", help="target flow execution")
+    p.add_argument(
+        "--expires-in", metavar="DURATION", help="expire if not delivered in 60s..7d (default 24h)"
+    )
+    p.add_argument("--json", action="store_true", help='print {"note_id", "target"} only')
+    p.set_defaults(handler=_handler("notes", "send"))
+
+    p = add(notes_sub, "list", "list a session's notes and their delivery state")
+    p.add_argument("--session", metavar="SESSION_ID", required=True, help="session UUID or short id")
+    p.add_argument(
+        "--state",
+        choices=(
+            "pending",
+            "claimed",
+            "delivered",
+            "acknowledged",
+            "cancelled",
+            "expired",
+            "failed",
+            "undeliverable",
+        ),
+        help="only notes in this state",
+    )
+    p.add_argument("--json", action="store_true", help="print the notes as JSON")
+    p.set_defaults(handler=_handler("notes", "list_notes"))
+
+    p = add(
+        notes_sub,
+        "withdraw",
+        "withdraw a note before it is delivered",
+        "Withdraw a pending note. Prints the note's state afterwards; when it was no longer pending,\n"
+        "says why nothing changed and exits 1.",
+    )
+    p.add_argument("note_id", metavar="NOTE_ID")
+    p.add_argument("--json", action="store_true", help="print the note as JSON")
+    p.set_defaults(handler=_handler("notes", "withdraw"))
+
+    # ------------------------------------------------------------------------------------ approvals
+    approvals = add(groups, "approvals", "list and decide tool-call approvals")
+    approvals_sub = approvals.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    approvals.set_defaults(handler=None, group_parser=approvals)
+
+    p = add(approvals_sub, "list", "list approvals waiting for a decision")
+    p.add_argument("--session", metavar="SESSION_ID", help="only this session (UUID or short id)")
+    p.add_argument(
+        "--status",
+        choices=("pending", "approved", "declined", "expired", "cancelled", "all"),
+        default="pending",
+        help="which approvals (default pending)",
+    )
+    p.add_argument("--json", action="store_true", help="print the approvals as JSON")
+    p.set_defaults(handler=_handler("approvals", "list_approvals"))
+
+    for verb in ("approve", "decline"):
+        p = add(approvals_sub, verb, f"{verb} a pending tool call")
+        p.add_argument(
+            "approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)"
+        )
+        p.add_argument("--comment", help="a comment the agent sees with the decision")
+        p.add_argument("--json", action="store_true", help="print the decided approval as JSON")
+        p.set_defaults(handler=_handler("approvals", verb), decision=verb)
+
+    # ------------------------------------------------------------------------------------ auth
+    p = add(
+        groups,
+        "login",
+        "store a token for a server",
+        "Store a token for a server in the OS keyring (or, with --store file, in a 0600 file).\n"
+        "The token is read from a hidden prompt, or from standard input with --with-token:\n"
+        '  echo "$TOKEN" | preloop login --url https://preloop.example --with-token',
+    )
+    p.add_argument("--with-token", action="store_true", help="read the token from standard input")
+    p.add_argument(
+        "--store",
+        choices=("keyring", "file"),
+        default="keyring",
+        help="where to keep the token (default keyring; file = 0600 file in the config directory)",
+    )
+    p.set_defaults(handler=_handler("auth", "login"))
+
+    p = add(groups, "logout", "forget the stored token for a server")
+    p.set_defaults(handler=_handler("auth", "logout"))
+
+    auth = add(groups, "auth", "authentication status")
+    auth_sub = auth.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    auth.set_defaults(handler=None, group_parser=auth)
+    p = add(auth_sub, "status", "which server and token would be used, and whether the token works")
+    p.set_defaults(handler=_handler("auth", "status"))
+
+    # ------------------------------------------------------------------------------------ local server
+    p = add(groups, "serve", "run the local control plane server")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8765, help="port to bind (default 8765; 0 = any free port)")
+    p.add_argument("--db", metavar="PATH", help="SQLite database file (default: in the user data directory)")
+    p.set_defaults(handler=_handler("serve", "serve"))
+
+    p = add(
+        groups,
+        "demo",
+        "run a local server with demo agents and watch them",
+        "Start a local server on a free loopback port with three demo coding agents, then open the\n"
+        "sessions screen against it (with --no-tui: print the URL and how to watch with curl).",
+    )
+    p.add_argument(
+        "--pace", type=_pace, default=1.0, help="speed factor for the agents (default 1.0; 10 = fast)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="random seed, for a repeatable demo")
+    p.add_argument("--no-tui", action="store_true", help="do not open the app; keep running until Ctrl+C")
+    p.add_argument("--db", metavar="PATH", help="SQLite database file (default: a temporary one)")
+    p.set_defaults(handler=_handler("serve", "demo"))
+    return parser
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: use 1..1000") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: use 1..1000")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number (0..65535)")
+    return value
+
+
+def _pace(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.01 <= value <= 1000:
+        raise argparse.ArgumentTypeError("use a pace between 0.01 and 1000")
+    return value
+
+
+def _fill_globals(args: argparse.Namespace) -> None:
+    """Global flags given after the command were suppressed when absent: give them their defaults."""
+    for name, default in (("url", None), ("token", None), ("profile", None), ("server_kind", "auto")):
+        if not hasattr(args, name):
+            setattr(args, name, default)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``preloop`` command and return its exit code (the console script exits with it)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    _fill_globals(args)
+    handler: Handler | None = args.handler
+    if handler is None:
+        group: argparse.ArgumentParser = args.group_parser
+        group.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        result: int | Callable[[], int] = asyncio.run(handler(args))
+        return result() if callable(result) else result
+    except CliUsageError as exc:
+        print(f"preloop: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        # Quiet: the user asked to stop. A newline keeps the shell prompt on its own line.
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `preloop ... | head`: the reader left. Point stdout at /dev/null so the exit flush stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as exc:  # the last line of defence: one sentence, never a traceback
+        from client.errors import ClientError
+
+        if isinstance(exc, ClientError):
+            from tui.commands.common import report_error
+
+            return report_error(exc)
+        if os.environ.get("PRELOOP_DEBUG"):
+            raise
+        print(f"preloop: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("Set PRELOOP_DEBUG=1 to see the traceback.", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""``preloop sessions list`` and ``preloop sessions attach``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from client.backend import Backend, SessionFilter
+from client.models import Session
+from client.present import (
+    ACTIVE_WINDOW_MINUTES,
+    cell,
+    count_cell,
+    last_activity,
+    normalize_kind,
+    parse_duration,
+    relative_time,
+    session_state,
+    short_id,
+    unique_titles,
+)
+from tui.cli import EXIT_OK
+from tui.commands.common import (
+    check_uuid,
+    connect,
+    print_json,
+    render_table,
+    resolve_session,
+    terminal_width,
+    usage,
+)
+
+PAGE_SIZE = 100
+
+
+def _list_filters(args: argparse.Namespace, now: datetime) -> SessionFilter:
+    """Check every flag and combination before any request; a bad one is a usage error naming the fix."""
+    if args.json and args.output == "id":
+        raise usage("--json and -o id both choose the output: keep one of them")
+    if args.wide and (args.json or args.output == "id"):
+        raise usage("--wide only widens the table: drop --wide, or drop --json / -o id")
+    start_date = None
+    if args.since is not None:
+        try:
+            start_date = now - parse_duration(args.since)
+        except ValueError as exc:
+            raise usage(f"--since: {exc}") from None
+    kind = None
+    if args.kind is not None:
+        kind = normalize_kind(args.kind)
+        if not kind:
+            raise usage('--kind is empty: give an agent kind such as "claude_code"')
+    if args.agent is not None and not args.agent.strip():
+        raise usage("--agent is empty: give an agent id or name, or leave the flag out")
+    return SessionFilter(
+        status="active" if args.active else None,
+        active_within_minutes=ACTIVE_WINDOW_MINUTES if args.active else None,
+        agent=args.agent.strip() if args.agent else None,
+        agent_kind=kind,
+        start_date=start_date,
+        parent_session_id=check_uuid(args.parent, "--parent"),
+        flow_execution_id=check_uuid(args.execution, "--execution"),
+    )
+
+
+async def fetch_sessions(
+    backend: Backend, filters: SessionFilter, limit: int
+) -> tuple[list[Session], bool, int | None]:
+    """Up to ``limit`` rows in pages of 100, following ``has_more`` (``total`` may be null).
+
+    Returns the rows, whether more exist beyond them, and the server's total when it gave one.
+    """
+    rows: list[Session] = []
+    offset = 0
+    more = False
+    total: int | None = None
+    seen: set[str] = set()
+    while len(rows) < limit:
+        want = min(PAGE_SIZE, limit - len(rows))
+        page = await backend.list_sessions(filters, limit=want, offset=offset)
+        total = page.total if page.total is not None else total
+        fresh = [row for row in page.items if row.id not in seen]
+        seen.update(row.id for row in fresh)
+        rows.extend(fresh)
+        offset += len(page.items)
+        more = page.has_more
+        if not page.has_more or not page.items:
+            break
+    if len(rows) > limit:
+        rows = rows[:limit]
+        more = True
+    return rows, more, total
+
+
+def session_json(row: Session, title: str, now: datetime) -> dict[str, Any]:
+    """The row as the server sent it (every field this client knows), plus the computed title and state."""
+    data: dict[str, Any] = row.model_dump(mode="json")
+    data["display_title"] = title
+    data["state"] = session_state(row, now)
+    return data
+
+
+async def list_sessions(args: argparse.Namespace) -> int:
+    """Print sessions as a table, ids (one per line, for scripts) or JSON."""
+    now = datetime.now(UTC)
+    filters = _list_filters(args, now)
+    async with connect(args) as backend:
+        rows, more, total = await fetch_sessions(backend, filters, args.limit)
+    titles = unique_titles(rows)
+    out = sys.stdout
+    if args.json:
+        known_total = total if total is not None else (None if more else len(rows))
+        print_json(
+            {
+                "total": known_total,
+                "has_more": more,
+                "items": [session_json(r, t, now) for r, t in zip(rows, titles, strict=True)],
+            }
+        )
+        return EXIT_OK
+    if args.output == "id":
+        for row in rows:
+            print(row.id, file=out)
+        return EXIT_OK
+    if not rows:
+        print("No sessions match.", file=out)
+        return EXIT_OK
+    headers = ["ID", "AGENT", *(["KIND"] if args.wide else []), "STARTED", "LAST ACTIVITY", "STATE"]
+    headers += ["TOOLS", "MODEL", "PENDING", "TITLE"]
+    table = []
+    for row, title in zip(rows, titles, strict=True):
+        cells = [row.id if args.wide else short_id(row.id), cell(row.agent_label, None if args.wide else 24)]
+        if args.wide:
+            cells.append(cell(row.agent_kind or row.session_source_type))
+        cells += [
+            relative_time(row.started_at, now),
+            relative_time(last_activity(row), now),
+            session_state(row, now),
+            count_cell(row.tool_call_count),
+            cell(row.latest_model_alias, None if args.wide else 20),
+            count_cell(row.pending_approval_count),
+            title,
+        ]
+        table.append(cells)
+    width = terminal_width(out)
+    for line in render_table(headers, table, last_flexible=True, width=width):
+        print(line, file=out)
+    if more:
+        shown = len(rows)
+        hint = (
+            f"pass --limit {min(1000, shown * 2)} or narrow the filters"
+            if shown < 1000
+            else "narrow the filters"
+        )
+        print(f"Showing {shown}{f' of {total}' if total else ''} sessions; more exist: {hint}.", file=out)
+    if width is not None:
+        first = short_id(rows[0].id)
+        print(
+            f"Attach: preloop sessions attach {first}   "
+            f'Send a note: preloop notes send --session {first} "..."',
+            file=out,
+        )
+    return EXIT_OK
+
+
+async def find_execution_session(backend: Backend, execution_id: str) -> str:
+    """The session of a flow execution (the live one, else the newest) for ``attach --execution``."""
+    from client.errors import NotFound
+
+    rows, _, _ = await fetch_sessions(backend, SessionFilter(flow_execution_id=execution_id), 100)
+    if not rows:
+        raise NotFound(404, "", f"no session belongs to flow execution {execution_id}")
+    live = [r for r in rows if r.ended_at is None]
+    pick = max(live or rows, key=lambda r: r.started_at or datetime.min.replace(tzinfo=UTC))
+    if len(rows) > 1:
+        print(
+            f"preloop: flow execution {short_id(execution_id)} has {len(rows)} sessions; "
+            f"attaching to {short_id(pick.id)}",
+            file=sys.stderr,
+        )
+    return pick.id
+
+
+async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
+    """Follow one session: the full-screen app on a terminal, else plain lines or JSON lines."""
+    if (args.session is None) == (args.execution is None):
+        raise usage("give a session id, or --execution UUID (not both)")
+    if args.plain and args.json:
+        raise usage("--plain and --json both choose the output: keep one of them")
+    since = None
+    if args.since is not None:
+        try:
+            since = parse_duration(args.since)
+        except ValueError as exc:
+            raise usage(f"--since: {exc}") from None
+    execution = check_uuid(args.execution, "--execution")
+    headless = args.plain or args.json or not sys.stdout.isatty()
+    if not headless:
+        from tui.commands.tui_entry import run_attach_screen
+
+        return await run_attach_screen(args, execution)
+    from tui.plain import follow_plain
+
+    async with connect(args) as backend:
+        if execution is not None:
+            session_id = await find_execution_session(backend, execution)
+        else:
+            session_id = await resolve_session(backend, args.session)
+        return await follow_plain(
+            backend, session_id, since=since, json_lines=args.json, read_only=args.read_only
+        )

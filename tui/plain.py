@@ -1,0 +1,494 @@
+"""Headless attach: one line per event (or one JSON object per line), steering from standard input.
+
+Used by ``preloop sessions attach`` with ``--plain`` / ``--json`` or when stdout is not a terminal, so an
+attach can be piped into ``grep``, ``jq`` or ``head``. Standard output carries only events; connection
+notices and the answers to typed commands go to standard error.
+
+Typed lines (``parse_input``) are notes, except:
+
+* a line ending in ``\\`` continues on the next line (multi-line notes);
+* ``/approve [ID]``, ``/decline [ID] [COMMENT]``, ``/withdraw NOTE_ID``, ``/help``, ``/quit``;
+* ``//text`` sends the note ``/text``;
+* any other line starting with ``/`` is refused: a mistyped command is never sent to an agent as a note.
+
+Standard input is read with the event loop's reader (no thread), so a session that ends while nobody
+types lets the command exit at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TextIO
+
+from client.backend import Backend
+from client.errors import ClientError, NoteOutcomeUnknown
+from client.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    ModelDelta,
+    ModelStep,
+    NoteEvent,
+    RunCancelled,
+    RunFailed,
+    SessionEnded,
+    event_to_json,
+)
+from client.models import Approval
+from client.present import clock, event_line, looks_like_id_prefix, short_id, withdraw_outcome
+from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.textsafe import safe_line
+from tui.cli import EXIT_FAILED, EXIT_OK
+
+HELP = (
+    "Type a line to send it as a note (end a line with \\ to continue it). Commands:\n"
+    "  /approve [ID]            approve the pending approval\n"
+    "  /decline [ID] [COMMENT]  decline it, optionally saying why\n"
+    "  /withdraw NOTE_ID        withdraw a note that was not delivered yet\n"
+    "  //text                   send a note that starts with '/'\n"
+    "  /help, /quit"
+)
+
+_KIND_STYLE = {
+    "text": "",
+    "commentary": "dim",
+    "answer": "bold green",
+    "done": "bold green",
+    "tool": "cyan",
+    "approval": "bold yellow",
+    "note": "blue",
+    "failed": "bold red",
+    "cancelled": "yellow",
+    "session": "dim",
+    "run": "bold",
+    "unknown": "dim",
+}
+
+
+# -------------------------------------------------------------------------------------------- input
+
+
+@dataclass(frozen=True, slots=True)
+class SendNote:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decide:
+    verb: str  # "approve" | "decline"
+    approval: str | None
+    comment: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Withdraw:
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShowHelp:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Quit:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    reason: str
+
+
+Command = SendNote | Decide | Withdraw | ShowHelp | Quit | Refuse
+
+
+def parse_input(text: str) -> Command | None:
+    """Turn one complete input (continuations already joined) into a command; None for a blank line."""
+    if not text.strip():
+        return None
+    if text.startswith("//"):
+        return SendNote(text[1:])
+    if not text.startswith("/"):
+        return SendNote(text)
+    head, _, rest = text[1:].partition(" ")
+    verb = head.strip().lower()
+    rest = rest.strip()
+    if "\n" in rest and verb != "decline":
+        return Refuse(f"/{verb} takes a single line")
+    if verb in ("approve", "decline"):
+        first, _, tail = rest.partition(" ")
+        if first and looks_like_id_prefix(first):
+            approval, comment = first, tail.strip() or None
+        else:
+            approval, comment = None, rest or None
+        if verb == "approve" and comment:
+            return Refuse("/approve takes only an approval id; to comment, decline or send a note")
+        return Decide(verb, approval, comment)
+    if verb == "withdraw":
+        if not rest or " " in rest:
+            return Refuse("/withdraw needs one note id, e.g. /withdraw 3f2a")
+        return Withdraw(rest)
+    if verb in ("help", "?"):
+        return ShowHelp()
+    if verb in ("quit", "exit", "q"):
+        return Quit()
+    return Refuse(
+        f"unknown command /{safe_line(verb, 30)}: not sent. /help lists commands; start with // to send a "
+        "note that begins with '/'"
+    )
+
+
+class LineJoiner:
+    """Joins lines that end in a backslash into one multi-line input."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._parts)
+
+    def feed(self, line: str) -> str | None:
+        """Return the complete input once a line does not end in ``\\``; None while it continues."""
+        line = line.rstrip("\r\n")
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            self._parts.append(line[:-1])
+            return None
+        if line.endswith("\\\\"):
+            line = line[:-1]  # an escaped backslash at the end: keep one, do not continue
+        self._parts.append(line)
+        text = "\n".join(self._parts)
+        self._parts = []
+        return text
+
+
+def _start_stdin_reader(queue: asyncio.Queue[str | None]) -> Callable[[], None]:
+    """Feed stdin lines into ``queue`` (None at end of input); returns a function that stops reading."""
+    loop = asyncio.get_running_loop()
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
+        queue.put_nowait(None)
+        return lambda: None
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    buffer = ""
+
+    def on_readable() -> None:
+        nonlocal buffer
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(fd)
+            rest = buffer + decoder.decode(b"", final=True)
+            buffer = ""
+            if rest:
+                queue.put_nowait(rest)
+            queue.put_nowait(None)
+            return
+        buffer += decoder.decode(chunk)
+        *lines, buffer = buffer.split("\n")
+        for line in lines:
+            queue.put_nowait(line)
+
+    try:
+        loop.add_reader(fd, on_readable)
+    except (OSError, ValueError, NotImplementedError):
+        # A regular file or /dev/null cannot be polled; it never blocks either, so read it whole now.
+        data = sys.stdin.read()
+        for line in data.split("\n")[:-1] if data.endswith("\n") else data.split("\n"):
+            queue.put_nowait(line)
+        queue.put_nowait(None)
+        return lambda: None
+
+    def stop() -> None:
+        with contextlib.suppress(Exception):
+            loop.remove_reader(fd)
+
+    return stop
+
+
+# -------------------------------------------------------------------------------------------- output
+
+
+class _Printer:
+    """Event lines on stdout (colour only on a terminal), notices on stderr."""
+
+    def __init__(self, out: TextIO, err: TextIO, json_lines: bool) -> None:
+        from tui.commands.common import Style
+
+        self.out, self.err, self.json_lines = out, err, json_lines
+        self.style = Style(out)
+        self.err_style = Style(err)
+        self._deltas: dict[int, list[str]] = {}
+
+    def notice(self, text: str) -> None:
+        print(self.err_style(f"-- {text}", "dim"), file=self.err, flush=True)
+
+    def line(self, at: datetime | None, kind: str, text: str) -> None:
+        when = self.style(clock(at), "dim")
+        label = self.style(f"{kind:<10}", _KIND_STYLE.get(kind, ""))
+        print(f"{when} {label} {text}".rstrip(), file=self.out, flush=True)
+
+    def event(self, event: Event) -> None:
+        if self.json_lines:
+            print(event_to_json(event), file=self.out, flush=True)
+            return
+        if isinstance(event, ModelDelta):
+            # Deltas are gathered and shown as one line when their step ends (one line per model step).
+            self._deltas.setdefault(event.iteration, []).append(event.text)
+            return
+        if isinstance(event, ModelStep):
+            buffered = "".join(self._deltas.pop(event.iteration, []))
+            if not event.text and buffered:
+                event = event.model_copy(update={"text": buffered})
+        elif isinstance(event, RunFailed | RunCancelled | SessionEnded):
+            self.flush_deltas(event.at)
+        kind, text = event_line(event)
+        self.line(event.at, kind, text)
+
+    def flush_deltas(self, at: datetime | None) -> None:
+        """Text of a step that never finished (run cut off) is still shown, marked as partial."""
+        for iteration in sorted(self._deltas):
+            text = "".join(self._deltas[iteration])
+            if text.strip():
+                self.line(at, "text", safe_line(text) + " (cut off)")
+        self._deltas.clear()
+
+
+def status_text(status: StreamStatus) -> str:
+    """A short sentence for a connection state change."""
+    match status:
+        case Connecting(attempt=n):
+            return "connecting" + (f" (attempt {n})" if n > 1 else "")
+        case Live(last_seq=seq):
+            return f"live (last event {seq})" if seq else "live"
+        case Reconnecting(attempt=n, delay=d, reason=r):
+            return f"connection lost ({safe_line(r, 120)}); reconnecting in {d:.1f}s (attempt {n})"
+        case Ended():
+            return "session ended"
+        case Refused(reason=r, status=code):
+            return f"refused{f' ({code})' if code else ''}: {safe_line(r, 200)}"
+        case Missed(count=n):
+            return f"{n} event(s) could not be replayed after reconnecting"
+        case Skipped(reason=r, total=n):
+            return f"skipped an unreadable event ({safe_line(r, 120)}); {n} skipped so far"
+    return str(status)
+
+
+# -------------------------------------------------------------------------------------------- steering
+
+
+class _Steer:
+    """Carries out typed commands against the session; every outcome is reported on stderr."""
+
+    def __init__(self, backend: Backend, session_id: str, printer: _Printer) -> None:
+        self.backend = backend
+        self.session_id = session_id
+        self.printer = printer
+        self.pending: dict[str, Approval] = {}
+        self.notes: set[str] = set()
+
+    def track(self, event: Event) -> None:
+        if isinstance(event, ApprovalRequested):
+            self.pending[event.approval.id] = event.approval
+        elif isinstance(event, ApprovalDecided):
+            self.pending.pop(event.approval.id, None)
+        elif isinstance(event, NoteEvent):
+            self.notes.add(event.note.note_id)
+
+    async def run(self, command: Command) -> bool:
+        """Carry out one command; False means quit."""
+        try:
+            match command:
+                case SendNote(text=text):
+                    await self._send(text)
+                case Decide():
+                    await self._decide(command)
+                case Withdraw(note=note):
+                    await self._withdraw(note)
+                case ShowHelp():
+                    print(HELP, file=self.printer.err, flush=True)
+                case Quit():
+                    return False
+                case Refuse(reason=reason):
+                    self.printer.notice(reason)
+        except ClientError as exc:
+            self.printer.notice(f"{exc.title}: {exc.hint}")
+            if isinstance(command, SendNote):
+                self.printer.notice("your note was NOT sent; it was:")
+                print(
+                    safe_line(command.text) if "\n" not in command.text else command.text,
+                    file=self.printer.err,
+                )
+        return True
+
+    async def _send(self, text: str) -> None:
+        correlation = uuid.uuid4().hex
+        try:
+            note = await self.backend.send_note(text, session_id=self.session_id, correlation_id=correlation)
+        except NoteOutcomeUnknown as exc:
+            self.printer.notice(f"{exc.title}: {exc.hint}")
+            return
+        self.notes.add(note.note_id)
+        self.printer.notice(
+            f"note {short_id(note.note_id)} sent ({note.state}); /withdraw {short_id(note.note_id)}"
+        )
+
+    async def _pending(self) -> list[Approval]:
+        page = await self.backend.list_approvals(session_id=self.session_id, status="pending")
+        for approval in page.items:
+            self.pending.setdefault(approval.id, approval)
+        return [a for a in page.items if a.pending]
+
+    async def _decide(self, command: Decide) -> None:
+        pending = await self._pending()
+        if command.approval is None:
+            if not pending:
+                self.printer.notice("no approval is pending in this session")
+                return
+            if len(pending) > 1:
+                ids = ", ".join(short_id(a.id) for a in pending)
+                self.printer.notice(
+                    f"{len(pending)} approvals are pending ({ids}): name one, "
+                    f"e.g. /{command.verb} {short_id(pending[0].id)}"
+                )
+                return
+            target = pending[0]
+        else:
+            prefix = command.approval.lower()
+            matches = [a for a in pending if a.id.lower().startswith(prefix)]
+            if len(matches) != 1:
+                what = (
+                    "no pending approval starts with"
+                    if not matches
+                    else "several pending approvals start with"
+                )
+                self.printer.notice(f"{what} {safe_line(command.approval, 40)}: nothing decided")
+                return
+            target = matches[0]
+        if command.verb == "approve":
+            done = await self.backend.approve(target.id, command.comment)
+        else:
+            done = await self.backend.decline(target.id, command.comment)
+        self.pending.pop(target.id, None)
+        self.printer.notice(f"approval {short_id(done.id)} {safe_line(done.status)}")
+
+    async def _withdraw(self, prefix: str) -> None:
+        listed = await self.backend.list_notes(session_id=self.session_id, limit=100)
+        ids = {n.note_id for n in listed.notes} | self.notes
+        matches = sorted(i for i in ids if i.lower().startswith(prefix.lower()))
+        if len(matches) != 1:
+            what = "no note of this session starts with" if not matches else "several notes start with"
+            self.printer.notice(f"{what} {safe_line(prefix, 40)}: nothing withdrawn")
+            return
+        note = await self.backend.withdraw_note(matches[0])
+        _, sentence = withdraw_outcome(note)
+        self.printer.notice(sentence)
+
+
+# -------------------------------------------------------------------------------------------- main loop
+
+
+async def follow_plain(
+    backend: Backend,
+    session_id: str,
+    *,
+    since: timedelta | None,
+    json_lines: bool,
+    read_only: bool,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Print the session's events until it ends; returns 0 when it ended, 1 when the stream was refused.
+
+    History older than ``since`` (all of it when ``since`` is None) is not printed but still read, so the
+    pending approvals and notes are known when the first live line appears.
+    """
+    printer = _Printer(out or sys.stdout, err or sys.stderr, json_lines)
+    steer = _Steer(backend, session_id, printer)
+    threshold = datetime.now(UTC) - (since or timedelta(0))
+    printer.notice(
+        f"attached to session {session_id}"
+        + ("" if read_only else "; type a note and press Enter, /help for commands")
+    )
+    input_task: asyncio.Task[None] | None = None
+    stop_reading: Callable[[], None] = lambda: None  # noqa: E731
+    quit_event = asyncio.Event()
+    if not read_only:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        stop_reading = _start_stdin_reader(queue)
+
+        async def consume() -> None:
+            joiner = LineJoiner()
+            while True:
+                line = await queue.get()
+                if line is None:
+                    if joiner.pending:
+                        text = joiner.feed("")
+                        command = parse_input(text or "")
+                        if command is not None:
+                            await steer.run(command)
+                    return
+                text = joiner.feed(line)
+                if text is None:
+                    continue
+                command = parse_input(text)
+                if command is not None and not await steer.run(command):
+                    quit_event.set()
+                    return
+
+        input_task = asyncio.create_task(consume())
+
+    async def pump() -> int:
+        replaying = True
+        async for item in backend.follow(session_id):
+            if isinstance(item, Refused):
+                printer.notice(status_text(item))
+                return EXIT_FAILED
+            if isinstance(item, Ended):
+                printer.flush_deltas(None)
+                printer.notice(status_text(item))
+                return EXIT_OK
+            if isinstance(item, Connecting | Live | Reconnecting | Missed | Skipped):
+                printer.notice(status_text(item))
+                continue
+            steer.track(item)
+            if replaying and item.at < threshold:
+                continue
+            replaying = False
+            printer.event(item)
+        return EXIT_OK
+
+    pump_task = asyncio.create_task(pump())
+    quit_wait = asyncio.create_task(quit_event.wait())
+    try:
+        done, _ = await asyncio.wait({pump_task, quit_wait}, return_when=asyncio.FIRST_COMPLETED)
+        if pump_task in done:
+            code = pump_task.result()
+            if input_task is not None and not input_task.done():
+                # Let a command typed just before the end finish, briefly.
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(asyncio.shield(input_task), 0.05)
+            return code
+        printer.notice("detached")
+        return EXIT_OK
+    finally:
+        stop_reading()
+        for task in (pump_task, quit_wait, input_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
