@@ -1,0 +1,89 @@
+"""A scripted SSE transport for the faults a real server cannot produce on demand.
+
+Each connection attempt takes the next script: a status code, byte chunks (cut wherever the test likes),
+pauses, or a hang (a stall). The requests are recorded so tests can check ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+SID = "5e55e55e-0000-4000-8000-000000000001"
+AT = "2026-11-30T12:00:00Z"
+
+
+def event_json(seq: int, type_: str = "model.delta", **fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"seq": seq, "type": type_, "session_id": SID, "at": AT}
+    if type_ == "model.delta":
+        body |= {"iteration": 1, "text": f"chunk {seq} ✓"}
+    if type_ == "session.ended":
+        body |= {"session": {"id": SID}, "reason": "done"}
+    return body | fields
+
+
+def frame(seq: int, type_: str = "model.delta", **fields: Any) -> bytes:
+    data = json.dumps(event_json(seq, type_, **fields), ensure_ascii=False)
+    return f"id: {seq}\nevent: {type_}\ndata: {data}\n\n".encode()
+
+
+@dataclass
+class Hang:
+    """Send nothing more, keep the connection open (a stall)."""
+
+
+@dataclass
+class Pause:
+    seconds: float
+
+
+@dataclass
+class Script:
+    status: int = 200
+    steps: list[bytes | Hang | Pause] = field(default_factory=list)
+    body: bytes = b""
+    content_type: str = "text/event-stream"
+
+
+class _Stream(httpx.AsyncByteStream):
+    def __init__(self, steps: list[bytes | Hang | Pause]) -> None:
+        self.steps = steps
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for step in self.steps:
+            if isinstance(step, Hang):
+                await asyncio.sleep(3600)
+            elif isinstance(step, Pause):
+                await asyncio.sleep(step.seconds)
+            else:
+                yield step
+
+
+class ScriptedSSE(httpx.AsyncBaseTransport):
+    """Serves ``scripts`` in order, one per request; after the last one every request is refused (404)."""
+
+    def __init__(self, scripts: list[Script]) -> None:
+        self.scripts = list(scripts)
+        self.requests: list[httpx.Request] = []
+
+    @property
+    def last_event_ids(self) -> list[str | None]:
+        return [r.headers.get("last-event-id") for r in self.requests]
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if not self.scripts:
+            return httpx.Response(404, json={"detail": "script exhausted"})
+        script = self.scripts.pop(0)
+        if script.status != 200:
+            return httpx.Response(
+                script.status, content=script.body, headers={"content-type": "application/json"}
+            )
+        return httpx.Response(
+            200, headers={"content-type": script.content_type}, stream=_Stream(script.steps), request=request
+        )

@@ -1,0 +1,133 @@
+"""Error sentences people act on, and id checks that run before any request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from client.errors import (
+    AmbiguousId,
+    ApiError,
+    AuthError,
+    BadRequest,
+    ClientError,
+    NoMatchingId,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    ServerError,
+    UsageError,
+    ValidationFailed,
+    error_for_status,
+)
+from client.ids import is_uuid, match_prefix, normalise_prefix, require_note_id, require_uuid, short_id
+
+CAPTURES = Path("/work/shared/preloop-0.17.1/captures")
+
+
+def capture(name: str) -> dict[str, object]:
+    path = next(CAPTURES.glob(f"{name}*.json"), None)
+    if path is None:
+        pytest.skip("Preloop captures are not available here")
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "words"),
+    [
+        ("020_err_401", AuthError, "run `preloop login`"),
+        ("023_err_404", NotFound, "Runtime session not found"),
+        ("076_approval_approve_again_400", BadRequest, "Request already approved"),
+        ("107_rate_note_21", RateLimited, "Rate limit reached: 20 notes per hour"),
+        ("025_err_runtime_session_not_uuid", ServerError, "try again"),
+        ("035_notes_list_no_target_400", BadRequest, "Name an agent_id"),
+    ],
+)
+def test_recorded_preloop_errors_map_to_the_tree(name: str, kind: type[ApiError], words: str) -> None:
+    cap = capture(name)
+    status = cap["status_code"]
+    assert isinstance(status, int)
+    err = error_for_status(status, cap["body"], what="session 1234abcd")
+    assert type(err) is kind
+    assert err.status == status
+    assert words in str(err)
+    assert isinstance(err, ClientError)
+
+
+def test_422_lists_each_field_with_the_servers_message() -> None:
+    err = error_for_status(422, capture("063_err_422_note_ttl_too_short")["body"])
+    assert isinstance(err, ValidationFailed)
+    assert [(f.field, f.message) for f in err.fields] == [
+        ("expires_in_seconds", "Input should be greater than or equal to 60")
+    ]
+    assert "expires_in_seconds: Input should be greater than or equal to 60" in err.hint
+
+
+def test_422_model_level_error_drops_the_pydantic_prefix() -> None:
+    err = error_for_status(422, capture("061_err_422_note_two_targets")["body"])
+    assert isinstance(err, ValidationFailed)
+    assert err.fields[0].message.startswith("Name exactly one of agent_id")
+
+
+def test_401_without_a_token_says_how_to_give_one() -> None:
+    err = error_for_status(401, {"detail": "Not authenticated"}, token_sent=False)
+    assert "PRELOOP_TOKEN" in err.hint
+
+
+def test_403_and_429_retry_after() -> None:
+    assert isinstance(error_for_status(403, {"detail": "Forbidden"}), PermissionDenied)
+    err = error_for_status(429, {"detail": "Slow down."}, retry_after="12")
+    assert isinstance(err, RateLimited)
+    assert err.retry_after == 12.0
+    assert err.hint == "Slow down. (retry after 12 s)"
+
+
+def test_token_and_terminal_escapes_never_reach_the_message() -> None:
+    token = "s3cr3t-token-value"
+    err = error_for_status(400, {"detail": f"bad token {token} \x1b]0;pwned\x07here"}, secret=token)
+    assert token not in str(err)
+    assert "\x1b" not in str(err)
+    assert "***" in str(err)
+
+
+def test_non_json_error_body_still_reads() -> None:
+    err = error_for_status(502, "<html>Bad Gateway</html>")
+    assert isinstance(err, ServerError)
+    assert "502" in err.hint
+
+
+# ------------------------------------------------------------------------------------------------ ids
+
+
+def test_uuid_checks() -> None:
+    good = "F7303A36-18C9-406B-825F-6A43B492EC5E"
+    assert is_uuid(good)
+    assert require_uuid(good) == good.lower()
+    for bad in ("not-a-uuid", "f7303a36", "f7303a3618c9406b825f6a43b492ec5e", good + "0", ""):
+        assert not is_uuid(bad)
+        with pytest.raises(UsageError, match="not a valid session id"):
+            require_uuid(bad)
+
+
+def test_note_ids_cannot_change_the_path() -> None:
+    assert require_note_id("75f1acbb18754ed8") == "75f1acbb18754ed8"
+    for bad in ("../sessions", "a/b", "a b", "", "x?y=1"):
+        with pytest.raises(UsageError):
+            require_note_id(bad)
+
+
+def test_prefix_matching() -> None:
+    ids = ["abcd1234-0000-4000-8000-000000000001", "abcd9999-0000-4000-8000-000000000002"]
+    assert short_id(ids[0]) == "abcd1234"
+    assert match_prefix("ABCD1", ids) == ids[0]
+    with pytest.raises(AmbiguousId, match="matches 2 sessions"):
+        match_prefix("abcd", ids)
+    with pytest.raises(NoMatchingId, match="no session starts with 'ffff'"):
+        match_prefix("ffff", ids)
+    with pytest.raises(UsageError, match="at least 4 hex"):
+        normalise_prefix("abc")
+    with pytest.raises(UsageError):
+        normalise_prefix("zzzz")

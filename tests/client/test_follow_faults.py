@@ -1,0 +1,180 @@
+"""The follower under faults the real server cannot produce on demand (scripted transport).
+
+Resume across a real server restart and real refusals are in test_live_server.py.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from client.api import Client
+from client.events import Event, ModelDelta, SessionEnded, UnknownEvent
+from client.follow import EventOrderer, backoff_delay
+from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from tests.client.faults import SID, Hang, Pause, Script, ScriptedSSE, event_json, frame
+
+
+async def run(
+    scripts: list[Script], *, after: int = 0, **options: float
+) -> tuple[list[Event | StreamStatus], ScriptedSSE]:
+    transport = ScriptedSSE(scripts)
+    opts = {"backoff_initial": 0.01, "backoff_max": 0.05, "stall_timeout": 5.0} | options
+    items: list[Event | StreamStatus] = []
+    async with Client("http://test", "tok", transport=transport, server_kind="local", **opts) as client:
+        async for item in client.follow(SID, after=after):
+            items.append(item)
+            if len(items) > 200:
+                break
+    return items, transport
+
+
+def seqs(items: list[Event | StreamStatus]) -> list[int]:
+    return [
+        i.seq
+        for i in items
+        if not isinstance(i, Connecting | Live | Reconnecting | Ended | Refused | Missed | Skipped)
+    ]
+
+
+async def test_frames_split_across_chunks_arrive_whole_and_in_order() -> None:
+    stream = b"".join([frame(1), frame(2), frame(3, "session.ended")])
+    cut = [stream[i : i + 7] for i in range(0, len(stream), 7)]  # cuts inside lines and inside "✓"
+    items, _ = await run([Script(steps=list(cut))])
+    assert seqs(items) == [1, 2, 3]
+    deltas = [i for i in items if isinstance(i, ModelDelta)]
+    assert [d.text for d in deltas] == ["chunk 1 ✓", "chunk 2 ✓"]
+    assert isinstance(items[0], Connecting) and isinstance(items[1], Live)
+    assert items[-1] == Ended(3)
+    assert isinstance(items[-2], SessionEnded)
+
+
+async def test_malformed_json_is_skipped_counted_and_the_stream_continues() -> None:
+    bad = b'id: 2\nevent: model.delta\ndata: {"seq": 2, "type": \n\n'
+    wrong_shape = b'id: 4\nevent: tool.started\ndata: {"seq": 4, "type": "tool.started"}\n\n'
+    items, transport = await run(
+        [Script(steps=[frame(1), bad, frame(3), wrong_shape, frame(5, "session.ended")])]
+    )
+    assert seqs(items) == [1, 3, 5]
+    skipped = [i for i in items if isinstance(i, Skipped)]
+    assert [s.total for s in skipped] == [1, 2]
+    assert "not JSON" in skipped[0].reason
+    assert "invalid tool.started" in skipped[1].reason
+    assert len(transport.requests) == 1  # a skipped seq is not a gap: no reconnect
+
+
+async def test_a_gap_is_filled_before_later_events_are_released() -> None:
+    first = Script(steps=[frame(1), frame(3), frame(4), Hang()])
+    refill = Script(steps=[frame(2), frame(3), frame(4), frame(5, "session.ended")])
+    items, transport = await run([first, refill])
+    assert seqs(items) == [1, 2, 3, 4, 5]
+    assert transport.last_event_ids == [None, "1"]
+    reconnects = [i for i in items if isinstance(i, Reconnecting)]
+    assert len(reconnects) == 1 and reconnects[0].reason.startswith("gap: events 2-2 missing")
+    assert reconnects[0].delay == 0.0
+
+
+async def test_a_gap_that_never_fills_is_reported_missed_then_released() -> None:
+    scripts = [Script(steps=[frame(1), frame(3), Hang()]) for _ in range(4)]
+    scripts.append(Script(steps=[frame(4, "session.ended")]))
+    items, _ = await run(scripts, stall_timeout=0.2)
+    assert seqs(items) == [1, 3, 4]
+    assert Missed(1) in items
+
+
+async def test_a_stall_is_a_reconnect_that_resumes_after_the_last_seq() -> None:
+    first = Script(steps=[b": hello\n\n", frame(1), frame(2), Hang()])
+    second = Script(steps=[frame(2), frame(3, "session.ended")])
+    items, transport = await run([first, second], stall_timeout=0.2)
+    assert seqs(items) == [1, 2, 3]  # the replayed 2 is dropped as a duplicate
+    assert transport.last_event_ids == [None, "2"]
+    assert transport.requests[1].url.params.get("after") == "2"
+    (reconnect,) = [i for i in items if isinstance(i, Reconnecting)]
+    assert reconnect.reason == "stalled: nothing received for 0.2 s"
+
+
+async def test_keepalives_keep_a_slow_stream_alive() -> None:
+    steps: list[bytes | Hang | Pause] = [frame(1)]
+    for _ in range(4):
+        steps += [Pause(0.1), b": keep-alive\n\n"]
+    steps.append(frame(2, "session.ended"))
+    items, transport = await run([Script(steps=steps)], stall_timeout=0.25)
+    assert seqs(items) == [1, 2]
+    assert len(transport.requests) == 1
+
+
+async def test_5xx_and_a_dropped_stream_are_retried_with_backoff() -> None:
+    scripts = [
+        Script(status=503, body=b'{"detail": "restarting"}'),
+        Script(steps=[frame(1)]),  # closes without the end event
+        Script(status=502),
+        Script(steps=[frame(1), frame(2, "session.ended")]),
+    ]
+    items, transport = await run(scripts, after=0)
+    assert seqs(items) == [1, 2]
+    reasons = [i.reason for i in items if isinstance(i, Reconnecting)]
+    assert reasons == ["the server answered 503", "the server closed the stream", "the server answered 502"]
+    attempts = [i.attempt for i in items if isinstance(i, Reconnecting)]
+    assert attempts == [1, 1, 2]  # reset once bytes flowed again
+    assert transport.last_event_ids == [None, None, "1", "1"]
+
+
+async def test_servers_retry_field_is_the_first_delay() -> None:
+    scripts = [Script(steps=[b"retry: 300\n\n", frame(1)]), Script(steps=[frame(2, "session.ended")])]
+    items, _ = await run(scripts, backoff_max=1.0)
+    (reconnect,) = [i for i in items if isinstance(i, Reconnecting)]
+    assert 0.3 <= reconnect.delay <= 1.0  # the server asked for 300 ms, more than our 10 ms start
+
+
+async def test_refusals_stop_the_follower_with_the_reason() -> None:
+    items, transport = await run([Script(status=401, body=b'{"detail": "Not authenticated"}')])
+    assert items[-1] == Refused("your token is invalid or expired: run `preloop login`", 401)
+    assert len(transport.requests) == 1
+    items, _ = await run([Script(status=404, body=b'{"detail": "Runtime session not found"}')])
+    last = items[-1]
+    assert isinstance(last, Refused) and last.status == 404 and "Runtime session not found" in last.reason
+
+
+async def test_not_an_event_stream_is_retried_not_parsed() -> None:
+    scripts = [
+        Script(steps=[b"<html>proxy login</html>"], content_type="text/html"),
+        Script(steps=[frame(1, "session.ended")]),
+    ]
+    items, _ = await run(scripts)
+    assert seqs(items) == [1]
+    assert any(isinstance(i, Reconnecting) and "text/html" in i.reason for i in items)
+
+
+async def test_unknown_event_types_are_kept() -> None:
+    body = json.dumps(
+        {"seq": 1, "type": "agent.mood", "session_id": SID, "at": "2026-11-30T12:00:00", "mood": "ok"}
+    )
+    odd = f"id: 1\nevent: agent.mood\ndata: {body}\n\n".encode()
+    items, _ = await run([Script(steps=[odd, frame(2, "session.ended")])])
+    assert seqs(items) == [1, 2]
+    unknown = items[2]
+    assert isinstance(unknown, UnknownEvent)
+    assert unknown.type == "agent.mood" and unknown.raw["mood"] == "ok"
+    assert unknown.at.tzinfo is not None  # a zone-less time is read as UTC
+
+
+def test_orderer_releases_in_order_once() -> None:
+    order = EventOrderer(after=0)
+    from client.events import event_from_dict
+
+    ev = {n: event_from_dict(event_json(n)) for n in range(1, 6)}
+    assert order.push(2, ev[2]) == []
+    assert order.push(4, ev[4]) == []
+    assert order.missing == (1, 1)
+    assert order.push(1, ev[1]) == [ev[1], ev[2]]
+    assert order.push(2, ev[2]) == []
+    assert order.push(3, None) == [ev[4]]  # an undecodable 3 still closes the gap
+    assert order.last_seq == 4 and not order.gap
+
+
+def test_backoff_grows_with_jitter_and_caps() -> None:
+    rng = random.Random(7)
+    delays = [backoff_delay(n, initial=1.0, maximum=30.0, rng=rng) for n in range(1, 10)]
+    assert all(1.0 <= d <= 30.0 for d in delays)
+    assert delays[0] <= 1.0 and delays[-1] >= 15.0
+    assert len({round(d, 6) for d in delays}) == len(delays)
