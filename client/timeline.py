@@ -627,6 +627,9 @@ class Timeline:
         self._by_id[entry.id] = entry
         self._chars += entry.chars
         self._appended.append(entry.id)
+        if len(self._appended) > 2 * self.max_entries:
+            # Nobody is draining (a script without a view): keep the pending list bounded too.
+            self._appended = [i for i in self._appended if i in self._by_id]
 
     def _enforce_caps(self) -> None:
         real = len(self._entries) - (self._marker is not None)

@@ -125,7 +125,8 @@ class TimelineView(ScrollView, can_focus=True):
         """Tell the view the model changed; the repaint happens once per frame, not once per event."""
         if self._flush_timer is not None or not self.is_mounted:
             return
-        delay = max(0.0, self._last_flush + FRAME_SECONDS - time.monotonic())
+        # (Textual's Timer cannot take a zero delay: a millisecond is "next tick".)
+        delay = max(0.001, self._last_flush + FRAME_SECONDS - time.monotonic())
         self._flush_timer = self.set_timer(delay, self._timed_flush, name="timeline-flush")
 
     def feed(self, events: Iterable[Event]) -> int:
@@ -174,10 +175,11 @@ class TimelineView(ScrollView, can_focus=True):
         removed += self._enforce_max_lines()
         if had_marker != self._has_marker:
             self._cache.clear()
+            removed -= 1  # the marker line took the place of one removed line
         self.virtual_size = Size(self._width, self.line_count)
         if follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
-        elif removed and self.scroll_y > 0:
+        elif removed > 0 and self.scroll_y > 0:
             # Keep what the reader is looking at in place when old lines leave from the top.
             self.scroll_to(y=max(self.scroll_y - removed, 0), animate=False, immediate=True)
         self.refresh()
@@ -317,7 +319,7 @@ class TimelineView(ScrollView, can_focus=True):
         return removed
 
     def _enforce_max_lines(self) -> int:
-        excess = self.line_count - self.max_lines
+        excess = len(self._lines) + 1 - self.max_lines  # + 1: room for the marker line
         if excess <= 0 or len(self._order) <= 1:
             return 0
         keep_from = self._order[-1]
