@@ -1,0 +1,389 @@
+"""The FastAPI app of the local control plane: Preloop-shaped operator API, harness API, SSE stream.
+
+``create_app(db_path)`` builds an app whose lifespan opens the database and starts the expiry timer; the
+rules live in :mod:`server.control`, this module only maps HTTP onto them. See docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Body, Depends, FastAPI, Header, Query, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from client.harness import (
+    AgentEventBatch,
+    AgentEventsAccepted,
+    NotesAckRequest,
+    NotesAckResponse,
+    PendingNotesRequest,
+    PendingNotesResponse,
+    PermissionCheckRequest,
+    PermissionCheckResponse,
+    RuntimeTokenRequest,
+    RuntimeTokenResponse,
+    SessionEndRequest,
+    SessionEndResponse,
+)
+from client.models import ApprovalDecision
+from server.bus import EventBus, Subscription
+from server.control import ApiError, ControlPlane, Operator, Runtime
+from server.store import Store, StoredEvent, now_utc
+
+API = "/api/v1"
+VERSION = "0.1.0"
+SSE_RETRY_MS = 3000
+NoteState = Literal[
+    "pending", "claimed", "delivered", "acknowledged", "cancelled", "expired", "failed", "undeliverable"
+]
+ApprovalStatusQ = Literal["pending", "approved", "declined", "expired", "cancelled"]
+
+
+class NoteCreateBody(BaseModel):
+    """``POST /api/v1/operator-notes`` with Preloop's validation (1..4096 chars, one target, 60 s..7 d)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field(min_length=1, max_length=4096)
+    runtime_session_id: uuid.UUID | None = None
+    agent_id: uuid.UUID | None = None
+    execution_id: uuid.UUID | None = None
+    expires_in_seconds: int | None = Field(default=None, ge=60, le=604800)
+    correlation_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> NoteCreateBody:
+        targets = [t for t in (self.runtime_session_id, self.agent_id, self.execution_id) if t is not None]
+        if len(targets) != 1:
+            raise ValueError(
+                "Name exactly one of agent_id, runtime_session_id, execution_id, alias, "
+                "external_session_id, children"
+            )
+        return self
+
+
+class SessionPatchBody(BaseModel):
+    action: Literal["end"]
+
+
+def _bearer(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def _unauthorized(detail: str) -> ApiError:
+    return ApiError(401, detail, {"WWW-Authenticate": "Bearer"})
+
+
+async def _operator(request: Request, authorization: Annotated[str | None, Header()] = None) -> Operator:
+    token = _bearer(authorization)
+    if token is None:
+        raise _unauthorized("Not authenticated")
+    plane: ControlPlane = request.app.state.plane
+    principal = await plane.authenticate(token)
+    if not isinstance(principal, Operator):
+        raise _unauthorized("Invalid authentication credentials")
+    return principal
+
+
+async def _runtime(request: Request, authorization: Annotated[str | None, Header()] = None) -> Runtime:
+    token = _bearer(authorization)
+    if token is None:
+        raise _unauthorized("Runtime bearer token required")
+    plane: ControlPlane = request.app.state.plane
+    principal = await plane.authenticate(token)
+    if isinstance(principal, Operator):
+        raise _unauthorized("Runtime bearer token required")
+    if principal is None:
+        raise _unauthorized("Invalid API key")
+    return principal
+
+
+Op = Annotated[Operator, Depends(_operator)]
+Rt = Annotated[Runtime, Depends(_runtime)]
+
+
+def create_app(
+    db_path: Path,
+    *,
+    keepalive_seconds: float = 15.0,
+    permission_timeout_seconds: float = 300.0,
+    on_ready: Callable[[ControlPlane], Awaitable[None] | None] | None = None,
+) -> FastAPI:
+    """A ready-to-serve app over the SQLite file ``db_path`` (created and upgraded on start)."""
+    plane = ControlPlane(Store(db_path), EventBus(), permission_timeout_seconds=permission_timeout_seconds)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await plane.start()
+        if on_ready is not None:
+            result = on_ready(plane)
+            if result is not None:
+                await result
+        try:
+            yield
+        finally:
+            await plane.stop()
+
+    app = FastAPI(title="Preloop local control plane", version=VERSION, lifespan=lifespan)
+    app.state.plane = plane
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, exc: Exception) -> JSONResponse:  # pragma: no cover - safety net
+        return JSONResponse({"detail": "Internal server error"}, status_code=500)
+
+    # -- health ----------------------------------------------------------------------------------
+
+    @app.get(f"{API}/health")
+    async def health() -> dict[str, Any]:
+        """Unauthenticated liveness; ``server_kind`` tells a client which live channel to use."""
+        return {
+            "status": "healthy",
+            "timestamp": now_utc().isoformat(),
+            "database": "connected",
+            "version": VERSION,
+            "server_kind": "local",
+        }
+
+    # -- runtime sessions ------------------------------------------------------------------------
+
+    @app.get(f"{API}/runtime-sessions")
+    async def list_sessions(
+        op: Op,
+        status: Annotated[str, Query(pattern="^(all|active|ended)$")] = "all",
+        active_within_minutes: Annotated[int | None, Query(ge=1, le=525600)] = None,
+        agent: str | None = None,
+        agent_kind: str | None = None,
+        start_date: datetime | None = None,
+        parent_session_id: uuid.UUID | None = None,
+        flow_execution_id: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=100)] = 20,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        return await plane.list_sessions(
+            op,
+            status=status,
+            active_within_minutes=active_within_minutes,
+            agent=agent,
+            agent_kind=agent_kind,
+            start_date=start_date,
+            parent_session_id=str(parent_session_id) if parent_session_id else None,
+            flow_execution_id=flow_execution_id,
+            limit=limit,
+            offset=offset,
+        )
+
+    @app.get(f"{API}/runtime-sessions/{{session_id}}")
+    async def get_session(op: Op, session_id: str) -> dict[str, Any]:
+        return await plane.get_session(op, session_id)
+
+    @app.patch(f"{API}/runtime-sessions/{{session_id}}")
+    async def patch_session(op: Op, session_id: str, body: SessionPatchBody) -> dict[str, Any]:
+        session, _ = await plane.end_session(op.account_id, session_id, "operator")
+        return session
+
+    @app.get(f"{API}/runtime-sessions/{{session_id}}/activity")
+    async def session_activity(op: Op, session_id: str) -> dict[str, Any]:
+        return await plane.activity(op, session_id)
+
+    @app.get(f"{API}/runtime-sessions/{{session_id}}/events")
+    async def session_events(
+        op: Op,
+        session_id: str,
+        after: Annotated[int | None, Query(ge=0)] = None,
+        last_event_id: Annotated[str | None, Header()] = None,
+    ) -> StreamingResponse:
+        """Replay from storage after the resume point, then live push; ends after ``session.ended``."""
+        start = after or 0
+        if last_event_id is not None and last_event_id.strip():
+            try:
+                start = int(last_event_id.strip())
+            except ValueError:
+                raise ApiError(400, "Last-Event-ID must be an integer event id") from None
+        sid, _, _ = await plane.session_status(op, session_id)
+        return StreamingResponse(
+            _sse(plane, sid, max(start, 0), keepalive_seconds),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    # -- operator notes --------------------------------------------------------------------------
+
+    @app.post(f"{API}/operator-notes", status_code=201)
+    async def create_note(op: Op, body: NoteCreateBody) -> dict[str, Any]:
+        return await plane.create_note(
+            op,
+            text=body.text,
+            runtime_session_id=str(body.runtime_session_id) if body.runtime_session_id else None,
+            agent_id=str(body.agent_id) if body.agent_id else None,
+            execution_id=str(body.execution_id) if body.execution_id else None,
+            expires_in_seconds=body.expires_in_seconds,
+            correlation_id=body.correlation_id,
+        )
+
+    @app.get(f"{API}/operator-notes")
+    async def list_notes(
+        op: Op,
+        runtime_session_id: uuid.UUID | None = None,
+        agent_id: uuid.UUID | None = None,
+        execution_id: uuid.UUID | None = None,
+        state: NoteState | None = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        return await plane.list_notes(
+            op,
+            runtime_session_id=str(runtime_session_id) if runtime_session_id else None,
+            agent_id=str(agent_id) if agent_id else None,
+            execution_id=str(execution_id) if execution_id else None,
+            state=state,
+            limit=limit,
+            offset=offset,
+        )
+
+    @app.get(f"{API}/operator-notes/{{note_id}}")
+    async def get_note(op: Op, note_id: str) -> dict[str, Any]:
+        return await plane.get_note(op, note_id)
+
+    @app.post(f"{API}/operator-notes/{{note_id}}/cancel")
+    async def cancel_note(op: Op, note_id: str) -> dict[str, Any]:
+        return await plane.cancel_note(op, note_id)
+
+    # -- approvals -------------------------------------------------------------------------------
+
+    @app.get(f"{API}/approval-requests")
+    async def list_approvals(
+        op: Op,
+        status: ApprovalStatusQ | None = None,
+        runtime_session_id: uuid.UUID | None = None,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+        skip: Annotated[int, Query(ge=0)] = 0,
+    ) -> JSONResponse:
+        items, total = await plane.list_approvals(
+            op,
+            status=status,
+            runtime_session_id=str(runtime_session_id) if runtime_session_id else None,
+            limit=limit,
+            skip=skip,
+        )
+        return JSONResponse(items, headers={"X-Total-Count": str(total)})
+
+    @app.get(f"{API}/approval-requests/{{approval_id}}")
+    async def get_approval(op: Op, approval_id: str) -> dict[str, Any]:
+        return await plane.get_approval(op, approval_id)
+
+    @app.post(f"{API}/approval-requests/{{approval_id}}/approve")
+    async def approve(
+        op: Op, approval_id: str, body: Annotated[ApprovalDecision | None, Body()] = None
+    ) -> dict[str, Any]:
+        return await plane.decide(op, approval_id, approve=True, comment=body.comment if body else None)
+
+    @app.post(f"{API}/approval-requests/{{approval_id}}/decline")
+    async def decline(
+        op: Op, approval_id: str, body: Annotated[ApprovalDecision | None, Body()] = None
+    ) -> dict[str, Any]:
+        return await plane.decide(op, approval_id, approve=False, comment=body.comment if body else None)
+
+    # -- harness API -----------------------------------------------------------------------------
+
+    @app.post(f"{API}/auth/runtime-sessions/token", status_code=201, response_model=RuntimeTokenResponse)
+    async def mint_runtime_token(op: Op, body: RuntimeTokenRequest) -> RuntimeTokenResponse:
+        return await plane.mint_runtime_session(op, body)
+
+    @app.post(f"{API}/agents/events", response_model=AgentEventsAccepted)
+    async def agent_events(rt: Rt, body: AgentEventBatch) -> AgentEventsAccepted:
+        return await plane.agent_events(rt, body.events)
+
+    @app.post(f"{API}/agents/notes/pending", response_model=PendingNotesResponse)
+    async def pending_notes(
+        rt: Rt, body: Annotated[PendingNotesRequest | None, Body()] = None
+    ) -> PendingNotesResponse:
+        return await plane.claim_notes(rt, body or PendingNotesRequest())
+
+    @app.post(f"{API}/agents/notes/ack", response_model=NotesAckResponse)
+    async def ack_notes(rt: Rt, body: NotesAckRequest) -> NotesAckResponse:
+        await plane.ack_notes(rt, body.note_ids)
+        return NotesAckResponse(ok=True)
+
+    @app.post(f"{API}/agents/permission-check", response_model=PermissionCheckResponse)
+    async def permission_check(rt: Rt, body: PermissionCheckRequest) -> PermissionCheckResponse:
+        return await plane.permission_check(rt, body)
+
+    @app.post(f"{API}/agents/session-end", response_model=SessionEndResponse)
+    async def session_end(
+        rt: Rt, body: Annotated[SessionEndRequest | None, Body()] = None
+    ) -> SessionEndResponse:
+        return await plane.harness_end(rt, body.reason if body else None)
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> Response:
+        return JSONResponse({"service": "preloop local control plane", "api": API, "docs": "/docs"})
+
+    return app
+
+
+def _frame(event: StoredEvent) -> str:
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.data}\n\n"
+
+
+async def _sse(plane: ControlPlane, session_id: str, after: int, keepalive: float) -> AsyncIterator[str]:
+    """The SSE body. Subscribe first, then replay storage, then drain live events skipping seen seqs;
+    a subscriber that lagged is resubscribed and catches up from storage, so there is never a gap."""
+    last = after
+    sub: Subscription = plane.bus.subscribe(session_id)
+    try:
+        yield f"retry: {SSE_RETRY_MS}\n\n"
+        while True:
+            # replay (initially, and whenever the live queue could not keep up)
+            while True:
+                batch = await plane.store.events_after(session_id, last, 500)
+                for event in batch:
+                    yield _frame(event)
+                    last = event.seq
+                    if event.type == "session.ended":
+                        return
+                if len(batch) < 500:
+                    break
+            if sub.closed or await plane.session_ended(session_id):
+                # ended: storage already has everything, including session.ended; send what is left
+                for event in await plane.store.events_after(session_id, last, 1_000_000):
+                    yield _frame(event)
+                return
+            # live
+            while True:
+                live = await sub.get(keepalive)
+                if live is None:
+                    if sub.lagged:
+                        break
+                    yield ": keepalive\n\n"
+                    continue
+                if Subscription.is_close(live):
+                    return
+                if live.seq <= last:
+                    continue
+                if live.seq != last + 1:  # should not happen; storage is the truth, so catch up from it
+                    break
+                yield _frame(live)
+                last = live.seq
+                if live.type == "session.ended":
+                    return
+                if sub.lagged and sub.queue.empty():
+                    break
+            sub.unsubscribe()
+            sub = plane.bus.subscribe(session_id)
+    finally:
+        sub.unsubscribe()

@@ -1,0 +1,98 @@
+"""In-process pub/sub: committed events go straight to the live SSE streams (no polling).
+
+A subscriber owns a bounded queue. If it falls too far behind, the bus does not block the writer and does
+not drop events silently: it marks the subscription ``lagged`` and stops feeding it; the stream then
+re-reads storage from its last seq (storage has every event) and resubscribes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Sequence
+
+from server.store import StoredEvent
+
+_CLOSE = StoredEvent("", 0, "", "")
+
+
+class Subscription:
+    """One live listener on one session's events."""
+
+    def __init__(self, bus: EventBus, session_id: str, maxsize: int) -> None:
+        self.bus = bus
+        self.session_id = session_id
+        self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue(maxsize=maxsize)
+        self.lagged = False
+        self.closed = False
+
+    def offer(self, event: StoredEvent) -> None:
+        if self.lagged or self.closed:
+            return
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.lagged = True
+
+    def close(self) -> None:
+        """Wake the reader with a sentinel so it ends (server shutting down)."""
+        self.closed = True
+        try:
+            self.queue.put_nowait(_CLOSE)
+        except asyncio.QueueFull:
+            self.lagged = True
+
+    async def get(self, idle_seconds: float) -> StoredEvent | None:
+        """The next event, or None after ``idle_seconds`` of silence (time for a keepalive)."""
+        try:
+            return await asyncio.wait_for(self.queue.get(), idle_seconds)
+        except TimeoutError:
+            return None
+
+    @staticmethod
+    def is_close(event: StoredEvent) -> bool:
+        return event is _CLOSE
+
+    def unsubscribe(self) -> None:
+        self.bus.unsubscribe(self)
+
+
+class EventBus:
+    """Fan committed events out to the subscribers of their session."""
+
+    def __init__(self, queue_size: int = 10_000) -> None:
+        self._subs: defaultdict[str, set[Subscription]] = defaultdict(set)
+        self._queue_size = queue_size
+        self.closed = False
+
+    def subscribe(self, session_id: str) -> Subscription:
+        sub = Subscription(self, session_id, self._queue_size)
+        if self.closed:
+            sub.close()
+        else:
+            self._subs[session_id].add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        subs = self._subs.get(sub.session_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.session_id]
+
+    def publish(self, events: Sequence[StoredEvent]) -> None:
+        """Called by the store right after a commit, in seq order, on the server's loop."""
+        for event in events:
+            for sub in tuple(self._subs.get(event.session_id, ())):
+                sub.offer(event)
+
+    def subscriber_count(self, session_id: str) -> int:
+        return len(self._subs.get(session_id, ()))
+
+    def close_all(self) -> None:
+        """End every live stream (shutdown), so the server can stop without waiting on open streams."""
+        self.closed = True
+        for subs in list(self._subs.values()):
+            for sub in tuple(subs):
+                sub.close()
+        self._subs.clear()

@@ -1,0 +1,186 @@
+"""Run the control plane inside this process: uvicorn on a background thread with its own event loop.
+
+Used by ``preloop demo``, by the test fixture ``live_server`` and by the benchmarks::
+
+    server = EmbeddedServer(db_path=tmp / "cp.sqlite3")
+    server.start()                 # returns once the socket accepts connections
+    print(server.url, mask_token(server.token))
+    server.stop()
+    server.start()                 # same port, same database: sessions, events, notes survive
+
+The server thread owns its loop, so a caller's own loop (pytest-asyncio, Textual) never blocks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import threading
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import uvicorn
+
+from client import paths
+from server.app import create_app
+from server.control import ControlPlane
+
+T = TypeVar("T")
+
+
+def write_local_server_file(url: str, token: str, path: Path | None = None) -> Path:
+    """Tell clients on this machine where the local server is (owner-readable only, written atomically)."""
+    target = path or paths.local_server_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump({"url": url, "token": token}, fh)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, target)
+    return target
+
+
+class EmbeddedServer:
+    """A real HTTP control plane on 127.0.0.1, started and stopped from synchronous code."""
+
+    def __init__(
+        self,
+        db_path: Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        keepalive_seconds: float = 15.0,
+        permission_timeout_seconds: float = 300.0,
+        write_local_file: bool = True,
+    ) -> None:
+        self.db_path = Path(db_path) if db_path is not None else paths.default_db_path()
+        self.host = host
+        self.port = port
+        self.keepalive_seconds = keepalive_seconds
+        self.permission_timeout_seconds = permission_timeout_seconds
+        self.write_local_file = write_local_file
+        self.token: str = ""
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: uvicorn.Server | None = None
+        self._plane: ControlPlane | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL (no trailing slash), e.g. ``http://127.0.0.1:43117``."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def plane(self) -> ControlPlane:
+        """The running control plane (for :meth:`call` and tests that need its internals)."""
+        if self._plane is None:
+            raise RuntimeError("server is not running")
+        return self._plane
+
+    def start(self, timeout: float = 15.0) -> EmbeddedServer:
+        """Bind (the same port again after a restart), serve, and return once accepting connections."""
+        if self.running:
+            return self
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(128)
+        sock.setblocking(False)
+        self.port = sock.getsockname()[1]
+        ready = threading.Event()
+
+        def on_ready(plane: ControlPlane) -> None:
+            self._plane = plane
+            self.token = plane.operator_token or ""
+
+        app = create_app(
+            self.db_path,
+            keepalive_seconds=self.keepalive_seconds,
+            permission_timeout_seconds=self.permission_timeout_seconds,
+            on_ready=on_ready,
+        )
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+            ws="none",
+        )
+        server = uvicorn.Server(config)
+        self._server = server
+        self._error = None
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+
+            async def main() -> None:
+                task = asyncio.create_task(server.serve(sockets=[sock]))
+                while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn has no event
+                    await asyncio.sleep(0.005)
+                ready.set()
+                await task
+
+            try:
+                loop.run_until_complete(main())
+            except BaseException as exc:  # reported by start()
+                self._error = exc
+            finally:
+                ready.set()
+                sock.close()
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+                self._loop = None
+
+        self._thread = threading.Thread(target=run, name=f"control-plane:{self.port}", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout) or not server.started:
+            self.stop()
+            raise RuntimeError(f"local control plane did not start: {self._error!r}")
+        if self.write_local_file:
+            write_local_server_file(self.url, self.token)
+        return self
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        """Run a coroutine on the server's loop from another thread (e.g. create a second account)."""
+        if self._loop is None:
+            coro.close()
+            raise RuntimeError("server is not running")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def create_account(self, name: str = "other", display: str = "Other Operator") -> str:
+        """A second account's operator token: its sessions are invisible to the first (tests use it)."""
+        return self.call(self.plane.create_account(name, display))
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Close live streams, stop accepting, and wait for the thread; safe to call twice."""
+        server, loop, thread = self._server, self._loop, self._thread
+        if server is not None and loop is not None and self._plane is not None:
+            plane = self._plane
+            with contextlib.suppress(RuntimeError):  # loop already closed
+                loop.call_soon_threadsafe(plane.begin_shutdown)
+        if server is not None:
+            server.should_exit = True
+        if thread is not None:
+            thread.join(timeout)
+        self._thread = None
+        self._server = None
+        self._plane = None
+
+    def __enter__(self) -> EmbeddedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

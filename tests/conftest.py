@@ -1,0 +1,84 @@
+"""Shared fixtures: a real local control plane over loopback, isolated from the user's home.
+
+``live_server`` (function scope) is a started :class:`server.embedded.EmbeddedServer` on a fresh SQLite
+file in ``tmp_path``, with ``PRELOOP_STATE_DIR`` / ``PRELOOP_CONFIG_DIR`` / ``PRELOOP_DATA_DIR`` pointed at
+temporary folders so nothing touches the real home. It exposes:
+
+* ``url``, ``token`` (operator token of the first account), ``other_token`` (a second account's operator
+  token: its view must never show the first account's sessions), ``db_path``;
+* ``stop()`` / ``start()`` to restart on the same port and database (restart-persistence tests);
+* ``harness()``: a new :class:`server.harness_client.HarnessClient` for the first account (use as
+  ``async with live_server.harness() as h: agent = await h.start_session(agent_name="a")``).
+
+``harness`` is the same client, already opened and closed for you. Keepalives come every 0.5 s and a
+blocked permission check gives up after 20 s, so tests never wait long.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from server.embedded import EmbeddedServer
+from server.harness_client import HarnessClient
+
+
+class LiveServer:
+    """Handle on the running test server (see module docstring)."""
+
+    def __init__(self, server: EmbeddedServer, other_token: str) -> None:
+        self.server = server
+        self.other_token = other_token
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def token(self) -> str:
+        return self.server.token
+
+    @property
+    def db_path(self) -> Path:
+        return self.server.db_path
+
+    def start(self) -> None:
+        self.server.start()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def harness(self) -> HarnessClient:
+        return HarnessClient(self.url, self.token)
+
+
+@pytest.fixture
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point every preloop directory at ``tmp_path`` so tests never read or write the real home."""
+    for name in ("STATE", "CONFIG", "DATA"):
+        folder = tmp_path / name.lower()
+        folder.mkdir(exist_ok=True)
+        monkeypatch.setenv(f"PRELOOP_{name}_DIR", str(folder))
+    return tmp_path
+
+
+@pytest.fixture
+def live_server(isolated_dirs: Path) -> Iterator[LiveServer]:
+    server = EmbeddedServer(
+        db_path=isolated_dirs / "data" / "control-plane.sqlite3",
+        keepalive_seconds=0.5,
+        permission_timeout_seconds=20.0,
+    )
+    server.start()
+    try:
+        yield LiveServer(server, server.create_account("other", "Other Operator"))
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def harness(live_server: LiveServer) -> AsyncIterator[HarnessClient]:
+    async with live_server.harness() as client:
+        yield client
