@@ -409,19 +409,23 @@ async def follow_plain(
     since: timedelta | None,
     json_lines: bool,
     read_only: bool,
+    title: str | None = None,
+    replay_all: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     """Print the session's events until it ends; returns 0 when it ended, 1 when the stream was refused.
 
-    History older than ``since`` (all of it when ``since`` is None) is not printed but still read, so the
-    pending approvals and notes are known when the first live line appears.
+    History older than ``since`` (all of it when ``since`` is None, none with ``replay_all``) is not printed
+    but still read, so the pending approvals and notes are known when the first live line appears.
     """
     printer = _Printer(out or sys.stdout, err or sys.stderr, json_lines)
     steer = _Steer(backend, session_id, printer)
-    threshold = datetime.now(UTC) - (since or timedelta(0))
+    now = datetime.now(UTC)
+    threshold: datetime | None = None if replay_all else now - (since or timedelta(0))
+    named = f"{session_id} ({title})" if title else session_id
     printer.notice(
-        f"attached to session {session_id}"
+        f"attached to session {named}"
         + ("" if read_only else "; type a note and press Enter, /help for commands")
     )
     input_task: asyncio.Task[None] | None = None
@@ -466,7 +470,7 @@ async def follow_plain(
                 printer.notice(status_text(item))
                 continue
             steer.track(item)
-            if replaying and item.at < threshold:
+            if replaying and threshold is not None and item.at < threshold:
                 continue
             replaying = False
             printer.event(item)

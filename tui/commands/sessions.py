@@ -19,6 +19,7 @@ from client.present import (
     parse_duration,
     relative_time,
     session_state,
+    session_title,
     short_id,
     unique_titles,
 )
@@ -209,6 +210,14 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
             session_id = await find_execution_session(backend, execution)
         else:
             session_id = await resolve_session(backend, args.session)
+        row = await backend.get_session(session_id)
         return await follow_plain(
-            backend, session_id, since=since, json_lines=args.json, read_only=args.read_only
+            backend,
+            session_id,
+            since=since,
+            json_lines=args.json,
+            read_only=args.read_only or row.ended_at is not None,
+            title=session_title(row),
+            # An ended session has nothing new to show: replay its whole history instead of nothing.
+            replay_all=row.ended_at is not None and since is None,
         )

@@ -1,0 +1,99 @@
+"""Bad flags and flag combinations are refused with exit 2 before any request, in a sentence naming the fix.
+
+The server URL points at a closed port: had any command made a request, it would exit 1 (unreachable)
+instead of 2, so exit 2 proves the refusal came first.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tui.cli import build_parser, main
+
+
+@pytest.fixture
+def dead_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+UUID = "1a2b3c4d-0000-4000-8000-1234567890ab"
+
+
+@pytest.mark.parametrize(
+    ("argv", "fix"),
+    [
+        (["sessions", "list", "--json", "-o", "id"], "keep one of them"),
+        (["sessions", "list", "--wide", "--json"], "drop --wide"),
+        (["sessions", "list", "--wide", "-o", "id"], "drop --wide"),
+        (["sessions", "list", "--since", "yesterday"], "30m"),
+        (["sessions", "list", "--since", "30"], "add s, m, h or d"),
+        (["sessions", "list", "--parent", "1a2b3c4d"], "full UUID"),
+        (["sessions", "list", "--execution", "nope"], "full UUID"),
+        (["sessions", "list", "--limit", "0"], "1..1000"),
+        (["sessions", "list", "--limit", "1001"], "1..1000"),
+        (["sessions", "list", "--kind", " - "], "agent kind"),
+        (["sessions", "list", "-o", "yaml"], "invalid choice"),
+        (["sessions", "attach"], "give a session id"),
+        (["sessions", "attach", "abcd", "--execution", UUID], "not both"),
+        (["sessions", "attach", "abcd", "--plain", "--json"], "keep one of them"),
+        (["sessions", "attach", "abcd", "--since", "2 days"], "30m"),
+        (["sessions", "attach", "--execution", "abc"], "full UUID"),
+        (["notes", "send", "hello"], "exactly one target"),
+        (["notes", "send", "hello", "--session", "abcd", "--agent", "a1"], "exactly one target"),
+        (["notes", "send", "hello", "--session", "abcd", "--expires-in", "30s"], "between 60s and 7d"),
+        (["notes", "send", "hello", "--session", "abcd", "--expires-in", "8d"], "between 60s and 7d"),
+        (["notes", "send", "hello", "--execution", "1234"], "full UUID"),
+        (["notes", "send", "   ", "--session", "abcd"], "the note is empty"),
+        (["notes", "list"], "--session"),
+        (["notes", "list", "--session", "abcd", "--state", "done"], "invalid choice"),
+        (["notes", "withdraw", "../../etc"], "not a valid note id"),
+        (["approvals", "list", "--status", "maybe"], "invalid choice"),
+        (["approvals", "approve"], "APPROVAL_ID"),
+        (["serve", "--port", "70000"], "port"),
+        (["demo", "--pace", "0"], "pace"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_flags_exit_2_before_any_request(
+    argv: list[str], fix: str, dead_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main([*argv, "--url", dead_url]) if argv != ["frobnicate"] else main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert fix in err
+    assert "Traceback" not in err
+
+
+def test_global_flags_work_before_and_after_the_command(
+    dead_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--url", dead_url, "sessions", "list"]) == 1
+    assert main(["sessions", "list", "--url", dead_url]) == 1
+    err = capsys.readouterr().err
+    assert err.count("server unreachable") == 2
+
+
+def test_help_documents_exit_codes_everywhere(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    assert "exit codes:" in (parser.epilog or "")
+    for argv in (
+        ["--help"],
+        ["sessions", "list", "--help"],
+        ["notes", "send", "--help"],
+        ["login", "--help"],
+    ):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "exit codes:" in out and "2    usage error" in out and "PRELOOP_TOKEN" in out
+
+
+def test_group_without_subcommand_off_a_terminal_prints_its_commands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["notes"]) == 2
+    assert "send" in capsys.readouterr().err
