@@ -1,0 +1,137 @@
+"""A scripted in-memory Backend for SNAPSHOT tests only (pilot tests use the real local server).
+
+It returns fixed rows, notes and approvals, and its ``follow`` yields a fixed script of events and status
+values and then waits forever (like a live stream with nothing new), so screenshots are deterministic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from client.backend import ApprovalPage, ServerKind, SessionFilter
+from client.errors import ClientError, NotFound
+from client.events import Event, event_from_dict
+from client.models import ActivityItem, Approval, Health, Note, NoteList, Session, SessionList
+from client.status import StreamStatus
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+
+
+def frozen_clock() -> datetime:
+    return NOW
+
+
+def ago(**kwargs: float) -> datetime:
+    return NOW - timedelta(**kwargs)
+
+
+class FakeBackend:
+    server_kind: ServerKind = "local"
+
+    def __init__(
+        self,
+        *,
+        sessions: Sequence[Session] = (),
+        notes: Sequence[Note] = (),
+        approvals: Sequence[Approval] = (),
+        script: Sequence[Event | StreamStatus] = (),
+        fail: ClientError | None = None,
+    ) -> None:
+        self.sessions = list(sessions)
+        self.notes = list(notes)
+        self.approvals = list(approvals)
+        self.script = list(script)
+        self.fail = fail
+        self.sent: list[str] = []
+
+    def _check(self) -> None:
+        if self.fail is not None:
+            raise self.fail
+
+    async def health(self) -> Health:
+        self._check()
+        return Health(status="ok", server_kind="local")
+
+    async def list_sessions(
+        self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
+    ) -> SessionList:
+        self._check()
+        return SessionList(items=self.sessions[offset : offset + limit], total=len(self.sessions))
+
+    async def iter_sessions(
+        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
+    ) -> AsyncIterator[Session]:
+        self._check()
+        for session in self.sessions[:max_items]:
+            yield session
+
+    async def get_session(self, session_id: str) -> Session:
+        self._check()
+        for session in self.sessions:
+            if session.id == session_id:
+                return session
+        raise NotFound(404, f"no session {session_id}")
+
+    async def resolve_session_id(self, id_or_prefix: str) -> str:
+        return (await self.get_session(id_or_prefix)).id
+
+    async def session_activity(self, session_id: str) -> list[ActivityItem]:
+        return []
+
+    async def end_session(self, session_id: str) -> Session:
+        return await self.get_session(session_id)
+
+    async def send_note(self, text: str, **kwargs: Any) -> Note:
+        self._check()
+        self.sent.append(text)
+        return Note(note_id=f"n{len(self.sent)}", state="pending", text=text, created_at=NOW)
+
+    async def list_notes(self, **kwargs: Any) -> NoteList:
+        self._check()
+        return NoteList(notes=self.notes, total=len(self.notes))
+
+    async def get_note(self, note_id: str) -> Note:
+        return next(n for n in self.notes if n.note_id == note_id)
+
+    async def withdraw_note(self, note_id: str) -> Note:
+        note = await self.get_note(note_id)
+        return note.model_copy(update={"state": "cancelled"})
+
+    async def list_approvals(self, **kwargs: Any) -> ApprovalPage:
+        self._check()
+        return ApprovalPage(items=self.approvals, total=len(self.approvals))
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        return next(a for a in self.approvals if a.id == approval_id)
+
+    async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
+        return (await self.get_approval(approval_id)).model_copy(update={"status": "approved"})
+
+    async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
+        return (await self.get_approval(approval_id)).model_copy(update={"status": "declined"})
+
+    async def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]:
+        for item in self.script:
+            yield item
+        await asyncio.Event().wait()
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Script:
+    """Builds events with contiguous seq numbers for one session."""
+
+    def __init__(self, session_id: str, start: datetime) -> None:
+        self.session_id = session_id
+        self.seq = 0
+        self.at = start
+
+    def __call__(self, kind: str, **fields: Any) -> Event:
+        self.seq += 1
+        self.at += timedelta(seconds=1)
+        body = {"seq": self.seq, "type": kind, "session_id": self.session_id, "at": self.at.isoformat()}
+        return event_from_dict({**body, **fields})

@@ -1,0 +1,158 @@
+"""Snapshot tests: every screen and state that matters, at a fixed size and a frozen clock.
+
+The SVGs live in the top-level ``snapshots/test_snapshots/`` (see ``conftest.py``). The data comes from a
+scripted in-memory backend (``fakes.py``) so the pictures are deterministic; behaviour against the real
+server is covered by ``test_pilot.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.pilot import Pilot
+
+from client.errors import ServerUnreachable
+from client.status import Ended, Live, Reconnecting
+from tests.tui import data
+from tests.tui.fakes import FakeBackend, frozen_clock
+from tui.app import PreloopApp
+from tui.screens.attach import AttachScreen
+from widgets.composer import Composer
+from widgets.timeline_view import TimelineView
+
+
+def _app(backend: FakeBackend, **kwargs: Any) -> PreloopApp:
+    return PreloopApp(backend, clock=frozen_clock, refresh_interval=0, **kwargs)
+
+
+async def _settle(pilot: Pilot[Any]) -> None:
+    """Let the load and stream workers run, then paint the timeline now."""
+    for _ in range(3):
+        await pilot.pause(0.05)
+    screen = pilot.app.screen
+    if isinstance(screen, AttachScreen):
+        screen.query_one(TimelineView).flush()
+    await pilot.pause()
+
+
+def _attach_app(script: list[Any], **kwargs: Any) -> PreloopApp:
+    session = kwargs.pop("session", data.session())
+    backend = FakeBackend(
+        sessions=[session],
+        notes=kwargs.pop("notes", []),
+        approvals=kwargs.pop("approvals", []),
+        script=script,
+    )
+    return _app(backend, start_session_id=data.SID, **kwargs)
+
+
+# ------------------------------------------------------------------ sessions screen
+
+
+def test_sessions_list_with_data(snap_compare: Any) -> None:
+    """Three sessions: live with a pending approval (highlighted), idle with a fallback title, ended."""
+    assert snap_compare(_app(FakeBackend(sessions=data.sessions())), run_before=_settle)
+
+
+def test_sessions_list_wide(snap_compare: Any) -> None:
+    """The same list at 200×50."""
+    app = _app(FakeBackend(sessions=data.sessions()))
+    assert snap_compare(app, run_before=_settle, terminal_size=(200, 50))
+
+
+def test_sessions_list_empty(snap_compare: Any) -> None:
+    """No sessions: an explanation and what to do, not an empty grid."""
+    assert snap_compare(_app(FakeBackend()), run_before=_settle)
+
+
+def test_sessions_server_down(snap_compare: Any) -> None:
+    """Server down: a banner with the client error's sentence and the retry key."""
+    fail = ServerUnreachable("could not connect to http://127.0.0.1:8765: is `preloop serve` running?")
+    assert snap_compare(_app(FakeBackend(fail=fail)), run_before=_settle)
+
+
+# ------------------------------------------------------------------ attach screen
+
+
+def test_attach_streaming_commentary(snap_compare: Any) -> None:
+    """Narration (dim), tool calls with status and duration, and provisional streaming text."""
+    app = _attach_app([Live(), *data.streaming_script()])
+    assert snap_compare(app, run_before=_settle)
+
+
+def test_attach_final_answer(snap_compare: Any) -> None:
+    """The run's answer stands out and renders as Markdown."""
+    app = _attach_app([Live(), *data.final_script()])
+    assert snap_compare(app, run_before=_settle)
+
+
+def test_attach_pending_approval(snap_compare: Any) -> None:
+    """A pending approval: tool, summary, risk, arguments, and the approve/decline buttons."""
+    app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()])
+    assert snap_compare(app, run_before=_settle)
+
+
+def test_attach_notes_all_states(snap_compare: Any) -> None:
+    """Every one of the eight note states with its icon and word, times, channel and turn (wide)."""
+    app = _attach_app([Live()], notes=data.notes_all_states())
+    assert snap_compare(app, run_before=_settle, terminal_size=(200, 50))
+
+
+def test_attach_reconnecting(snap_compare: Any) -> None:
+    """The connection dropped: header and banner say reconnecting in Ns, attempt n."""
+    app = _attach_app(
+        [Live(), *data.final_script()[:3], Reconnecting(attempt=3, delay=4.0, reason="connection reset")]
+    )
+    assert snap_compare(app, run_before=_settle)
+
+
+def test_attach_ended_session(snap_compare: Any) -> None:
+    """An ended session: the banner says so and the composer is gone."""
+    ended = data.session(ended_at=data.NOW)
+    app = _attach_app([*data.final_script(), Ended(last_seq=8)], session=ended)
+    assert snap_compare(app, run_before=_settle)
+
+
+def test_attach_read_only(snap_compare: Any) -> None:
+    """Read-only: no composer, approvals shown without buttons, the header says read-only."""
+    app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()], read_only=True)
+    assert snap_compare(app, run_before=_settle)
+
+
+def test_attach_multiline_draft(snap_compare: Any) -> None:
+    """A three-line draft typed with Ctrl+J (the composer grows, the counter counts)."""
+
+    async def _type(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        pilot.app.screen.query_one(Composer).focus()
+        await pilot.press(*"stop", "ctrl+j", *"use", "ctrl+j", *"staging")
+        await pilot.pause()
+
+    app = _attach_app([Live(), *data.streaming_script()])
+    assert snap_compare(app, run_before=_type)
+
+
+def test_attach_hostile_text(snap_compare: Any) -> None:
+    """Markup, OSC/CSI escapes and bidi overrides in agent text, notes and tool args show literally."""
+    note = data.notes_all_states()[0].model_copy(update={"text": data.HOSTILE})
+    hostile_approval = data.approval(
+        summary=data.HOSTILE, tool_args={"cmd": data.HOSTILE}, tool_name="[b]x[/b]"
+    )
+    app = _attach_app(
+        [Live(), *data.hostile_script()],
+        notes=[note],
+        approvals=[hostile_approval],
+        session=data.session(title=data.HOSTILE),
+    )
+    assert snap_compare(app, run_before=_settle)
+
+
+def test_help_screen(snap_compare: Any) -> None:
+    """The ``?`` screen lists every key."""
+
+    async def _help(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(_app(FakeBackend(sessions=data.sessions())), run_before=_help)

@@ -1,0 +1,144 @@
+"""The Textual app: a sessions list and a live attach view over any ``client.backend.Backend``.
+
+Entry points (the CLI calls these; nothing here parses arguments or reads configuration)::
+
+    run_tui(backend, *, session_id=None, read_only=False, close_backend=True) -> int
+        Runs the app until the user quits. With ``session_id`` it opens that session's attach screen
+        first (``preloop sessions attach <id>``), else the sessions list (``preloop``, ``preloop sessions``,
+        ``preloop demo``). ``session_id`` must be a full id (resolve short ids with
+        ``backend.resolve_session_id`` first). The app owns the backend from then on and, with
+        ``close_backend``, awaits ``backend.aclose()`` in its own event loop before returning. Returns the
+        process exit code (0). A message for the shell (e.g. "Detached from ...; it keeps running") is
+        printed after the terminal is restored.
+
+    PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
+               close_backend=False, follow=True)
+        The app object itself (tests drive it with ``run_test``). ``clock`` returns the current UTC time
+        (tests freeze it); ``refresh_interval`` is the sessions list timer (0 turns it off); ``follow=False``
+        skips the live stream (snapshot tests feed events themselves).
+
+Screens: ``SessionsScreen`` (list), ``AttachScreen`` (one session), ``HelpScreen`` (``?``), and the modal
+``ConfirmScreen`` / ``DeclineCommentScreen``. Escape on the attach screen returns to the list; ``q`` there
+detaches (the session keeps running); ``q`` on the list quits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from client.backend import Backend
+from client.present import short_id
+from tui.palette import PreloopCommands
+from tui.screens.attach import AttachScreen
+from tui.screens.help import HelpScreen
+from tui.screens.sessions import SessionsScreen
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class PreloopApp(App[str | None]):
+    """Holds the backend and the options; screens get what they need through their constructors."""
+
+    TITLE = "preloop"
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    COMMANDS = App.COMMANDS | {PreloopCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", show=False, id="app.help", tooltip="All keys"),
+    ]
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        start_session_id: str | None = None,
+        read_only: bool = False,
+        clock: Callable[[], datetime] | None = None,
+        refresh_interval: float = 5.0,
+        close_backend: bool = False,
+        follow: bool = True,
+    ) -> None:
+        super().__init__()
+        self.backend = backend
+        self.start_session_id = start_session_id
+        self.read_only = read_only
+        self.clock: Callable[[], datetime] = clock or _utcnow
+        self.refresh_interval = refresh_interval
+        self.close_backend = close_backend
+        self.follow = follow
+
+    def on_mount(self) -> None:
+        if self.start_session_id:
+            self.push_screen(self._attach_screen(self.start_session_id))
+        else:
+            self.push_screen(self._sessions_screen())
+
+    async def on_unmount(self) -> None:
+        if self.close_backend:
+            await self.backend.aclose()
+
+    def _sessions_screen(self) -> SessionsScreen:
+        return SessionsScreen(
+            self.backend,
+            open_session=self.open_session,
+            clock=self.clock,
+            refresh_interval=self.refresh_interval,
+        )
+
+    def _attach_screen(self, session_id: str) -> AttachScreen:
+        return AttachScreen(
+            self.backend,
+            session_id,
+            leave=lambda detach: self.leave_session(session_id, detach=detach),
+            clock=self.clock,
+            read_only=self.read_only,
+            follow=self.follow,
+        )
+
+    def open_session(self, session_id: str) -> None:
+        """Open a session's live view on top of the list."""
+        self.push_screen(self._attach_screen(session_id))
+
+    def leave_session(self, session_id: str, *, detach: bool) -> None:
+        """Back to the list (Escape) or detach (``q``); either way the session keeps running."""
+        below = self.screen_stack[-2] if len(self.screen_stack) >= 2 else None
+        message = f"Detached from {short_id(session_id)}; the session keeps running."
+        if isinstance(below, SessionsScreen):
+            self.pop_screen()
+            if detach:
+                self.notify(message, title="Detached")
+            below.load()
+        elif detach:
+            self.exit(message)
+        else:
+            self.switch_screen(self._sessions_screen())
+            self.notify(message, title="Detached")
+
+    def action_help(self) -> None:
+        """Show every key; a second ``?`` closes it."""
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        else:
+            self.push_screen(HelpScreen())
+
+
+def run_tui(
+    backend: Backend,
+    *,
+    session_id: str | None = None,
+    read_only: bool = False,
+    close_backend: bool = True,
+) -> int:
+    """Run the full-screen app until the user quits; returns the exit code (see the module docstring)."""
+    app = PreloopApp(backend, start_session_id=session_id, read_only=read_only, close_backend=close_backend)
+    message = app.run()
+    if message:
+        print(message)
+    return app.return_code or 0

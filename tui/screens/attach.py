@@ -1,0 +1,459 @@
+"""The attach screen: watch one session live and steer it (notes, approvals) without stopping it.
+
+Layout: header (who, session state, connection state, pending approvals), a banner for states that must
+not be missed (reconnecting, refused, ended), the timeline (``widgets.timeline_view``) beside a side column
+with pending approvals and notes, and the note composer at the bottom (hidden in read-only mode and once
+the session ended).
+
+Data flow. On mount one worker loads the session row, its notes (``list_notes``) and pending approvals
+(``list_approvals``); a second, exclusive worker iterates ``backend.follow(session_id)``. Events are not
+applied one by one: they are buffered and applied to the ``client.timeline.Timeline`` model in a batch at
+most once per frame (``FRAME``), after which the view is synced once and the panels take the note and
+approval changes of that batch. ``StreamStatus`` values drive the header and the banner. Both workers
+belong to this screen, so leaving it (Escape, ``q``) cancels them and closes the stream.
+
+Every server call goes through the ``client.backend.Backend`` protocol and every failure is a
+``client.errors.ClientError`` whose sentence is shown to the user; nothing the user typed is lost on
+failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
+
+from client.backend import Backend
+from client.errors import ClientError
+from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent, SessionEnded
+from client.models import Approval, Note, NoteState, Session
+from client.present import short_id
+from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.textsafe import safe_line
+from client.timeline import Timeline
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.decline_comment import DeclineCommentScreen
+from widgets.approvals_panel import ApprovalsPanel
+from widgets.banner import Banner
+from widgets.composer import Composer
+from widgets.notes_panel import NotesPanel
+from widgets.session_header import SessionHeader
+from widgets.timeline_view import TimelineView
+
+FRAME = 1 / 60
+"""Events are applied and the view synced at most this often."""
+
+STALE_NOTICE_WINDOW = timedelta(seconds=10)
+"""An approval decided elsewhere is announced only if the decision is this recent (not replayed history)."""
+
+
+class AttachScreen(Screen[None]):
+    """One session, live. ``leave(detach)`` is the app's callback for Escape (False) and ``q`` (True)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "focus_composer", "Note", id="attach.note", tooltip="Write a note to the agent"),
+        Binding("a", "approve", "Approve", id="attach.approve", tooltip="Approve the highlighted approval"),
+        Binding("d", "decline", "Decline", id="attach.decline", tooltip="Decline (with an optional comment)"),
+        Binding("x", "expand_args", "Args", id="attach.expand", tooltip="Expand or collapse tool arguments"),
+        Binding("w", "withdraw", "Withdraw", id="attach.withdraw", tooltip="Withdraw the highlighted note"),
+        Binding("c", "toggle_commentary", "Commentary", id="attach.commentary", tooltip="Collapse narration"),
+        Binding("escape", "back", "Sessions", id="attach.back", tooltip="Back to the sessions list"),
+        Binding("q", "detach", "Detach", id="attach.detach", tooltip="Leave; the session keeps running"),
+        Binding("question_mark", "app.help", "Help", id="attach.help", tooltip="All keys"),
+    ]
+
+    DEFAULT_CSS = """
+    AttachScreen #body { height: 1fr; }
+    AttachScreen TimelineView { width: 1fr; height: 1fr; }
+    AttachScreen #side { width: 40%; min-width: 30; max-width: 70; height: 1fr; }
+    AttachScreen #send-error { display: none; height: auto; padding: 0 1; color: $error; }
+    AttachScreen #send-error.-shown { display: block; }
+    AttachScreen.-no-composer Composer { display: none; }
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        session_id: str,
+        *,
+        leave: Callable[[bool], None],
+        clock: Callable[[], datetime],
+        read_only: bool = False,
+        follow: bool = True,
+    ) -> None:
+        super().__init__()
+        self.backend = backend
+        self.session_id = session_id
+        self.read_only = read_only
+        self._leave = leave
+        self._clock = clock
+        self._follow = follow
+        self.timeline = Timeline()
+        self.session: Session | None = None
+        self.status: StreamStatus | None = None
+        self.ended = False
+        self._buffer: list[Event] = []
+        self._flush_scheduled = False
+        self._decided_here: set[str] = set()
+        self._attached_at = clock()
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield SessionHeader(self.session_id, read_only=self.read_only, clock=self._clock, id="header")
+        yield Banner(id="banner")
+        with Horizontal(id="body"):
+            yield TimelineView(self.timeline, id="timeline")
+            with Vertical(id="side"):
+                yield ApprovalsPanel(read_only=self.read_only, id="approvals")
+                yield NotesPanel(clock=self._clock, id="notes")
+        yield Static("", id="send-error")
+        yield Composer(id="composer")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._update_composer_visibility()
+        self.query_one(TimelineView).focus()
+        self.load_initial()
+
+    @property
+    def composer(self) -> Composer:
+        return self.query_one(Composer)
+
+    @property
+    def notes_panel(self) -> NotesPanel:
+        return self.query_one(NotesPanel)
+
+    @property
+    def approvals_panel(self) -> ApprovalsPanel:
+        return self.query_one(ApprovalsPanel)
+
+    @property
+    def header(self) -> SessionHeader:
+        return self.query_one(SessionHeader)
+
+    @property
+    def banner(self) -> Banner:
+        return self.query_one(Banner)
+
+    # ------------------------------------------------------------------ loading and streaming
+
+    @work(exclusive=True, group="attach-load")
+    async def load_initial(self) -> None:
+        """Session row, existing notes and pending approvals; then the live stream starts."""
+        try:
+            self._set_session(await self.backend.get_session(self.session_id))
+            notes = await self.backend.list_notes(session_id=self.session_id)
+            approvals = await self.backend.list_approvals(session_id=self.session_id)
+        except ClientError as exc:
+            if not get_current_worker().is_cancelled:
+                self.banner.show(str(exc), "error")
+                self.notify(str(exc), title="Could not load the session", severity="error")
+        else:
+            self.notes_panel.upsert_many(notes.notes)
+            self.approvals_panel.set_pending(approvals.items)
+            self._pending_changed()
+        if self._follow:
+            self.follow_stream()
+
+    @work(exclusive=True, group="attach-stream")
+    async def follow_stream(self) -> None:
+        """Iterate the follower until the session ends, the server refuses, or the screen goes away."""
+        try:
+            async for item in self.backend.follow(self.session_id):
+                if isinstance(item, Connecting | Live | Reconnecting | Ended | Refused | Missed | Skipped):
+                    self.apply_status(item)
+                else:
+                    self._buffer.append(item)
+                    if not self._flush_scheduled:
+                        self._flush_scheduled = True
+                        self.set_timer(FRAME, self._flush)
+        except ClientError as exc:
+            self.apply_status(Refused(str(exc)))
+
+    def feed(self, events: list[Event]) -> None:
+        """Apply events as if they came from the stream (used by the worker's batches and by tests)."""
+        self._buffer.extend(events)
+        self._flush()
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._buffer:
+            return
+        batch, self._buffer = self._buffer, []
+        self.timeline.apply_many(batch)
+        pending_changed = False
+        for event in batch:
+            if isinstance(event, NoteEvent):
+                self.notes_panel.upsert(event.note)
+            elif isinstance(event, ApprovalRequested):
+                self.approvals_panel.upsert(event.approval)
+                pending_changed = True
+            elif isinstance(event, ApprovalDecided):
+                self._approval_left(event.approval, event.at)
+                pending_changed = True
+            elif isinstance(event, SessionEnded):
+                self._set_session(event.session)
+                self._mark_ended(event.reason)
+        if self.timeline.session is not None and self.timeline.session is not self.session:
+            self._set_session(self.timeline.session)
+        if pending_changed:
+            self._pending_changed()
+        self.query_one(TimelineView).sync()
+
+    def apply_status(self, status: StreamStatus) -> None:
+        """Show a connection state change in the header and, when it needs attention, the banner."""
+        self.status = status
+        self.header.set_status(status)
+        if isinstance(status, Live):
+            if self.banner.level != "error" or not self.ended:
+                self.banner.clear()
+        elif isinstance(status, Reconnecting):
+            self.banner.show(
+                f"Connection lost ({status.reason}). Reconnecting in {status.delay:.0f}s, attempt "
+                f"{status.attempt}; nothing will be missed.",
+                "warning",
+            )
+        elif isinstance(status, Refused):
+            code = f" ({status.status})" if status.status else ""
+            self.banner.show(f"The server refused the stream{code}: {status.reason}", "error")
+            self.notify(status.reason, title="Stream refused", severity="error")
+        elif isinstance(status, Ended):
+            self._flush()
+            self._mark_ended(None)
+        elif isinstance(status, Missed):
+            self.notify(
+                f"{status.count} event(s) could not be recovered after reconnecting.", severity="warning"
+            )
+        elif isinstance(status, Skipped):
+            self.notify(
+                f"Skipped an unreadable event ({status.reason}); {status.total} so far.", severity="warning"
+            )
+
+    def _set_session(self, session: Session) -> None:
+        self.session = session
+        self.header.set_session(session)
+        if session.ended:
+            self._mark_ended(None)
+
+    def _mark_ended(self, reason: str | None) -> None:
+        if self.ended and reason is None:
+            return
+        self.ended = True
+        why = f" ({safe_line(reason, 80)})" if reason else ""
+        self.banner.show(f"Session ended{why}. The transcript stays; notes can no longer be sent.", "info")
+        self._update_composer_visibility()
+        self.refresh_bindings()
+
+    def _update_composer_visibility(self) -> None:
+        hidden = self.read_only or self.ended
+        self.set_class(hidden, "-no-composer")
+        if hidden and self.composer.has_focus:
+            self.query_one(TimelineView).focus()
+
+    # ------------------------------------------------------------------ approvals
+
+    def _approval_left(self, approval: Approval, at: datetime) -> None:
+        left = self.approvals_panel.upsert(approval)
+        if not left or approval.id in self._decided_here:
+            return
+        if at >= self._attached_at - STALE_NOTICE_WINDOW:
+            tool = safe_line(approval.tool_name or "tool", 40)
+            self.notify(
+                f"The {tool} approval was {safe_line(approval.status, 20)} elsewhere.",
+                title="Approval no longer pending",
+            )
+
+    def _pending_changed(self) -> None:
+        self.header.set_pending(self.approvals_panel.count)
+        self.refresh_bindings()
+
+    def action_approve(self) -> None:
+        """Approve the highlighted approval (the agent's tool call goes ahead)."""
+        approval = self.approvals_panel.selected
+        if approval is not None:
+            self.decide(approval, "approve", None)
+
+    def action_decline(self) -> None:
+        """Ask for an optional comment, then decline."""
+        approval = self.approvals_panel.selected
+        if approval is None:
+            return
+
+        def _answered(comment: str | None) -> None:
+            if comment is not None:
+                self.decide(approval, "decline", comment or None)
+
+        self.app.push_screen(DeclineCommentScreen(approval), _answered)
+
+    def action_expand_args(self) -> None:
+        """Show all of the highlighted approval's arguments (or collapse them)."""
+        self.approvals_panel.toggle_expanded()
+
+    @on(ApprovalsPanel.Decide)
+    def _panel_decide(self, event: ApprovalsPanel.Decide) -> None:
+        event.stop()
+        if event.decision == "approve":
+            self.decide(event.approval, "approve", None)
+        else:
+            self.action_decline()
+
+    @work(group="attach-decide")
+    async def decide(self, approval: Approval, decision: str, comment: str | None) -> None:
+        """Send a decision; a decision that lost a race is shown as such and the approval leaves the list."""
+        if self.read_only:
+            return
+        tool = safe_line(approval.tool_name or "tool", 40)
+        self._decided_here.add(approval.id)
+        try:
+            if decision == "approve":
+                result = await self.backend.approve(approval.id, comment)
+            else:
+                result = await self.backend.decline(approval.id, comment)
+        except ClientError as exc:
+            self._decided_here.discard(approval.id)
+            try:
+                current = await self.backend.get_approval(approval.id)
+            except ClientError:
+                current = None
+            if current is not None and not current.pending:
+                self.approvals_panel.upsert(current)
+                self._pending_changed()
+                self.notify(
+                    f"The {tool} approval was already {safe_line(current.status, 20)} elsewhere.",
+                    title="Approval no longer pending",
+                    severity="warning",
+                )
+            else:
+                self.notify(str(exc), title=f"Could not {decision} {tool}", severity="error")
+            return
+        self.approvals_panel.upsert(result)
+        self._pending_changed()
+        word = "Approved" if decision == "approve" else "Declined"
+        self.notify(f"{word}: {tool}", title="Approval decided")
+
+    # ------------------------------------------------------------------ notes
+
+    def action_focus_composer(self) -> None:
+        """Put the cursor in the note box."""
+        self.composer.focus()
+
+    @on(Composer.Submitted)
+    def _composer_submitted(self, event: Composer.Submitted) -> None:
+        event.stop()
+        self.send_note(event.text)
+
+    @on(Composer.Refused)
+    def _composer_refused(self, event: Composer.Refused) -> None:
+        event.stop()
+        self._show_send_error(event.reason)
+
+    def _show_send_error(self, reason: str) -> None:
+        line = self.query_one("#send-error", Static)
+        line.update(Text(f"✗ {safe_line(reason, 300)}"))
+        line.set_class(bool(reason), "-shown")
+
+    @work(exclusive=True, group="attach-send")
+    async def send_note(self, text: str) -> None:
+        """Send the composer's text; on failure it stays in the box with the server's reason under it."""
+        composer = self.composer
+        composer.read_only = True
+        try:
+            note = await self.backend.send_note(text, session_id=self.session_id)
+        except ClientError as exc:
+            self._show_send_error(f"Not sent, your text is kept: {exc}")
+            self.notify(str(exc), title="Note not sent", severity="error")
+            return
+        finally:
+            composer.read_only = False
+        composer.accept()
+        self._show_send_error("")
+        self.notes_panel.upsert(note)
+        self.notify("Note sent; the agent reads it at its next tool or model call.", title="Note queued")
+
+    def action_withdraw(self) -> None:
+        """Withdraw the highlighted note after a confirmation (only a pending note can be withdrawn)."""
+        note = self.notes_panel.highlighted_note
+        if note is None:
+            return
+        if note.state != NoteState.PENDING:
+            self.notify(
+                f"Only a pending note can be withdrawn; this one is {note.state}.", severity="warning"
+            )
+            return
+        preview = safe_line(note.text, 160)
+
+        def _answered(yes: bool | None) -> None:
+            if yes:
+                self.withdraw(note)
+
+        self.app.push_screen(
+            ConfirmScreen("Withdraw this note?", preview, yes="Withdraw", no="Keep"),
+            _answered,
+        )
+
+    @work(group="attach-withdraw")
+    async def withdraw(self, note: Note) -> None:
+        """Ask the server to cancel the note; a refusal (it was already picked up) says why."""
+        try:
+            result = await self.backend.withdraw_note(note.note_id)
+        except ClientError as exc:
+            self.notify(str(exc), title="Note not withdrawn", severity="error")
+            return
+        self.notes_panel.upsert(result)
+        if result.state == NoteState.CANCELLED:
+            self.notify("Note withdrawn; the agent will not see it.", title="Withdrawn")
+        else:
+            self.notify(
+                f"Too late: the note was already {safe_line(result.state, 20)}, so it was not withdrawn.",
+                title="Note not withdrawn",
+                severity="warning",
+            )
+
+    # ------------------------------------------------------------------ navigation and gating
+
+    def action_toggle_commentary(self) -> None:
+        """Fold the agent's narration to one line per step (or unfold it)."""
+        view = self.query_one(TimelineView)
+        view.collapse_commentary = not view.collapse_commentary
+
+    def action_back(self) -> None:
+        """Escape: out of the composer first, then back to the sessions list."""
+        if self.composer.has_focus:
+            self.query_one(TimelineView).focus()
+            return
+        self._leave(False)
+
+    def action_detach(self) -> None:
+        """Stop watching; the session itself keeps running."""
+        self._leave(True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("approve", "decline"):
+            return not self.read_only and self.approvals_panel.count > 0
+        if action == "expand_args":
+            return self.approvals_panel.count > 0
+        if action == "withdraw":
+            note = self.notes_panel.highlighted_note
+            return not self.read_only and note is not None and note.state == NoteState.PENDING
+        if action == "focus_composer":
+            return not (self.read_only or self.ended)
+        return True
+
+    @on(NotesPanel.OptionHighlighted)
+    def _note_highlighted(self) -> None:
+        self.refresh_bindings()
+
+    def describe(self) -> str:
+        """A one-line name of the session for notices ("a1b2c3d4 (agent)")."""
+        agent = f" ({safe_line(self.session.agent_label, 30)})" if self.session is not None else ""
+        return f"{short_id(self.session_id)}{agent}"

@@ -1,0 +1,91 @@
+"""The ``?`` screen: every key of the app in one place, and what a note is for."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "Sessions",
+        [
+            ("Enter", "attach to the highlighted session"),
+            ("/", "filter by id, agent or title (Escape clears)"),
+            ("a", "show only live and idle sessions / all"),
+            ("r", "refresh now (also after the server was down)"),
+            ("q", "quit"),
+        ],
+    ),
+    (
+        "Attached session",
+        [
+            ("Enter", "send the note in the composer"),
+            ("Shift+Enter, Ctrl+J", "new line in the note (inside tmux only Ctrl+J)"),
+            ("Ctrl+S", "send the note"),
+            ("a / d", "approve / decline the highlighted approval (d asks for a comment)"),
+            ("x", "expand or collapse the approval's arguments"),
+            ("w", "withdraw the highlighted note, if still pending"),
+            ("c", "collapse or show the agent's commentary"),
+            ("Tab", "move between composer, notes and approvals"),
+            ("Escape", "back to the sessions list"),
+            ("q", "detach: the session keeps running"),
+        ],
+    ),
+    (
+        "Everywhere",
+        [("?", "this help"), ("Ctrl+P", "command palette"), ("Ctrl+Q", "quit")],
+    ),
+]
+
+
+def help_renderable() -> Table:
+    """The key table (a Rich table of plain ``Text``, no markup)."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for title, rows in SECTIONS:
+        table.add_row(Text(title, style="bold underline"), Text(""))
+        for key, what in rows:
+            table.add_row(Text(key), Text(what))
+        table.add_row(Text(""), Text(""))
+    table.add_row(
+        Text("Notes"),
+        Text(
+            "A note waits on the server until the agent's next tool or model call picks it up; its badge "
+            "moves ◷ pending → → claimed → ✓ delivered → ✓✓ acknowledged (or ⊘ cancelled, ◌ expired, "
+            "✗ failed, ⊗ undeliverable)."
+        ),
+    )
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """Closes on Escape, ``?`` or ``q``."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,q", "close", "Close", id="help.close", tooltip="Close help")
+    ]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 90; max-width: 100%; height: auto; max-height: 100%;
+        border: thick $primary; background: $surface; padding: 0 1;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as scroll:
+            scroll.border_title = "Help · Escape closes"
+            yield Static(help_renderable())
+
+    def action_close(self) -> None:
+        """Back to where the user was."""
+        self.dismiss(None)

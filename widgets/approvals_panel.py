@@ -1,0 +1,191 @@
+"""Pending approvals of the attached session: tool, summary and arguments, with approve/decline buttons.
+
+The arguments are untrusted agent output: they are JSON-encoded, made terminal-safe and shown as
+``rich.text.Text``; collapsed to a couple of lines by default, expandable (``x`` or the button) to show the
+whole value up to a cap. The panel only *asks* (it posts :class:`ApprovalsPanel.Decide`); the screen that
+owns the backend decides, so the panel works against any backend and in tests without one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, OptionList, Static
+from textual.widgets.option_list import Option
+
+from client.models import Approval
+from client.textsafe import safe_line, safe_text
+
+COLLAPSED_ARG_LINES = 2
+EXPANDED_ARG_LINES = 40
+
+Decision = Literal["approve", "decline"]
+
+
+def args_text(args: dict[str, object]) -> str:
+    """Tool arguments as readable, terminal-safe JSON (non-JSON values fall back to ``repr``)."""
+    try:
+        raw = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        raw = repr(args)
+    return safe_text(raw)
+
+
+def approval_prompt(approval: Approval, *, expanded: bool = False) -> Text:
+    """One approval as a few lines: ``⚑ tool · summary [risk]`` then its arguments."""
+    text = Text()
+    text.append("⚑ ", style="bold yellow")
+    text.append(safe_line(approval.tool_name or "tool", 40), style="bold")
+    summary = approval.summary or approval.agent_reasoning
+    if summary:
+        text.append(" · ")
+        text.append(safe_line(summary, 160))
+    if approval.risk_level:
+        text.append(f" [risk {safe_line(approval.risk_level, 12)}]", style="bold red")
+    if approval.tool_args:
+        lines = args_text(approval.tool_args).splitlines()
+        if not expanded:
+            flat = safe_line(" ".join(line.strip() for line in lines))
+            text.append("\n  ")
+            text.append(flat[:160] + ("…" if len(flat) > 160 else ""), style="dim")
+            if len(flat) > 160:
+                text.append("  (x: expand)", style="italic")
+        else:
+            for line in lines[:EXPANDED_ARG_LINES]:
+                text.append("\n  ")
+                text.append(safe_line(line, 400), style="dim")
+            if len(lines) > EXPANDED_ARG_LINES:
+                text.append(f"\n  … {len(lines) - EXPANDED_ARG_LINES} more lines", style="italic")
+    return text
+
+
+class ApprovalsPanel(Vertical):
+    """A list of pending approvals with buttons; hidden while nothing is pending."""
+
+    DEFAULT_CSS = """
+    ApprovalsPanel {
+        height: auto;
+        max-height: 60%;
+        border: round $warning;
+        border-title-color: $text;
+        border-title-style: bold;
+        display: none;
+    }
+    ApprovalsPanel.-has-pending { display: block; }
+    ApprovalsPanel > OptionList { height: auto; max-height: 16; border: none; padding: 0; }
+    ApprovalsPanel > Horizontal { height: 1; }
+    ApprovalsPanel Button { min-width: 10; height: 1; border: none; margin: 0 1 0 0; }
+    ApprovalsPanel Static.read-only { height: 1; color: $text-muted; }
+    ApprovalsPanel.-read-only > Horizontal { display: none; }
+    ApprovalsPanel > Static.read-only { display: none; }
+    ApprovalsPanel.-read-only > Static.read-only { display: block; }
+    """
+
+    @dataclass
+    class Decide(Message):
+        """The user asked (by button) to approve or decline the highlighted approval."""
+
+        approval: Approval
+        decision: Decision
+
+    def __init__(self, *, read_only: bool = False, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.read_only = read_only
+        self.approvals: dict[str, Approval] = {}
+        self.expanded: set[str] = set()
+        self.border_title = "Approvals"
+        self.set_class(read_only, "-read-only")
+
+    def compose(self) -> ComposeResult:
+        yield OptionList(id="approvals-list")
+        with Horizontal():
+            yield Button("✓ Approve (a)", id="approve", variant="success", compact=True)
+            yield Button("✗ Decline (d)", id="decline", variant="error", compact=True)
+            yield Button("⇕ Args (x)", id="expand", compact=True)
+        yield Static("read-only: no decisions here", classes="read-only")
+
+    @property
+    def option_list(self) -> OptionList:
+        return self.query_one("#approvals-list", OptionList)
+
+    @property
+    def selected(self) -> Approval | None:
+        """The highlighted pending approval (the first one if nothing is highlighted)."""
+        option = self.option_list.highlighted_option
+        if option is not None and option.id is not None and option.id in self.approvals:
+            return self.approvals[option.id]
+        return next(iter(self.approvals.values()), None)
+
+    @property
+    def count(self) -> int:
+        return len(self.approvals)
+
+    def set_pending(self, approvals: Iterable[Approval]) -> None:
+        """Replace the whole list (initial ``list_approvals`` on attach)."""
+        for approval in approvals:
+            if approval.pending:
+                self.approvals[approval.id] = approval
+        self._rebuild()
+
+    def upsert(self, approval: Approval) -> bool:
+        """Apply an approval as it now is; returns True if a pending one left the list."""
+        if approval.pending:
+            self.approvals[approval.id] = approval
+            self._rebuild()
+            return False
+        if approval.id in self.approvals:
+            self.drop(approval.id)
+            return True
+        return False
+
+    def drop(self, approval_id: str) -> None:
+        """Drop an approval that is no longer pending."""
+        self.approvals.pop(approval_id, None)
+        self.expanded.discard(approval_id)
+        self._rebuild()
+
+    def toggle_expanded(self) -> None:
+        """Show all arguments of the highlighted approval, or collapse them again."""
+        approval = self.selected
+        if approval is None:
+            return
+        if approval.id in self.expanded:
+            self.expanded.discard(approval.id)
+        else:
+            self.expanded.add(approval.id)
+        self.option_list.replace_option_prompt(
+            approval.id, approval_prompt(approval, expanded=approval.id in self.expanded)
+        )
+
+    def _rebuild(self) -> None:
+        options = self.option_list
+        current = options.highlighted_option
+        current_id = current.id if current is not None else None
+        options.set_options(
+            Option(approval_prompt(a, expanded=a.id in self.expanded), id=a.id)
+            for a in self.approvals.values()
+        )
+        if current_id is not None and current_id in self.approvals:
+            options.highlighted = options.get_option_index(current_id)
+        elif self.approvals:
+            options.highlighted = 0
+        self.set_class(bool(self.approvals), "-has-pending")
+        self.border_title = f"⚑ Approvals pending ({len(self.approvals)})" if self.approvals else "Approvals"
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "expand":
+            self.toggle_expanded()
+            return
+        approval = self.selected
+        if approval is None or self.read_only:
+            return
+        decision: Decision = "approve" if event.button.id == "approve" else "decline"
+        self.post_message(self.Decide(approval, decision))

@@ -1,0 +1,70 @@
+"""State badges: an icon *and* a word for every state, so meaning never rests on colour alone.
+
+Colour is added through CSS-independent Rich styles that degrade to plain text under ``NO_COLOR`` (Textual
+drops colours then, the icon and the word remain). Pure functions returning ``rich.text.Text`` so the notes
+panel, the header and the sessions table share one vocabulary.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from rich.text import Text
+
+from client.models import NoteState
+
+NOTE_BADGES: dict[str, tuple[str, str]] = {
+    NoteState.PENDING: ("◷", "bold yellow"),
+    NoteState.CLAIMED: ("→", "bold cyan"),
+    NoteState.DELIVERED: ("✓", "bold green"),
+    NoteState.ACKNOWLEDGED: ("✓✓", "bold green"),
+    NoteState.CANCELLED: ("⊘", "dim"),
+    NoteState.EXPIRED: ("◌", "dim yellow"),
+    NoteState.FAILED: ("✗", "bold red"),
+    NoteState.UNDELIVERABLE: ("⊗", "bold red"),
+}
+"""Icon and style per note state; every one of the eight states has its own icon."""
+
+SESSION_BADGES: dict[str, tuple[str, str]] = {
+    "live": ("●", "bold green"),
+    "idle": ("○", "yellow"),
+    "ended": ("■", "dim"),
+}
+
+
+def note_badge(state: str) -> Text:
+    """``◷ pending`` etc.; an unknown state (newer server) still shows its word behind a ``?``."""
+    icon, style = NOTE_BADGES.get(state, ("?", "bold magenta"))
+    return Text(f"{icon} {state}", style=style)
+
+
+def session_badge(state: str) -> Text:
+    """``● live`` / ``○ idle`` / ``■ ended`` for the sessions table and the attach header."""
+    icon, style = SESSION_BADGES.get(state, ("?", ""))
+    return Text(f"{icon} {state}", style=style)
+
+
+def until(when: datetime | None, now: datetime) -> str:
+    """How long until ``when`` ("9m", "45s"), or "" when unknown; past times read "0s"."""
+    if when is None:
+        return ""
+    seconds = max(int((when - now).total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 48:
+        return f"{hours}h{minutes % 60:02d}m" if minutes % 60 else f"{hours}h"
+    return f"{hours // 24}d"
+
+
+def within(delta: timedelta) -> str:
+    """A short duration ("1.2s", "340ms") for tool-call timings and reconnect delays."""
+    seconds = delta.total_seconds()
+    if seconds < 1:
+        return f"{int(seconds * 1000)}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"

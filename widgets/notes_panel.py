@@ -1,0 +1,139 @@
+"""Every note sent to the attached session, newest first, each with its state badge and times.
+
+One ``OptionList`` option per note (a session has tens of notes, not thousands, so this is cheap), keyed
+by ``note_id`` so a state change replaces that note's prompt in place and the highlight stays put. A note
+shows: badge (icon + word, all eight states), when it was created, when it was delivered and through which
+channel and turn, when a pending note expires, why an undeliverable one was given up, and its text (made
+terminal-safe, built as ``rich.text.Text``, cut to a few lines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+from rich.text import Text
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from client.models import Note, NoteState
+from client.present import relative_time
+from client.textsafe import safe_line, safe_text
+from widgets.badges import note_badge, until
+
+TEXT_LINES = 3
+"""Lines of note text shown per note; the rest is cut with an ellipsis."""
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def note_prompt(note: Note, now: datetime) -> Text:
+    """The multi-line rendering of one note (pure, so tests and the snapshot share it)."""
+    text = Text()
+    text.append_text(note_badge(note.state))
+    text.append(f"  sent {relative_time(note.created_at, now)}", style="dim")
+    details: list[str] = []
+    if note.delivered_at is not None:
+        details.append(f"delivered {relative_time(note.delivered_at, now)}")
+    if note.delivery_channel:
+        details.append(f"via {safe_line(note.delivery_channel, 24)}")
+    if note.delivered_turn_index is not None:
+        details.append(f"turn {note.delivered_turn_index}")
+    if note.state in (NoteState.PENDING, NoteState.CLAIMED) and note.expires_at is not None:
+        details.append(f"expires in {until(note.expires_at, now)}")
+    if note.state == NoteState.CANCELLED and note.cancelled_at is not None:
+        details.append(f"withdrawn {relative_time(note.cancelled_at, now)}")
+    if note.state == NoteState.EXPIRED and note.expired_at is not None:
+        details.append(f"expired {relative_time(note.expired_at, now)}")
+    if note.undeliverable_reason:
+        details.append(f"reason: {safe_line(note.undeliverable_reason, 80)}")
+    if details:
+        text.append("\n  " + " · ".join(details), style="dim")
+    body_lines = safe_text(note.text).splitlines() or [""]
+    shown = body_lines[:TEXT_LINES]
+    if len(body_lines) > TEXT_LINES:
+        shown[-1] = shown[-1] + " …"
+    for line in shown:
+        text.append("\n  ")
+        text.append(safe_line(line, 200))
+    return text
+
+
+class NotesPanel(OptionList):
+    """Holds the notes by id; ``upsert`` is the only way in, so events and the initial list agree."""
+
+    DEFAULT_CSS = """
+    NotesPanel {
+        height: 1fr;
+        border: round $secondary;
+        border-title-color: $text;
+    }
+    NotesPanel:focus { border: round $accent; }
+    """
+
+    def __init__(self, *, clock: Callable[[], datetime] = _utcnow, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._clock = clock
+        self.notes: dict[str, Note] = {}
+        self.border_title = "Notes"
+
+    def on_mount(self) -> None:
+        self._show_placeholder()
+        # "expires in" and "sent 2m ago" age by themselves; redraw them now and then.
+        self.set_interval(15.0, self._redraw_all)
+
+    def _show_placeholder(self) -> None:
+        if not self.notes:
+            hint = Text("No notes sent to this session yet.", style="dim italic")
+            self.set_options([Option(hint, disabled=True)])
+
+    def upsert_many(self, notes: Iterable[Note]) -> None:
+        """Merge a list (e.g. ``list_notes`` on attach) without going backwards in state."""
+        for note in notes:
+            self.upsert(note)
+
+    def upsert(self, note: Note) -> None:
+        """Add a new note or replace a known one (newest event wins, terminal states never revert)."""
+        known = self.notes.get(note.note_id)
+        was_terminal = known is not None and known.note_state is not None and known.note_state.terminal
+        if was_terminal and (note.note_state is None or not note.note_state.terminal):
+            return
+        self.notes[note.note_id] = note
+        now = self._clock()
+        if known is not None:
+            self.replace_option_prompt(note.note_id, note_prompt(note, now))
+        else:
+            highlighted = self.highlighted_note
+            ordered = sorted(self.notes.values(), key=_created_key, reverse=True)
+            self.set_options([Option(note_prompt(n, now), id=n.note_id) for n in ordered])
+            if highlighted is not None:
+                self.highlighted = self.get_option_index(highlighted.note_id)
+            elif self.option_count:
+                self.highlighted = 0
+        self._update_title()
+
+    @property
+    def highlighted_note(self) -> Note | None:
+        """The note the cursor is on (what withdraw acts on)."""
+        option = self.highlighted_option
+        if option is None or option.id is None:
+            return None
+        return self.notes.get(option.id)
+
+    def _redraw_all(self) -> None:
+        now = self._clock()
+        for note in self.notes.values():
+            self.replace_option_prompt(note.note_id, note_prompt(note, now))
+
+    def _update_title(self) -> None:
+        waiting = sum(1 for n in self.notes.values() if n.state in (NoteState.PENDING, NoteState.CLAIMED))
+        title = f"Notes ({len(self.notes)})"
+        if waiting:
+            title += f" · {waiting} waiting"
+        self.border_title = title
+
+
+def _created_key(note: Note) -> datetime:
+    return note.created_at or datetime.min.replace(tzinfo=UTC)

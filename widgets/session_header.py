@@ -1,0 +1,140 @@
+"""The attach screen's two-line header: which session, what it is doing, and how the stream is doing.
+
+Line one names the session (short id, agent, title); line two carries the session state, the connection
+state (live / connecting / reconnecting in Ns, attempt n / ended / refused) and the pending-approval count,
+which turns bold when something waits for a human. All server text goes through ``client.present`` /
+``client.textsafe`` and is appended to ``rich.text.Text`` objects, never interpolated into markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from rich.text import Text
+from textual.widgets import Static
+
+from client.models import Session
+from client.present import kind_label, session_state, session_title, short_id
+from client.status import Connecting, Ended, Live, Reconnecting, Refused, StreamStatus
+from client.textsafe import safe_line
+from widgets.badges import session_badge
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class SessionHeader(Static):
+    """Re-renders whenever the session row, the stream state or the pending count changes."""
+
+    DEFAULT_CSS = """
+    SessionHeader {
+        height: 2;
+        padding: 0 1;
+        background: $panel;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        read_only: bool = False,
+        clock: Callable[[], datetime] = _utcnow,
+        id: str | None = None,
+    ) -> None:
+        super().__init__("", id=id)
+        self.session_id = session_id
+        self.session: Session | None = None
+        self.status: StreamStatus = Connecting()
+        self.pending_approvals = 0
+        self.read_only = read_only
+        self._clock = clock
+        self._retry_at: datetime | None = None
+
+    def on_mount(self) -> None:
+        self._render_header()
+        # The reconnect countdown moves once a second; nothing else here changes by itself.
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        if isinstance(self.status, Reconnecting):
+            self._render_header()
+
+    def set_session(self, session: Session) -> None:
+        """A fresh session row (detail, ``session.updated`` or ``session.ended``) arrived."""
+        self.session = session
+        self._render_header()
+
+    def set_status(self, status: StreamStatus) -> None:
+        """A connection state change from the follower; Missed/Skipped do not change the state shown."""
+        if isinstance(status, Connecting | Live | Reconnecting | Ended | Refused):
+            self.status = status
+            if isinstance(status, Reconnecting):
+                self._retry_at = self._clock() + timedelta(seconds=status.delay)
+            self._render_header()
+
+    def set_pending(self, count: int) -> None:
+        """How many approvals of this session wait for a decision."""
+        self.pending_approvals = count
+        self._render_header()
+
+    def retry_in(self) -> int:
+        """Whole seconds until the next reconnect attempt (0 once it is due)."""
+        if self._retry_at is None:
+            return 0
+        return max(round((self._retry_at - self._clock()).total_seconds()), 0)
+
+    def connection_text(self) -> Text:
+        """The connection state as icon + words, e.g. ``↻ reconnecting in 4s (attempt 3)``."""
+        status = self.status
+        if isinstance(status, Live):
+            return Text("⇄ live", style="bold green")
+        if isinstance(status, Connecting):
+            suffix = f" (attempt {status.attempt})" if status.attempt > 1 else ""
+            return Text(f"… connecting{suffix}", style="yellow")
+        if isinstance(status, Reconnecting):
+            return Text(
+                f"↻ reconnecting in {self.retry_in()}s (attempt {status.attempt})", style="bold yellow"
+            )
+        if isinstance(status, Ended):
+            return Text("■ stream ended", style="dim")
+        if isinstance(status, Refused):
+            return Text("✗ refused", style="bold red")
+        return Text("?")
+
+    def _render_header(self) -> None:
+        session = self.session
+        line1 = Text()
+        line1.append(short_id(self.session_id), style="bold")
+        if session is not None:
+            line1.append("  ")
+            line1.append(safe_line(session.agent_label, 40), style="bold cyan")
+            kind = session.agent_kind or session.session_source_type
+            if kind:
+                line1.append(f" ({kind_label(kind)})", style="dim")
+            line1.append("  ")
+            line1.append(session_title(session))
+
+        line2 = Text()
+        if session is not None:
+            line2.append("session ")
+            line2.append_text(session_badge(session_state(session, self._clock())))
+            line2.append(" · ")
+        line2.append("stream ")
+        line2.append_text(self.connection_text())
+        line2.append(" · ")
+        if self.pending_approvals:
+            line2.append(f"⚑ {self.pending_approvals} approval(s) pending", style="bold reverse yellow")
+        else:
+            line2.append("no approvals pending", style="dim")
+        if self.read_only:
+            line2.append(" · ")
+            line2.append("read-only", style="bold magenta")
+        both = Text("\n").join([line1, line2])
+        both.no_wrap = True
+        both.overflow = "ellipsis"
+        self.update(both)
