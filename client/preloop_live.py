@@ -101,6 +101,7 @@ class PreloopTiming:
     session_poll: float = 30.0
     backoff_initial: float = 1.0
     backoff_max: float = 30.0
+    close_timeout: float = 2.0
     page_size: int = 100
 
 
@@ -459,7 +460,7 @@ class _Follower:
                     additional_headers=dict(self.client.auth_headers()),
                     open_timeout=self.timing.attach_timeout,
                     ping_interval=None,  # Preloop's own {"type": "ping"} keeps it alive
-                    close_timeout=2.0,
+                    close_timeout=self.timing.close_timeout,
                     max_size=2**22,
                 ) as ws:
                     await self._attach(ws)
