@@ -154,7 +154,10 @@ def test_console_script_and_shell_pipeline(live_server) -> None:
     done = preloop("sessions", "list")
     assert done.returncode == 0, done.stderr
     assert ids[0][:8] in done.stdout
-    script = 'preloop sessions list --active -o id | head -1 | xargs -I{} preloop notes send --session {} "please stop"'
+    script = (
+        "preloop sessions list --active -o id | head -1"
+        ' | xargs -I{} preloop notes send --session {} "please stop"'
+    )
     piped = shell(script)
     assert piped.returncode == 0, piped.stderr
     assert f"to session {ids[0]}" in piped.stdout

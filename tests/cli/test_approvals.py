@@ -1,0 +1,75 @@
+"""``preloop approvals list | approve | decline`` while a real agent waits on a permission check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from client.api import Client
+from tui.cli import main
+
+
+async def _wait_pending(url: str, token: str, count: int) -> list[str]:
+    async with Client(url, token) as client:
+        for _ in range(200):
+            page = await client.list_approvals(status="pending")
+            if len(page.items) >= count:
+                return [a.id for a in page.items]
+            await asyncio.sleep(0.05)
+    raise AssertionError("the approval never became pending")
+
+
+async def test_list_approve_by_short_id_and_decline_with_comment(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        first = asyncio.create_task(
+            agent.permission_check("Bash", {"command": "rm -rf build/"}, reasoning="clean the build")
+        )
+        [approval_id] = await _wait_pending(live_server.url, live_server.token, 1)
+
+        assert await asyncio.to_thread(main, ["approvals", "list"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0].split() == ["ID", "SESSION", "STATUS", "REQUESTED", "TOOL", "SUMMARY"]
+        assert lines[1].startswith(approval_id) and " Bash " in lines[1] and agent.session_id[:8] in lines[1]
+        assert (
+            await asyncio.to_thread(main, ["approvals", "list", "--session", agent.session_id[:8], "--json"])
+            == 0
+        )
+        data = json.loads(capsys.readouterr().out)
+        assert data["total"] == 1 and data["items"][0]["tool_name"] == "Bash"
+
+        assert await asyncio.to_thread(main, ["approvals", "approve", approval_id[:6]]) == 0
+        assert capsys.readouterr().out == f"Approval {approval_id} (Bash) approved.\n"
+        verdict = await asyncio.wait_for(first, 10)
+        assert verdict.decision == "allow"
+
+        assert await asyncio.to_thread(main, ["approvals", "approve", approval_id]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("preloop: bad request:") and "already" in err
+
+        second = asyncio.create_task(agent.permission_check("Bash", {"command": "git push --force"}))
+        [other] = await _wait_pending(live_server.url, live_server.token, 1)
+        code = await asyncio.to_thread(
+            main, ["approvals", "decline", other, "--comment", "not on main", "--json"]
+        )
+        assert code == 0
+        assert json.loads(capsys.readouterr().out)["approver_comment"] == "not on main"
+        verdict = await asyncio.wait_for(second, 10)
+        assert verdict.decision == "deny"
+
+        assert await asyncio.to_thread(main, ["approvals", "list"]) == 0
+        assert capsys.readouterr().out == "No pending approvals.\n"
+        assert await asyncio.to_thread(main, ["approvals", "list", "--status", "all", "--json"]) == 0
+        statuses = sorted(a["status"] for a in json.loads(capsys.readouterr().out)["items"])
+        assert statuses == ["approved", "declined"]
+
+
+def test_unknown_approval_is_refused(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["approvals", "approve", "abcd"]) == 1
+    assert "no pending approval starts with 'abcd'" in capsys.readouterr().err
+    assert main(["approvals", "decline", "3f6c1a52-0000-4000-8000-000000000000"]) == 1
+    assert "not found" in capsys.readouterr().err

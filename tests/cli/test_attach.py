@@ -1,0 +1,230 @@
+"""``preloop sessions attach`` off a terminal: plain lines, JSON lines, stdin steering, pipes, Ctrl+C.
+
+Agents are driven through the real harness API while the CLI follows the real SSE stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import uuid
+
+import pytest
+
+from client.api import Client
+from server.harness_client import HarnessSession
+from tests.cli.helpers import PRELOOP
+from tui.cli import main
+
+LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+)\s+(.*)$")
+
+
+async def _work(agent: HarnessSession) -> None:
+    """One small turn: narration, a tool call, the final answer."""
+    await agent.run_started("Fix the failing test")
+    await agent.narrate(1, ["Looking at ", "the test\x1b[2J first."])
+    call = await agent.tool_started("Read", {"file_path": "tests/test_x.py"}, iteration=1)
+    await agent.tool_completed(call, "Read", duration_ms=12, result_summary="120 lines")
+    await agent.final_answer(2, "Done: the test passes.", chunks=["Done: ", "the test passes."])
+
+
+async def _spawn(*args: str, stdin: bool = False) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        PRELOOP,
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def _read_until(stream: asyncio.StreamReader, needle: str) -> list[str]:
+    lines: list[str] = []
+    async with asyncio.timeout(20):
+        while True:
+            raw = await stream.readline()
+            if not raw:
+                raise AssertionError(f"stream ended before {needle!r}; got {lines}")
+            lines.append(raw.decode())
+            if needle in lines[-1]:
+                return lines
+
+
+async def test_json_lines_are_the_stream_as_carried(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder", title="Fix it")
+        await _work(agent)
+        await agent.end()
+        code = await asyncio.to_thread(
+            main, ["sessions", "attach", agent.session_id[:8], "--json", "--since", "1h"]
+        )
+    assert code == 0
+    captured = capsys.readouterr()
+    events = [json.loads(line) for line in captured.out.splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    types = [e["type"] for e in events]
+    assert types[0] == "session.started" and types[-1] == "session.ended"
+    assert "model.delta" in types and "tool.completed" in types and "run.completed" in types
+    # notices (connection states) only on stderr
+    assert "-- live" in captured.err and "-- session ended" in captured.err
+
+
+async def test_plain_lines_one_per_event_safe_and_without_colour(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        await _work(agent)
+        await agent.end()
+        code = await asyncio.to_thread(
+            main, ["sessions", "attach", agent.session_id, "--plain", "--since", "1h"]
+        )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    parsed = [LINE.match(line) for line in out.splitlines()]
+    assert all(parsed), out
+    kinds = [(m.group(1), m.group(2)) for m in parsed if m]
+    assert ("commentary", "Looking at the test\ufffd first. (1 tool call)") in kinds
+    assert any(k == "tool" and t.startswith("Read ok in 12 ms: 120 lines") for k, t in kinds)
+    assert ("answer", "Done: the test passes.") in kinds and ("done", "Done: the test passes.") in kinds
+    assert not any(k == "text" for k, _ in kinds)  # deltas are folded into their step's line
+
+
+async def test_ended_session_replays_everything_without_since(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        await _work(agent)
+        await agent.end()
+    assert await asyncio.to_thread(main, ["sessions", "attach", agent.session_id, "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "session    started" in out and "session    ended" in out
+
+
+async def test_piped_into_head_reads_lines_and_exits_quietly(live_server) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        await _work(agent)
+        env = {**os.environ, "PATH": f"{os.path.dirname(PRELOOP)}:{os.environ['PATH']}"}
+        proc = await asyncio.create_subprocess_shell(
+            f"set -o pipefail; preloop sessions attach {agent.session_id[:8]} --json --since 1h | head -n 5",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.DEVNULL,
+            env=env,
+            executable="/bin/bash",
+        )
+        lines = await _read_until_count(proc.stdout, 5)
+        # head has left; the next event makes preloop notice the closed pipe and exit
+        for i in range(50):
+            if proc.returncode is not None:
+                break
+            await agent.delta(f"more {i}", 9)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 0.2)
+        await asyncio.wait_for(proc.wait(), 10)
+        stderr = (await proc.stderr.read()).decode() if proc.stderr else ""
+    assert proc.returncode == 0, stderr
+    assert [json.loads(line)["seq"] for line in lines] == [1, 2, 3, 4, 5]
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+async def _read_until_count(stream: asyncio.StreamReader | None, count: int) -> list[str]:
+    assert stream is not None
+    lines: list[str] = []
+    async with asyncio.timeout(20):
+        while len(lines) < count:
+            raw = await stream.readline()
+            if not raw:
+                break
+            lines.append(raw.decode())
+    return lines
+
+
+async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server) -> None:
+    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id[:8], "--plain", stdin=True)
+        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+        await _read_until(proc.stderr, "-- live")
+
+        proc.stdin.write(b"please run the tests \\\nbefore you push\n/aprove\n//etc is read-only\n")
+        await proc.stdin.drain()
+        await _read_until(proc.stderr, "unknown command /aprove: not sent")
+        await _read_until(proc.stderr, "note ")
+
+        verdict = asyncio.create_task(agent.permission_check("Bash", {"command": "git push"}))
+        await _read_until(proc.stdout, "approval   requested")
+        proc.stdin.write(b"/approve\n")
+        await proc.stdin.drain()
+        assert (await asyncio.wait_for(verdict, 10)).decision == "allow"
+
+        decline = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf /"}))
+        await _read_until(proc.stdout, "approval   requested")
+        proc.stdin.write(b"/decline absolutely not\n")
+        await proc.stdin.drain()
+        assert (await asyncio.wait_for(decline, 10)).decision == "deny"
+
+        notes = (await client.list_notes(session_id=agent.session_id)).notes
+        texts = sorted(n.text for n in notes)
+        assert texts == ["/etc is read-only", "please run the tests \nbefore you push"]
+        pending = next(n for n in notes if n.text.startswith("/etc"))
+        proc.stdin.write(f"/withdraw {pending.note_id[:6]}\n".encode())
+        await proc.stdin.drain()
+        await _read_until(proc.stderr, "is withdrawn (cancelled)")
+
+        await agent.end()
+        out = await asyncio.wait_for(proc.stdout.read(), 10)
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+    assert b"session    ended" in out
+
+
+async def test_read_only_never_reads_stdin(live_server) -> None:
+    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--read-only", stdin=True)
+        assert proc.stdin is not None and proc.stderr is not None
+        await _read_until(proc.stderr, "-- live")
+        proc.stdin.write(b"this must not be sent\n")
+        await proc.stdin.drain()
+        await agent.run_started("next task")
+        await agent.end()
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+        assert (await client.list_notes(session_id=agent.session_id)).notes == []
+
+
+async def test_attach_by_execution(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    execution = str(uuid.uuid4())
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="flow-step", flow_execution_id=execution)
+        await agent.end()
+    assert await asyncio.to_thread(main, ["sessions", "attach", "--execution", execution, "--json"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {e["session_id"] for e in events} == {agent.session_id}
+
+
+def test_refusals(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sessions", "attach", str(uuid.uuid4()), "--plain"]) == 1
+    assert "not found" in capsys.readouterr().err
+    assert main(["sessions", "attach", "abcdef12", "--plain"]) == 1
+    assert "no session starts with 'abcdef12'" in capsys.readouterr().err
+    assert main(["sessions", "attach", "abcdef12", "--plain", "--token", "nope"]) == 1
+    assert "preloop login" in capsys.readouterr().err
+
+
+async def test_ctrl_c_exits_130_quietly(live_server) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id, "--plain")
+        assert proc.stderr is not None
+        await _read_until(proc.stderr, "-- live")
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 10) == 130
+        rest = (await proc.stderr.read()).decode()
+    assert "Traceback" not in rest and "KeyboardInterrupt" not in rest

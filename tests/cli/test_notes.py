@@ -1,0 +1,148 @@
+"""``preloop notes send | list | withdraw`` against the real local server over loopback."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+
+import pytest
+
+from client.api import Client
+from server.harness_client import HarnessSession
+from tests.cli.helpers import preloop, run, shell, with_sessions
+from tui.cli import main
+
+
+def _one_session(live_server, **spec: object) -> str:
+    ids, _ = with_sessions(live_server.url, live_server.token, [{"agent_name": "a", **spec}])
+    return ids[0]
+
+
+def _notes(live_server, session_id: str) -> list[dict[str, object]]:
+    async def go() -> list[dict[str, object]]:
+        async with Client(live_server.url, live_server.token) as client:
+            page = await client.list_notes(session_id=session_id)
+            return [n.model_dump(mode="json") for n in page.notes]
+
+    return run(go())
+
+
+def test_send_with_a_short_id_and_json_prints_id_and_target_only(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid = _one_session(live_server)
+    assert main(["notes", "send", "--session", sid[:6], "run the tests first", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"note_id", "target"}
+    assert data["target"] == {"kind": "session", "id": sid}
+    [note] = _notes(live_server, sid)
+    assert note["note_id"] == data["note_id"] and note["text"] == "run the tests first"
+    assert note["state"] == "pending"
+
+
+def test_send_plain_output_and_expiry(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    sid = _one_session(live_server)
+    assert main(["notes", "send", "--session", sid, "--expires-in", "2h", "check the logs"]) == 0
+    captured = capsys.readouterr()
+    assert (
+        captured.out.startswith("Sent note ") and f"to session {sid} (pending; expires in 2h" in captured.out
+    )
+    assert "preloop notes withdraw" in captured.err
+    [note] = _notes(live_server, sid)
+    created = datetime.fromisoformat(str(note["created_at"]))
+    expires = datetime.fromisoformat(str(note["expires_at"]))
+    assert (expires - created).total_seconds() == pytest.approx(7200, abs=2)
+
+
+def test_heredoc_note_keeps_its_lines(live_server) -> None:
+    sid = _one_session(live_server)
+    body = "first line\n  indented second line\n\nfourth line after a blank one"
+    done = shell(f"preloop notes send --session {sid[:8]} <<'EOF'\n{body}\nEOF")
+    assert done.returncode == 0, done.stderr
+    [note] = _notes(live_server, sid)
+    assert note["text"] == body
+    piped = preloop("notes", "send", "--session", sid, "-", "--json", input="a\nb\n")
+    assert piped.returncode == 0, piped.stderr
+    assert sorted(str(n["text"]) for n in _notes(live_server, sid)) == sorted([body, "a\nb"])
+
+
+def test_agent_and_execution_targets(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    execution = str(uuid.uuid4())
+    sid = _one_session(live_server, flow_execution_id=execution)
+    assert main(["sessions", "list", "--json"]) == 0
+    agent_id = json.loads(capsys.readouterr().out)["items"][0]["agent_id"]
+    assert main(["notes", "send", "--agent", agent_id, "for the next session", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["target"] == {"kind": "agent", "id": agent_id}
+    assert main(["notes", "send", "--execution", execution, "for the flow", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["target"] == {"kind": "execution", "id": execution}
+    assert main(["notes", "send", "--execution", str(uuid.uuid4()), "nobody"]) == 1
+    assert "not found" in capsys.readouterr().err.lower()
+    assert sid
+
+
+def test_list_with_state_filter(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    async def deliver_one(sessions: list[HarnessSession]) -> None:
+        async with Client(live_server.url, live_server.token) as client:
+            await client.send_note("delivered one", session_id=sessions[0].session_id)
+            await sessions[0].claim_notes()
+            await client.send_note("still\npending", session_id=sessions[0].session_id)
+
+    ids, _ = with_sessions(live_server.url, live_server.token, [{"agent_name": "a"}], deliver_one)
+    assert main(["notes", "list", "--session", ids[0][:8]]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["NOTE", "STATE", "CREATED", "SETTLED", "TEXT"]
+    states = {line.split()[1]: line for line in lines[1:]}
+    assert set(states) == {"delivered", "pending"}
+    assert "still pending" in states["pending"]  # one line per note, newline shown as a space
+    assert main(["notes", "list", "--session", ids[0], "--state", "pending", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [n["text"] for n in data["notes"]] == ["still\npending"]
+    assert main(["notes", "list", "--session", ids[0], "--state", "expired"]) == 0
+    assert capsys.readouterr().out == f"No notes in state expired for session {ids[0][:8]}.\n"
+
+
+def test_withdraw_pending_then_again_and_delivered(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    async def two_notes(sessions: list[HarnessSession]) -> tuple[str, str]:
+        async with Client(live_server.url, live_server.token) as client:
+            delivered = await client.send_note("read this", session_id=sessions[0].session_id)
+            await sessions[0].claim_notes(turn_index=3)
+            pending = await client.send_note("never mind", session_id=sessions[0].session_id)
+            return delivered.note_id, pending.note_id
+
+    _, result = with_sessions(live_server.url, live_server.token, [{"agent_name": "a"}], two_notes)
+    assert result is not None
+    delivered, pending = result
+    assert main(["notes", "withdraw", pending]) == 0
+    assert "is withdrawn (cancelled)" in capsys.readouterr().out
+    assert main(["notes", "withdraw", pending]) == 0  # already withdrawn: the wish holds
+    assert main(["notes", "withdraw", delivered]) == 1
+    out = capsys.readouterr().out
+    assert "is delivered: nothing changed, because it was already delivered at turn 3" in out
+    assert main(["notes", "withdraw", delivered, "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["state"] == "delivered" and "nothing changed" in captured.err
+
+
+def test_refusals_404_422_429(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    sid = _one_session(live_server)
+    assert main(["notes", "list", "--session", str(uuid.uuid4())]) == 1
+    assert "not found" in capsys.readouterr().err
+    assert main(["notes", "withdraw", "0123456789abcdef"]) == 1
+    assert "not found" in capsys.readouterr().err
+    assert main(["notes", "send", "--session", sid, "x" * 4097]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("preloop: invalid request:") and "4096" in err and "text" in err
+
+    async def twenty() -> None:
+        async with Client(live_server.url, live_server.token) as client:
+            for i in range(19):
+                await client.send_note(f"note {i}", session_id=sid)
+
+    run(twenty())
+    assert main(["notes", "send", "--session", sid, "the twentieth"]) == 0
+    capsys.readouterr()
+    assert main(["notes", "send", "--session", sid, "the twenty-first"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("preloop: rate limited:") and "Traceback" not in err
+    assert len(_notes(live_server, sid)) == 20
