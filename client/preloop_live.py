@@ -425,7 +425,11 @@ class _Follower:
             return None
         if frame.get("type") == "error":
             raise _Refusal(str(frame.get("detail") or frame.get("error") or "refused"), None)
-        draft = from_envelope(self.session_id, frame, self.session)
+        try:
+            draft = from_envelope(self.session_id, frame, self.session)
+        except ValueError:  # includes pydantic's ValidationError: a frame we cannot read is skipped
+            self.seq.skipped += 1
+            return None
         if draft is not None and draft.key.startswith("note:"):
             note_id = draft.key.split(":")[1]
             self.note_states[note_id] = "delivered"

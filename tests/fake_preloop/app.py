@@ -109,6 +109,10 @@ class Decision(BaseModel):
     comment: str | None = None
 
 
+class RawText(str):
+    """A frame sent exactly as given (not JSON-encoded): for malformed-frame tests."""
+
+
 class _Socket:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -703,10 +707,13 @@ def build_app(fake: FakePreloop) -> FastAPI:
                         getter.cancel()
                         return
                     item = getter.result()
-                    if item == "__drop__":
+                    if isinstance(item, RawText):
+                        await websocket.send_text(str(item))
+                    elif item == "__drop__":
                         await websocket.close(code=1012, reason="service restart")
                         return
-                    await websocket.send_json(item)
+                    else:
+                        await websocket.send_json(item)
             finally:
                 reading.cancel()
         except (WebSocketDisconnect, RuntimeError):

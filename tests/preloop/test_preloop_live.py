@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from client.api import Client
 from client.events import BaseEvent, NoteEvent, SessionEnded, ToolCompleted, ToolStarted
 from client.preloop_live import follow_preloop, nudge
-from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused
+from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped
 from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
+from tests.fake_preloop.app import RawText
 from tests.preloop.conftest import FAST, Watch
 
 WatchFactory = Callable[[Any], Watch]
@@ -305,3 +308,37 @@ async def test_client_follow_detects_preloop_and_uses_the_websocket(
         assert detecting.server_kind == "preloop"
     assert w.items[-1] == Refused("Runtime session not found", 4404)
     assert all(not isinstance(item, BaseEvent) for item in w.items)
+
+
+async def test_unreadable_frames_are_skipped_and_counted(
+    client: Client, fake: FakePreloop, watch: WatchFactory
+) -> None:
+    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    await w.until(lambda w: bool(w.statuses(Live)))
+    fake.push(MAIN_SESSION, RawText("{not json"))
+    fake.push(
+        MAIN_SESSION,
+        {
+            "type": "runtime_session_ended",
+            "payload": {"id": MAIN_SESSION, "started_at": "garbage"},
+            "runtime_session_id": MAIN_SESSION,
+            "timestamp": "2026-11-30T11:37:04Z",
+        },
+    )
+    fake.tool_call("Grep")
+    await w.until(lambda w: "Grep" in _tool_names(w))
+    assert [s.total for s in w.statuses(Skipped)] == [1, 2]
+    assert not w.of_type("session.ended")  # the unreadable end frame did not end the stream
+    assert _contiguous(w)
+
+
+def test_nothing_above_the_client_layer_knows_about_preloop() -> None:
+    """The TUI and the CLI use the same client interface for both kinds of server."""
+    root = Path(__file__).resolve().parents[2]
+    offenders = [
+        str(path.relative_to(root))
+        for layer in ("tui", "widgets")
+        for path in (root / layer).rglob("*.py")
+        if re.search(r"preloop_(live|map)", path.read_text())
+    ]
+    assert offenders == []
