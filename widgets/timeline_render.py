@@ -27,7 +27,9 @@ unknown event              ``? unknown event <type>`` (dim)
 from __future__ import annotations
 
 import io
+import re
 
+from rich.cells import cell_len, chop_cells
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.segment import Segment
@@ -125,19 +127,51 @@ def _one_line(parts: list[tuple[str, Style | None]], width: int) -> Text:
     return text
 
 
+_TOKEN = re.compile(r"\s*\S+\s*")
+
+
+def wrap_plain(body: str, width: int) -> list[str]:
+    """Greedy word wrap by terminal cells (wide characters count 2); words longer than a line are folded.
+
+    Much cheaper than ``Text.wrap`` for the one-style bodies the timeline wraps on every streamed frame.
+    """
+    width = max(width, 1)
+    lines: list[str] = []
+    for paragraph in body.split("\n"):
+        if cell_len(paragraph) <= width:
+            lines.append(paragraph.rstrip())
+            continue
+        current = ""
+        current_len = 0
+        for match in _TOKEN.finditer(paragraph):
+            token = match.group()
+            word = token.rstrip()
+            word_len = cell_len(word)
+            if current_len + word_len <= width:
+                current += token
+                current_len += cell_len(token)
+                continue
+            if current.strip():
+                lines.append(current.rstrip())
+            token = token.lstrip()
+            word = word.lstrip()
+            if cell_len(word) > width:
+                chunks = chop_cells(word, width)
+                lines.extend(chunks[:-1])
+                token = chunks[-1] + token[len(word) :]
+            current = token
+            current_len = cell_len(token)
+        lines.append(current.rstrip())
+    return lines
+
+
 def _wrap(body: str, width: int, style: Style, gutter: str, gutter_style: Style) -> list[Text]:
     """Wrap sanitised ``body`` to ``width`` behind a gutter; styles go on spans (a bare base is dropped)."""
     inner = max(width - GUTTER_WIDTH, 1)
-    text = Text(body, end="")
-    if style:
-        text.stylize(style)
-    console = _measure_console(inner)
-    out: list[Text] = []
-    for line in text.wrap(console, inner, overflow="fold"):
-        line.end = ""
-        line.rstrip()
-        out.append(Text.assemble((gutter, gutter_style), line, no_wrap=True, end=""))
-    return out or [Text.assemble((gutter, gutter_style), no_wrap=True, end="")]
+    return [
+        Text.assemble((gutter, gutter_style), (line, style), no_wrap=True, end="")
+        for line in wrap_plain(body, inner)
+    ]
 
 
 _consoles: dict[int, Console] = {}
@@ -194,19 +228,7 @@ def _render_text(entry: TextEntry, width: int, collapse_commentary: bool) -> lis
     if phase is TextPhase.COMMENTARY:
         wrapped = _wrap(body, width, STYLE_COMMENTARY, "│ ", STYLE_COMMENTARY)
         if collapse_commentary:
-            count = len(wrapped)
-            word = "line" if count == 1 else "lines"
-            preview = safe_line(body, max(width, 0)).strip()
-            return [
-                *lines,
-                _one_line(
-                    [
-                        (f"▸ commentary ({count} {word})", STYLE_COMMENTARY),
-                        ("  " + preview, STYLE_COMMENTARY),
-                    ],
-                    width,
-                ),
-            ]
+            return [*lines, collapsed_commentary(entry, width, len(wrapped))]
         return [*lines, *wrapped]
     # Streaming or interrupted: provisional text.
     wrapped = _wrap(body, width, STYLE_STREAMING, "┊ ", STYLE_MARKER) if body else []
@@ -217,6 +239,19 @@ def _render_text(entry: TextEntry, width: int, collapse_commentary: bool) -> lis
     else:
         wrapped.append(_one_line([("┊ ", STYLE_MARKER), suffix], width))
     return [*lines, *wrapped]
+
+
+def collapsed_commentary(entry: TextEntry, width: int, count: int) -> Text:
+    """The one line a folded commentary block shows: how long it is and how it starts.
+
+    ``count`` is the expanded block's line count (the view passes the count it already rendered).
+    """
+    width = max(width, MIN_WIDTH)
+    word = "line" if count == 1 else "lines"
+    preview = safe_line(entry.text[: width * 2]).strip()
+    return _one_line(
+        [(f"▸ commentary ({count} {word})", STYLE_COMMENTARY), ("  " + preview, STYLE_COMMENTARY)], width
+    )
 
 
 def _render_tool(entry: ToolEntry, width: int) -> list[RenderedLine]:

@@ -26,7 +26,7 @@ Usage contract (the attach screen)::
 
 The view pulls changes with ``Timeline.drain_changes()``: it must be the model's only drainer. Entries
 update in place (a streaming text grows, a tool call completes); only changed entries are re-rendered.
-Collapsing commentary or a width change re-renders the retained entries once.
+A width change re-renders the retained entries once; collapsing commentary reuses the rendered blocks.
 
 Keys (focus the view): ``c`` toggle commentary, ``end`` follow output (jump to the bottom), plus the
 usual scroll keys.
@@ -47,8 +47,15 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from client.events import Event
-from client.timeline import Timeline, TimelineChanges
-from widgets.timeline_render import RenderedLine, line_plain, line_to_strip, render_entry, render_marker
+from client.timeline import TextEntry, TextPhase, Timeline, TimelineChanges
+from widgets.timeline_render import (
+    RenderedLine,
+    collapsed_commentary,
+    line_plain,
+    line_to_strip,
+    render_entry,
+    render_marker,
+)
 
 FRAME_SECONDS = 1 / 60
 """Minimum time between two flushes: appends are buffered and painted at most once per frame."""
@@ -110,6 +117,7 @@ class TimelineView(ScrollView, can_focus=True):
         self._order: list[int] = []  # entry ids shown, ascending
         self._start: dict[int, int] = {}  # entry id -> absolute line number of its first line
         self._count: dict[int, int] = {}  # entry id -> number of lines
+        self._rendered: dict[int, tuple[int, int, list[RenderedLine]]] = {}  # id -> (revision, width, lines)
         self._first_shown = 1  # entries with a lower id are no longer shown
         self._width = 0
         self._cache: LRUCache[int, Strip] = LRUCache(1024)
@@ -239,10 +247,20 @@ class TimelineView(ScrollView, can_focus=True):
         return render_marker(self._first_shown - 1, self._width)
 
     def _render_block(self, entry_id: int) -> list[RenderedLine] | None:
+        """An entry's lines, re-rendered only when its revision or the width changed."""
         entry = self.timeline.get(entry_id)
         if entry is None:
             return None
-        return render_entry(entry, self._width, collapse_commentary=self.collapse_commentary)
+        cached = self._rendered.get(entry_id)
+        if cached is not None and cached[0] == entry.revision and cached[1] == self._width:
+            lines = cached[2]
+        else:
+            lines = render_entry(entry, self._width)
+            self._rendered[entry_id] = (entry.revision, self._width, lines)
+        if self.collapse_commentary and isinstance(entry, TextEntry) and entry.phase is TextPhase.COMMENTARY:
+            head = lines[:1] if entry.dropped_chars else []
+            return [*head, collapsed_commentary(entry, self._width, len(lines) - len(head))]
+        return lines
 
     def _rebuild_all(self) -> int:
         """Re-render every retained entry (width change, collapse toggle, first paint)."""
@@ -256,6 +274,8 @@ class TimelineView(ScrollView, can_focus=True):
         self._count.clear()
         first = max(self._first_shown, self.timeline.first_id)
         self._first_shown = first
+        for stale in [i for i in self._rendered if i < first]:
+            del self._rendered[stale]
         for entry in self.timeline:
             if entry.id >= first:
                 self._append_block(entry.id)
@@ -279,6 +299,7 @@ class TimelineView(ScrollView, can_focus=True):
                 break
             removed += self._count.pop(entry_id)
             del self._start[entry_id]
+            self._rendered.pop(entry_id, None)
             drop += 1
         if drop:
             del self._order[:drop]

@@ -18,7 +18,7 @@ from client.timeline import (
     ToolState,
     UnknownEntry,
 )
-from widgets.timeline_render import format_duration, line_plain, render_entry
+from widgets.timeline_render import format_duration, line_plain, render_entry, wrap_plain
 
 AT = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -127,3 +127,12 @@ def test_format_duration() -> None:
         "1m01s",
         "60m00s",
     ]
+
+
+def test_wrap_plain_breaks_at_words_folds_long_ones_and_counts_wide_cells() -> None:
+    assert wrap_plain("alpha beta gamma delta", 11) == ["alpha beta", "gamma delta"]
+    assert wrap_plain("  indented line\n\nnext", 40) == ["  indented line", "", "next"]
+    assert wrap_plain("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
+    assert wrap_plain("ok " + "y" * 12 + " end", 10) == ["ok", "y" * 10, "yy end"]
+    wide = wrap_plain("全角の文字 " * 6, 10)
+    assert all(cell_len(line) <= 10 for line in wide) and "".join(wide).count("全") == 6
