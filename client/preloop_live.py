@@ -523,6 +523,12 @@ async def follow_preloop(
 
     ``after`` hides events up to that local seq (seq is synthesized here, contiguous per follow).
     """
-    follower = _Follower(client, session_id, after, timing or PreloopTiming())
+    if timing is None:
+        # Honour the client's own reconnect settings when it has them (client.api.Client does).
+        timing = PreloopTiming(
+            backoff_initial=float(getattr(client, "backoff_initial", 1.0)),
+            backoff_max=float(getattr(client, "backoff_max", 30.0)),
+        )
+    follower = _Follower(client, session_id, after, timing)
     async for item in follower.run():
         yield item
