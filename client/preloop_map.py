@@ -373,7 +373,10 @@ def session_started_draft(session_id: str, session: Session | None, at: datetime
 
 
 def _unknown_draft(session_id: str, kind: str, key: str, at: datetime, raw: dict[str, Any]) -> Draft:
-    body = {"type": f"preloop.{kind}", "session_id": session_id, "at": _iso(at), "raw": raw}
+    # UnknownEvent keeps its whole body as ``raw``: merge Preloop's fields in (ours win on a clash).
+    reserved = {"type", "session_id", "at", "seq", "raw"}
+    body = {k: v for k, v in raw.items() if k not in reserved}
+    body.update({"type": f"preloop.{kind}", "session_id": session_id, "at": _iso(at)})
     return Draft(key=key, at=at, bodies=(body,))
 
 
