@@ -65,7 +65,7 @@ RULE_CONTEXT = {
         "No Preloop access rule was evaluated for it."
     ),
 }
-_COUNTER_EVENTS = frozenset({"model.step", "tool.started", "run.started", "run.completed", "run.failed"})
+_COUNTER_EVENTS = frozenset({"model.step", "tool.started"})
 
 
 class ApiError(Exception):
@@ -488,14 +488,18 @@ class ControlPlane:
         sid = str(row["id"])
         events = await self.store.fetchall(
             "SELECT seq, type, data FROM events WHERE session_id = ? AND type IN"
-            " ('session.started', 'tool.completed', 'note.delivered', 'approval.decided', 'session.ended')"
+            " ('session.started', 'tool.started', 'tool.completed', 'note.delivered', 'approval.decided',"
+            " 'session.ended')"
             " ORDER BY seq DESC LIMIT 200",
             (sid,),
         )
         items = []
-        for ev in events:
-            data = json.loads(ev["data"])
-            item = _activity_item(sid, int(ev["seq"]), str(ev["type"]), data, row)
+        decoded = [(int(ev["seq"]), str(ev["type"]), json.loads(ev["data"])) for ev in events]
+        args = {d.get("call_id"): d.get("args") or {} for _, t, d in decoded if t == "tool.started"}
+        for seq, kind, data in decoded:
+            if kind == "tool.completed":
+                data = {**data, "args": args.get(data.get("call_id"), {})}
+            item = _activity_item(sid, seq, kind, data, row)
             if item is not None:
                 items.append(item.model_dump(mode="json"))
         return {"items": items}
@@ -1140,6 +1144,7 @@ def _activity_item(
         status = {"ok": "allowed", "error": "error", "denied": "declined"}.get(
             str(data.get("status")), "allowed"
         )
+        tool_args: dict[str, Any] = data.get("args") or {}
         return ActivityItem(
             activity_id=activity_id,
             activity_type="tool_call",
@@ -1152,7 +1157,13 @@ def _activity_item(
             metadata={
                 "origin": "harness",
                 "source": session["agent_kind"],
+                "decision": "deny" if status == "declined" else "allow",
                 "duration_ms": data.get("duration_ms"),
+                "arguments_hash": hashlib.sha256(dumps(tool_args).encode()).hexdigest()[:16],
+                "evaluation_phase": "post_tool_use",
+                "arguments_summary": {
+                    k: len(v if isinstance(v, str) else dumps(v)) for k, v in tool_args.items()
+                },
                 "call_id": data.get("call_id"),
                 "seq": seq,
             },

@@ -1,0 +1,143 @@
+"""The SSE stream: framing, keepalives, resume without gaps or duplicates, and the end of a session."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+from srv_helpers import auth, read_stream
+
+from client.events import SessionEnded, parse_event
+from server.harness_client import HarnessClient
+
+
+async def test_frames_carry_id_event_and_one_json_object_with_a_retry_hint(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="framing")
+    await agent.run_started("check framing")
+    await agent.delta("line one\nline two", iteration=1)
+    stream = await read_stream(
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.frames) >= 3
+    )
+    assert stream.status == 200
+    assert stream.content_type.startswith("text/event-stream")
+    assert stream.retry == [3000]
+    assert stream.seqs == [1, 2, 3]
+    assert stream.types == ["session.started", "run.started", "model.delta"]
+    for frame in stream.frames:
+        event = parse_event(json.dumps(frame.data), frame.event)
+        assert (event.seq, event.type, event.session_id) == (frame.id, frame.event, agent.session_id)
+    assert stream.frames[2].data["text"] == "line one\nline two"
+
+
+async def test_idle_stream_sends_keepalive_comments(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="idle")
+    stream = await read_stream(
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.comments) >= 2, seconds=5
+    )
+    assert stream.comments[:2] == ["keepalive", "keepalive"]
+    assert stream.seqs == [1]
+
+
+async def test_live_events_arrive_while_connected(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="live")
+    reader = asyncio.create_task(
+        read_stream(live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.frames) >= 4)
+    )
+    await asyncio.sleep(0.2)
+    await agent.run_started("live task")
+    await agent.delta("hello", iteration=1)
+    await agent.delta(" world", iteration=1)
+    stream = await asyncio.wait_for(reader, 10)
+    assert stream.types == ["session.started", "run.started", "model.delta", "model.delta"]
+    assert stream.seqs == [1, 2, 3, 4]
+
+
+async def test_resume_after_disconnect_has_no_gap_and_no_duplicate(
+    live_server, harness: HarnessClient
+) -> None:
+    agent = await harness.start_session(agent_name="resume")
+    await agent.run_started("resume")
+
+    async def produce() -> None:
+        for i in range(60):
+            await agent.delta(f"chunk {i} ", iteration=1)
+
+    producer = asyncio.create_task(produce())
+    first = await read_stream(
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.frames) >= 10
+    )
+    resumed_header = await read_stream(
+        live_server.url,
+        live_server.token,
+        agent.session_id,
+        last_event_id=str(first.seqs[-1]),
+        stop=lambda s: bool(s.seqs) and s.seqs[-1] >= 30,
+    )
+    await producer
+    resumed_query = await read_stream(
+        live_server.url,
+        live_server.token,
+        agent.session_id,
+        after=resumed_header.seqs[-1],
+        stop=lambda s: bool(s.seqs) and s.seqs[-1] >= 62,
+    )
+    seen = first.seqs + resumed_header.seqs + resumed_query.seqs
+    assert seen == list(range(1, 63))
+
+
+async def test_stream_ends_after_session_ended_which_is_last(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="ender")
+    reader = asyncio.create_task(read_stream(live_server.url, live_server.token, agent.session_id))
+    await asyncio.sleep(0.2)
+    await agent.run_started("short life")
+    async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
+        note = await http.post(
+            "/api/v1/operator-notes", json={"text": "never read", "runtime_session_id": agent.session_id}
+        )
+        assert note.status_code == 201
+        await agent.end("done")
+    stream = await asyncio.wait_for(reader, 10)
+    assert stream.closed_by_server
+    assert stream.types[-1] == "session.ended"
+    assert "note.undeliverable" in stream.types
+    ended = parse_event(json.dumps(stream.frames[-1].data))
+    assert isinstance(ended, SessionEnded) and ended.reason == "done"
+    assert ended.session.ended_at is not None
+    # a stream opened later replays everything and closes at once; resuming past the end closes too
+    again = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=5)
+    assert again.closed_by_server and again.seqs == stream.seqs
+    past = await read_stream(
+        live_server.url, live_server.token, agent.session_id, after=stream.seqs[-1], seconds=5
+    )
+    assert past.closed_by_server and past.frames == []
+
+
+async def test_bad_last_event_id_is_a_clear_400(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="bad-id")
+    stream = await read_stream(
+        live_server.url, live_server.token, agent.session_id, last_event_id="abc", seconds=5
+    )
+    assert stream.status == 400
+
+
+async def test_seq_is_contiguous_under_concurrent_writers(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="concurrent")
+    other = await harness.start_session(agent_name="concurrent-2")
+
+    async def burst(n: int) -> None:
+        for i in range(n):
+            await agent.delta(f"{i}", iteration=1)
+
+    async def notes() -> None:
+        async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
+            for i in range(5):
+                await http.post(
+                    "/api/v1/operator-notes", json={"text": f"n{i}", "runtime_session_id": agent.session_id}
+                )
+
+    await asyncio.gather(burst(25), burst(25), notes(), other.delta("x", iteration=1))
+    stream = await read_stream(
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: s.seqs[-1:] == [1 + 50 + 10]
+    )
+    assert stream.seqs == list(range(1, 62))  # 1 start + 50 deltas + 5 x (note.created + session.updated)
