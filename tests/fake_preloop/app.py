@@ -133,6 +133,7 @@ class FakePreloop:
         self.requests: list[tuple[str, str]] = []
         self.ws_attaches = 0
         self.ws_received: list[dict[str, Any]] = []
+        self.ws_upgrades: list[tuple[str, str | None]] = []  # (query string, Authorization header)
         self._sockets: dict[str, list[_Socket]] = {}
         sessions = load_capture("012_runtime_sessions_list_all")["body"]["items"]
         self.sessions: dict[str, dict[str, Any]] = {row["id"]: copy.deepcopy(row) for row in sessions}
@@ -660,6 +661,7 @@ def build_app(fake: FakePreloop) -> FastAPI:
     async def session_socket(websocket: WebSocket, sid: str) -> None:
         await websocket.accept()
         auth_header = websocket.headers.get("authorization")
+        fake.ws_upgrades.append((websocket.url.query, auth_header))
         if auth_header != f"Bearer {TOKEN}":
             await websocket.send_json(
                 {"type": "error", "error": "unauthorized", "detail": "A valid bearer token is required"}

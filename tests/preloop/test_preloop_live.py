@@ -342,3 +342,11 @@ def test_nothing_above_the_client_layer_knows_about_preloop() -> None:
         if re.search(r"preloop_(live|map)", path.read_text())
     ]
     assert offenders == []
+
+
+async def test_the_token_travels_in_the_header_only(
+    client: Client, fake: FakePreloop, watch: WatchFactory
+) -> None:
+    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    await w.until(lambda w: bool(w.statuses(Live)))
+    assert fake.ws_upgrades == [("", f"Bearer {TOKEN}")]
