@@ -245,8 +245,8 @@ def event_line(event: Event) -> tuple[str, str]:
             label = "commentary" if phase == "commentary" else "answer"
             extra = f" ({calls} tool call{'s' if calls != 1 else ''})" if calls else ""
             return label, safe_line(text) + extra
-        case ToolStarted(name=name, args_summary=args, call_id=call_id):
-            return "tool", f"{safe_line(name)} {safe_line(args, 200)} [{short_id(call_id)}]".rstrip()
+        case ToolStarted(name=name, args_summary=args):
+            return "tool", f"{safe_line(name)} {safe_line(args, 200)}".rstrip()
         case ToolCompleted(name=name, status=status, duration_ms=ms, result_summary=res):
             took = f" in {ms} ms" if ms is not None else ""
             tail = f": {safe_line(res, 200)}" if res else ""

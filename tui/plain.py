@@ -40,10 +40,19 @@ from client.events import (
     RunCancelled,
     RunFailed,
     SessionEnded,
+    SessionStarted,
+    SessionUpdated,
     event_to_json,
 )
 from client.models import Approval
-from client.present import clock, event_line, looks_like_id_prefix, short_id, withdraw_outcome
+from client.present import (
+    clock,
+    event_line,
+    looks_like_id_prefix,
+    session_title,
+    short_id,
+    withdraw_outcome,
+)
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from client.textsafe import safe_line
 from tui.cli import EXIT_FAILED, EXIT_OK
@@ -233,6 +242,7 @@ class _Printer:
         self.style = Style(out)
         self.err_style = Style(err)
         self._deltas: dict[int, list[str]] = {}
+        self._title: str | None = None
 
     def notice(self, text: str) -> None:
         print(self.err_style(f"-- {text}", "dim"), file=self.err, flush=True)
@@ -246,6 +256,14 @@ class _Printer:
         if self.json_lines:
             print(event_to_json(event), file=self.out, flush=True)
             return
+        if isinstance(event, SessionUpdated):
+            # Counters change on every step; a line is worth printing only when the title does.
+            title = session_title(event.session)
+            if title == self._title:
+                return
+            self._title = title
+        elif isinstance(event, SessionStarted):
+            self._title = session_title(event.session)
         if isinstance(event, ModelDelta):
             # Deltas are gathered and shown as one line when their step ends (one line per model step).
             self._deltas.setdefault(event.iteration, []).append(event.text)
@@ -424,10 +442,13 @@ async def follow_plain(
     now = datetime.now(UTC)
     threshold: datetime | None = None if replay_all else now - (since or timedelta(0))
     named = f"{session_id} ({title})" if title else session_id
-    printer.notice(
-        f"attached to session {named}"
-        + ("" if read_only else "; type a note and press Enter, /help for commands")
-    )
+    if replay_all:
+        printer.notice(f"session {named} has ended; replaying its history")
+    else:
+        printer.notice(
+            f"attached to session {named}"
+            + ("" if read_only else "; type a note and press Enter, /help for commands")
+        )
     input_task: asyncio.Task[None] | None = None
     stop_reading: Callable[[], None] = lambda: None  # noqa: E731
     quit_event = asyncio.Event()

@@ -158,7 +158,7 @@ async def list_sessions(args: argparse.Namespace) -> int:
         )
         print(f"Showing {shown}{f' of {total}' if total else ''} sessions; more exist: {hint}.", file=out)
     if width is not None:
-        first = short_id(rows[0].id)
+        first = short_id(next((r.id for r in rows if r.ended_at is None), rows[0].id))
         print(
             f"Attach: preloop sessions attach {first}   "
             f'Send a note: preloop notes send --session {first} "..."',
