@@ -57,7 +57,7 @@ COMPACT_COLUMNS: list[tuple[str, str]] = [
 
 WIDE_AT = 120
 
-PAGE = 200
+PAGE = 100
 """How many sessions one refresh asks for (newest first)."""
 
 

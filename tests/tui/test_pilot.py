@@ -1,0 +1,288 @@
+"""Pilot tests: the app against the real local control plane over loopback, driven by a harness agent.
+
+Each test starts a session with ``server.harness_client`` (what a coding agent's hooks do), runs the app
+with ``run_test`` on the real ``client.api.Client``, presses keys like a user and checks both what the
+screen shows and what the server recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from textual import events
+from textual.widgets import DataTable, Static
+
+from client.api import Client
+from client.models import NoteState
+from client.status import Live
+from server.harness_client import HarnessSession
+from tests.conftest import LiveServer
+from tui.app import PreloopApp
+from tui.screens.attach import AttachScreen
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.decline_comment import DeclineCommentScreen
+from tui.screens.sessions import SessionsScreen
+from widgets.approvals_panel import ApprovalsPanel
+from widgets.banner import Banner
+from widgets.composer import Composer
+from widgets.notes_panel import NotesPanel
+from widgets.timeline_view import TimelineView
+
+SIZE = (100, 30)
+
+
+@pytest.fixture
+async def client(live_server: LiveServer) -> AsyncIterator[Client]:
+    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
+        yield c
+
+
+@pytest.fixture
+async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
+    async with live_server.harness() as harness:
+        session = await harness.start_session(agent_name="builder", cwd="/work/repo", title="Fix the build")
+        await session.run_started("Fix the failing test")
+        await session.narrate(1, ["Looking at the test first."])
+        yield session
+
+
+async def until(pilot: Any, condition: Callable[[], bool], what: str, seconds: float = 10.0) -> None:
+    """Let the app run until ``condition`` holds (the stream is real, so this takes a few frames)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for: {what}")
+        await pilot.pause(0.05)
+
+
+def attach_screen(app: PreloopApp) -> AttachScreen:
+    screen = app.screen
+    assert isinstance(screen, AttachScreen), screen
+    return screen
+
+
+async def attached(pilot: Any, app: PreloopApp) -> AttachScreen:
+    await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+    screen = attach_screen(app)
+    await until(pilot, lambda: isinstance(screen.status, Live), "the stream to go live")
+    view = screen.query_one(TimelineView)
+    await until(pilot, lambda: any("Looking at the test" in line for line in view.lines_text), "narration")
+    return screen
+
+
+def note_states(screen: AttachScreen) -> list[str]:
+    return [n.state for n in screen.query_one(NotesPanel).notes.values()]
+
+
+async def test_sessions_list_then_attach_and_back(client: Client, agent: HarnessSession) -> None:
+    """The list shows the running session; Enter attaches, Escape returns, q quits."""
+    app = PreloopApp(client, refresh_interval=0.5)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
+        sessions = app.screen
+        assert isinstance(sessions, SessionsScreen)
+        table = sessions.query_one("#sessions-table", DataTable)
+        await until(pilot, lambda: table.row_count == 1, "one row")
+        await pilot.press("enter")
+        screen = await attached(pilot, app)
+        assert screen.session_id == agent.session_id
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list")
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_sessions_server_down_banner_and_retry(live_server: LiveServer) -> None:
+    """With the server stopped the list shows the reason and a retry key; after a restart, r loads it."""
+    async with Client(live_server.url, live_server.token, server_kind="local") as client:
+        live_server.stop()
+        app = PreloopApp(client, refresh_interval=0)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
+            banner = app.screen.query_one(Banner)
+            await until(pilot, lambda: banner.level == "error", "the error banner")
+            assert "unreachable" in banner.message or "connect" in banner.message
+            live_server.start()
+            await pilot.press("r")
+            await until(pilot, lambda: banner.level is None, "the banner to clear after retry")
+
+
+async def test_note_sent_with_enter_goes_pending_then_delivered(
+    client: Client, agent: HarnessSession, live_server: LiveServer
+) -> None:
+    """Enter sends; the note shows pending, then delivered once the agent's next call picks it up."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await pilot.press("n", *"use the staging db", "enter")
+        await until(pilot, lambda: note_states(screen) == ["pending"], "the note to show as pending")
+        composer = screen.query_one(Composer)
+        assert composer.text == ""
+        claimed = await agent.claim_notes(channel="tool_result", event="post_tool_use")
+        assert len(claimed.notes) == 1 and "use the staging db" in claimed.notes[0].text
+        await until(pilot, lambda: note_states(screen) == ["delivered"], "the note to show as delivered")
+        note = next(iter(screen.query_one(NotesPanel).notes.values()))
+        assert note.delivery_channel == "tool_result"
+
+
+async def test_shift_enter_and_ctrl_j_insert_newlines_and_paste_never_sends(
+    client: Client, agent: HarnessSession
+) -> None:
+    """Shift+Enter (both encodings) and Ctrl+J insert line breaks; a multi-line paste inserts; Enter sends."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        composer = screen.query_one(Composer)
+        await pilot.press("n", "a", "shift+enter", "b", "ctrl+j", "c")
+        composer.post_message(events.Key("shift+\r", None))
+        await pilot.pause()
+        app.post_message(events.Paste("d\ne"))  # as a terminal's bracketed paste arrives
+        await pilot.pause()
+        assert composer.text == "a\nb\nc\nd\ne"
+        notes = await client.list_notes(session_id=agent.session_id)
+        assert notes.notes == [], "nothing may be sent before Enter"
+        await pilot.press("enter")
+        await until(pilot, lambda: note_states(screen) == ["pending"], "the sent note")
+        notes = await client.list_notes(session_id=agent.session_id)
+        assert [n.text for n in notes.notes] == ["a\nb\nc\nd\ne"]
+
+
+async def test_empty_note_is_not_sent_and_a_failed_send_keeps_the_text(
+    client: Client, agent: HarnessSession, live_server: LiveServer
+) -> None:
+    """Blank text is refused locally; with the server down the text stays in the box with the reason."""
+    app = PreloopApp(client, start_session_id=agent.session_id, follow=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, AttachScreen), "attach screen")
+        screen = attach_screen(app)
+        await until(pilot, lambda: screen.session is not None, "the session row")
+        error_line = screen.query_one("#send-error", Static)
+        await pilot.press("n", "space", "enter")
+        await pilot.pause()
+        assert (await client.list_notes(session_id=agent.session_id)).notes == []
+        assert "empty" in str(error_line.render())
+        composer = screen.query_one(Composer)
+        composer.clear()
+        live_server.stop()
+        await pilot.press(*"too late", "enter")
+        await until(pilot, lambda: "Not sent" in str(error_line.render()), "the failure under the box")
+        assert composer.text == "too late"
+        assert note_states(screen) == []
+        live_server.start()
+        await pilot.press("enter")
+        await until(pilot, lambda: note_states(screen) == ["pending"], "the retried note")
+        assert composer.text == ""
+        assert not error_line.has_class("-shown")
+
+
+async def test_withdraw_a_pending_note_after_confirmation(client: Client, agent: HarnessSession) -> None:
+    """w on a pending note asks first; y withdraws it and the badge turns cancelled."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await pilot.press("n", *"wrong session, sorry", "enter")
+        await until(pilot, lambda: note_states(screen) == ["pending"], "the pending note")
+        await pilot.press("escape")  # out of the composer
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: note_states(screen) == ["cancelled"], "the note to be withdrawn")
+        claimed = await agent.claim_notes()
+        assert claimed.notes == []
+
+
+async def test_refused_withdraw_says_why(client: Client, agent: HarnessSession) -> None:
+    """A note the agent already picked up cannot be withdrawn: the app says it was already delivered."""
+    app = PreloopApp(client, start_session_id=agent.session_id, follow=False)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, AttachScreen), "attach screen")
+        screen = attach_screen(app)
+        await pilot.press("n", *"check the logs", "enter")
+        await until(pilot, lambda: note_states(screen) == ["pending"], "the pending note")
+        await agent.claim_notes()  # delivered on the server; this screen has no stream to learn it
+        await pilot.press("escape", "w")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: note_states(screen) == [NoteState.DELIVERED], "the real state")
+        messages = [n.message for n in app._notifications]
+        assert any("already delivered" in m for m in messages), messages
+
+
+async def test_approve_and_decline_with_comment(client: Client, agent: HarnessSession) -> None:
+    """a approves the pending tool call; d asks for a comment and declines; the agent gets both verdicts."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        panel = screen.query_one(ApprovalsPanel)
+        first = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
+        await until(pilot, lambda: panel.count == 1, "the approval to appear")
+        assert screen.header.pending_approvals == 1
+        await pilot.press("a")
+        verdict = await asyncio.wait_for(first, 10)
+        assert verdict.decision == "allow"
+        await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
+
+        second = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf /"}))
+        await until(pilot, lambda: panel.count == 1, "the second approval")
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment prompt")
+        await pilot.press(*"not on prod", "enter")
+        verdict = await asyncio.wait_for(second, 10)
+        assert verdict.decision == "deny"
+        assert "not on prod" in (verdict.reason + (verdict.operator_note or ""))
+        await until(pilot, lambda: panel.count == 0, "the declined approval to leave")
+
+
+async def test_approval_decided_elsewhere_disappears_with_a_notice(
+    client: Client, agent: HarnessSession
+) -> None:
+    """Another operator approves first: the approval leaves this panel and a notice says so."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = await attached(pilot, app)
+        panel = screen.query_one(ApprovalsPanel)
+        task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
+        await until(pilot, lambda: panel.count == 1, "the approval")
+        approval = panel.selected
+        assert approval is not None
+        await client.approve(approval.id)
+        await asyncio.wait_for(task, 10)
+        await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
+        await until(
+            pilot, lambda: any("elsewhere" in n.message for n in app._notifications), "the elsewhere notice"
+        )
+
+
+async def test_read_only_hides_composer_and_refuses_decisions(client: Client, agent: HarnessSession) -> None:
+    """Read-only: no composer, a/d do nothing, the approval stays pending on the server."""
+    app = PreloopApp(client, start_session_id=agent.session_id, read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        assert not screen.query_one(Composer).display or screen.has_class("-no-composer")
+        panel = screen.query_one(ApprovalsPanel)
+        task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
+        await until(pilot, lambda: panel.count == 1, "the approval")
+        await pilot.press("a", "n", "w")
+        await pilot.pause(0.3)
+        page = await client.list_approvals(session_id=agent.session_id)
+        assert [a.status for a in page.items] == ["pending"]
+        assert (await client.list_notes(session_id=agent.session_id)).notes == []
+        await agent.end()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_session_end_hides_the_composer_and_q_detaches(client: Client, agent: HarnessSession) -> None:
+    """The agent ends the session: composer gone, banner says so; q leaves with a keeps-running line."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await agent.end("finished")
+        await until(pilot, lambda: screen.ended, "the end of the session")
+        assert screen.has_class("-no-composer")
+        assert "ended" in screen.query_one(Banner).message.lower()
+        await pilot.press("q")
+    assert app.return_value is not None and "keeps running" in app.return_value
