@@ -1,0 +1,61 @@
+"""On a terminal, ``preloop`` and ``preloop sessions attach`` open the full-screen app (run in a real pty)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import time
+
+from tests.cli.helpers import PRELOOP, with_sessions
+
+
+def _run_in_pty(argv: list[str], expect: bytes, keys: bytes) -> tuple[int, bytes]:
+    """Start the console script on a pseudo-terminal, wait for ``expect`` on screen, type ``keys``."""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.environ.update({"TERM": "xterm-256color", "COLUMNS": "110", "LINES": "30"})
+        os.execv(PRELOOP, [PRELOOP, *argv])
+    screen = b""
+
+    def pump(seconds: float, until: bytes | None = None) -> bool:
+        nonlocal screen
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            screen += chunk
+            if until is not None and until in screen:
+                return True
+        return until is None
+
+    try:
+        assert pump(20, expect), screen[-2000:]
+        os.write(fd, keys)
+        pump(10)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), screen
+
+
+def test_attach_on_a_terminal_opens_the_app_and_q_detaches(live_server) -> None:
+    ids, _ = with_sessions(
+        live_server.url, live_server.token, [{"agent_name": "a", "title": "Visible title"}]
+    )
+    code, screen = _run_in_pty(["sessions", "attach", ids[0][:8]], b"Visible title", b"q")
+    assert code == 0
+    assert b"Detached from " + ids[0][:8].encode() in screen
+
+
+def test_no_command_opens_the_sessions_screen(live_server) -> None:
+    with_sessions(live_server.url, live_server.token, [{"agent_name": "lister", "title": "Listed here"}])
+    code, _ = _run_in_pty([], b"Listed here", b"q")
+    assert code == 0
