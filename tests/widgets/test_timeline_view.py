@@ -227,3 +227,28 @@ async def test_resize_rewraps_text() -> None:
         wide = len(view.lines_text)
         assert narrow > wide >= 1
         assert all(len(line) <= 120 for line in view.lines_text)
+
+
+async def test_a_long_flood_stays_within_the_line_cap() -> None:
+    ev = Feed()
+    app = TimelineApp(Timeline(max_entries=3_000), max_lines=500)
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.view
+        for batch in range(20):
+            events: list[Event] = []
+            for i in range(250):
+                iteration = batch * 250 + i
+                events.append(
+                    ev("model.delta", run_id="r", iteration=iteration, text="reading the code " * 8)
+                )
+                events.append(ev("model.step", run_id="r", iteration=iteration, phase="commentary"))
+                events.extend(ev.tools(2, start=iteration * 2))
+            view.feed(events)
+            view.flush()
+            assert view.line_count <= 500
+        await pilot.pause()
+        assert ev.seq == 20_000
+        assert view.at_bottom and "echo 9999" in view.lines_text[-1]
+        assert view.lines_text[0].startswith("… ") and view.lines_text[0].endswith("earlier entries dropped")
+        # Bookkeeping shrinks with the lines: nothing keeps scrolled-off entries alive in the view.
+        assert len(view._rendered) == len(view._start) <= 500
