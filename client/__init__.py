@@ -1,0 +1,118 @@
+"""The client library: typed API client, resilient event stream, timeline model, configuration.
+
+Public names (imported lazily, so ``import client.models`` from the server stays light)::
+
+    from client import Client, open_client, ClientError, resolve_settings
+
+No UI toolkit is imported anywhere in this package, so scripts can use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from client.api import Client, open_client
+    from client.backend import ApprovalPage, Backend, ServerKind, SessionFilter
+    from client.config import Settings, delete_token, resolve_settings, save_profile, store_token
+    from client.errors import (
+        ApiError,
+        AuthError,
+        BadRequest,
+        ClientError,
+        ConfigError,
+        InvalidResponse,
+        NoKeyring,
+        NoteOutcomeUnknown,
+        NotFound,
+        PermissionDenied,
+        RateLimited,
+        ServerError,
+        ServerUnreachable,
+        TransportError,
+        UsageError,
+        ValidationFailed,
+    )
+    from client.events import Event, parse_event
+    from client.sse import SSEDecoder, SSEFrame
+    from client.status import StreamStatus
+
+_EXPORTS: dict[str, str] = {
+    "Client": "client.api",
+    "open_client": "client.api",
+    "ApprovalPage": "client.backend",
+    "Backend": "client.backend",
+    "ServerKind": "client.backend",
+    "SessionFilter": "client.backend",
+    "Settings": "client.config",
+    "delete_token": "client.config",
+    "resolve_settings": "client.config",
+    "save_profile": "client.config",
+    "store_token": "client.config",
+    "ApiError": "client.errors",
+    "AuthError": "client.errors",
+    "BadRequest": "client.errors",
+    "ClientError": "client.errors",
+    "ConfigError": "client.errors",
+    "InvalidResponse": "client.errors",
+    "NoKeyring": "client.errors",
+    "NotFound": "client.errors",
+    "NoteOutcomeUnknown": "client.errors",
+    "PermissionDenied": "client.errors",
+    "RateLimited": "client.errors",
+    "ServerError": "client.errors",
+    "ServerUnreachable": "client.errors",
+    "TransportError": "client.errors",
+    "UsageError": "client.errors",
+    "ValidationFailed": "client.errors",
+    "Event": "client.events",
+    "parse_event": "client.events",
+    "SSEDecoder": "client.sse",
+    "SSEFrame": "client.sse",
+    "StreamStatus": "client.status",
+}
+
+__all__ = [
+    "ApiError",
+    "ApprovalPage",
+    "AuthError",
+    "Backend",
+    "BadRequest",
+    "Client",
+    "ClientError",
+    "ConfigError",
+    "Event",
+    "InvalidResponse",
+    "NoKeyring",
+    "NotFound",
+    "NoteOutcomeUnknown",
+    "PermissionDenied",
+    "RateLimited",
+    "SSEDecoder",
+    "SSEFrame",
+    "ServerError",
+    "ServerKind",
+    "ServerUnreachable",
+    "SessionFilter",
+    "Settings",
+    "StreamStatus",
+    "TransportError",
+    "UsageError",
+    "ValidationFailed",
+    "delete_token",
+    "open_client",
+    "parse_event",
+    "resolve_settings",
+    "save_profile",
+    "store_token",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'client' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

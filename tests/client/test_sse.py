@@ -95,3 +95,57 @@ def test_unterminated_event_is_dropped_at_end_of_stream() -> None:
     assert decoder.flush() == []
     # after flush a fresh stream starts clean
     assert decoder.feed(b"data: next\n\n") == [SSEFrame("", "next", "5", None)]
+
+
+def reference_decode(data: bytes) -> list[SSEFrame]:
+    """The spec's algorithm, line by line, written as plainly as possible (the decoder's oracle)."""
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")[:-1]
+    frames: list[SSEFrame] = []
+    event, buf, last_id, retry, have_data = "", [], "", None, False
+    for line in lines:
+        if line == "":
+            if have_data:
+                frames.append(SSEFrame(event, "\n".join(buf), last_id, retry))
+            event, buf, retry, have_data = "", [], None, False
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            buf.append(value)
+            have_data = True
+        elif name == "event":
+            event = value
+        elif name == "id" and "\0" not in value:
+            last_id = value
+        elif name == "retry" and value.isdigit() and value.isascii():
+            retry = int(value)
+    return frames
+
+
+PIECES = [
+    b"id: 1\nevent: a\ndata: one\n\n",
+    b'id: 2\nevent: b\ndata: {"t": "\xc3\xa9\xe2\x9c\x93"}\n\n',
+    b": keepalive\n\n",
+    b"retry: 3000\n\n",
+    b"data: early\n",  # an event under way: the canonical lines that follow belong to it
+    b"xid: 7\nevent: c\ndata: mid\n\n",  # "id: " inside a line must not start a frame
+    b"id: 3\r\nevent: d\r\ndata: crlf\r\n\r\n",
+    b"event: e\nid: 4\ndata: other order\n\n",
+    b"id: 5\x00\nevent: f\ndata: nul id\n\n",
+    b"\n",
+    b"data: a\ndata: b\n\n",
+]
+
+
+def test_fast_path_agrees_with_the_spec_on_mixed_streams() -> None:
+    import random
+
+    rng = random.Random(1234)
+    for _ in range(2000):
+        stream = b"".join(rng.choice(PIECES) for _ in range(rng.randint(1, 12)))
+        cuts = sorted(rng.sample(range(1, len(stream)), k=min(len(stream) - 1, rng.randint(0, 6))))
+        frames, _ = decode_in_pieces(stream, cuts)
+        assert frames == reference_decode(stream), (stream, cuts)
