@@ -50,3 +50,92 @@ async def serve(args: argparse.Namespace) -> Callable[[], int]:
         return EXIT_OK
 
     return run
+
+
+def _wait_for_session(url: str, token: str, seconds: float = 10.0) -> str | None:
+    """The first demo session's id, so the printed curl line can be pasted as is."""
+    import asyncio
+    import time
+
+    from client.api import Client
+
+    async def first() -> str | None:
+        async with Client(url, token, server_kind="local") as client:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                page = await client.list_sessions(limit=1)
+                if page.items:
+                    return page.items[0].id
+                await asyncio.sleep(0.2)
+        return None
+
+    return asyncio.run(first())
+
+
+def _print_watch_help(url: str, token: str) -> None:
+    from client import paths
+    from client.present import short_id
+
+    session = _wait_for_session(url, token)
+    sid = session or "SESSION_ID"
+    state = paths.local_server_file()
+    print(f"Demo control plane on {url} with three demo agents.")
+    print(f"The operator token is in {state} (readable only by you); preloop commands find it there.")
+    print()
+    print("Watch a session:")
+    print(f"  preloop sessions list --active\n  preloop sessions attach {short_id(sid)} --plain")
+    print("Or with curl:")
+    print(f'  TOKEN=$(python3 -c \'import json; print(json.load(open("{state}"))["token"])\')')
+    print(f'  curl -N -H "Authorization: Bearer $TOKEN" {url}/api/v1/runtime-sessions/{sid}/events')
+    print("Send a note the agent reads at its next turn:")
+    print(f'  preloop notes send --session {short_id(sid)} "please explain your plan first"')
+    print()
+    print("Press Ctrl+C to stop.", flush=True)
+
+
+async def demo(args: argparse.Namespace) -> Callable[[], int]:
+    """A local server on a free port plus demo agents; the sessions screen (or instructions) on top."""
+    import sys
+
+    from tui.commands.common import is_tty
+
+    db_path = _db(args.db)
+    use_tui = not args.no_tui and is_tty(sys.stdout) and is_tty(sys.stdin)
+
+    def run() -> int:
+        import tempfile
+        import threading
+
+        from server.demo import start_demo
+
+        scratch = tempfile.TemporaryDirectory(prefix="preloop-demo-") if db_path is None else None
+        path = db_path or Path(scratch.name if scratch else ".") / "demo.sqlite3"
+        running = start_demo(path, pace=args.pace, seed=args.seed)
+        try:
+            if use_tui:
+                from client.api import Client
+                from tui.app import run_tui
+
+                return run_tui(Client(running.url, running.token, server_kind="local"))
+            _print_watch_help(running.url, running.token)
+            import signal
+
+            stop = threading.Event()
+            previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+            try:
+                while not stop.wait(0.5):
+                    if not running.agents.running:
+                        print("preloop: the demo agents stopped", file=sys.stderr)
+                        return 1
+            except KeyboardInterrupt:
+                pass
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+            return EXIT_OK
+        finally:
+            running.stop()
+            if scratch is not None:
+                scratch.cleanup()
+            print("Demo stopped.", file=sys.stderr)
+
+    return run
