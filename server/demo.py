@@ -1,0 +1,562 @@
+"""Three demo agents that behave like coding agents, talking to a control plane over HTTP (harness API).
+
+Each agent works through tasks. A task is a handful of model steps: the agent streams its narration
+(``model.delta`` chunks, then ``model.step`` phase ``commentary``), calls tools (Read / Grep / Edit / Bash
+with realistic arguments and durations), sometimes asks for approval and waits for the human (a decline
+makes it change plan, and it says so), writes a final answer (deltas, ``model.step`` ``final_answer``,
+``run.completed``) and takes the next task. At every turn boundary it claims operator notes and its next
+narration starts with "Operator note received: …", then it follows the note. The migrator ends its
+session after two tasks and comes back later as a new session.
+
+``pace`` is a speed factor (2.0 = twice as fast; tests use 50+); ``seed`` makes every choice repeatable.
+
+    handle = start_demo_agents(server.url, server.token, pace=1.0, seed=7)   # own thread and loop
+    ...
+    handle.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from server.harness_client import HarnessClient, HarnessError, HarnessSession
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    args: dict[str, Any]
+    seconds: float
+    result: str
+    approval: bool = False
+    reasoning: str | None = None
+    fallback: Tool | None = None  # what the agent does instead when a human declines
+
+
+@dataclass(frozen=True)
+class Step:
+    narration: str
+    tools: tuple[Tool, ...] = ()
+
+
+@dataclass(frozen=True)
+class Task:
+    title: str
+    steps: tuple[Step, ...]
+    answer: str
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    kind: str
+    cwd: str
+    tasks: tuple[Task, ...]
+    end_after: int | None = None  # end the session after this many tasks, then start a new one
+
+
+def _read(path: str, lines: int, seconds: float = 0.3) -> Tool:
+    return Tool("Read", {"file_path": path}, seconds, f"{lines} lines")
+
+
+def _grep(pattern: str, path: str, hits: int) -> Tool:
+    return Tool("Grep", {"pattern": pattern, "path": path}, 0.4, f"{hits} matches")
+
+
+def _edit(path: str, old: str, new: str) -> Tool:
+    return Tool("Edit", {"file_path": path, "old_string": old, "new_string": new}, 0.5, "1 replacement")
+
+
+def _bash(command: str, seconds: float, result: str, **kw: Any) -> Tool:
+    return Tool("Bash", {"command": command}, seconds, result, **kw)
+
+
+BUILDER = AgentSpec(
+    name="builder",
+    kind="claude_code",
+    cwd="/home/dev/shop-api",
+    tasks=(
+        Task(
+            "Fix the failing checkout test",
+            (
+                Step(
+                    "The CI run says test_checkout_applies_discount fails. I'll read the test and the "
+                    "discount module to see what changed.",
+                    (_read("tests/test_checkout.py", 184), _read("shop/discounts.py", 96)),
+                ),
+                Step(
+                    "The discount is applied after tax instead of before. Let me find every caller of "
+                    "apply_discount before changing the order.",
+                    (_grep("apply_discount\\(", "shop/", 3),),
+                ),
+                Step(
+                    "Only checkout.py calls it. I'll move the discount ahead of the tax step and rerun the "
+                    "checkout tests.",
+                    (
+                        _edit(
+                            "shop/checkout.py",
+                            "total = tax(subtotal)",
+                            "total = tax(apply_discount(subtotal))",
+                        ),
+                        _bash("pytest -q tests/test_checkout.py", 2.2, "14 passed in 1.9s"),
+                    ),
+                ),
+            ),
+            "Fixed: `checkout.py` applied the discount after tax. It now discounts the subtotal first; "
+            "`tests/test_checkout.py` passes (14 tests).",
+        ),
+        Task(
+            "Publish the hotfix",
+            (
+                Step(
+                    "The fix is committed locally. Running the whole suite once before pushing.",
+                    (_bash("pytest -q", 3.0, "212 passed in 8.4s"),),
+                ),
+                Step(
+                    "All green. Pushing the branch needs a human yes, so I'm asking for approval.",
+                    (
+                        _bash(
+                            "git push origin hotfix/discount-order",
+                            1.2,
+                            "pushed 1 commit",
+                            approval=True,
+                            reasoning="Publish the discount fix so the release can be cut.",
+                            fallback=_bash(
+                                "git format-patch -1 -o /tmp/patches", 0.4, "/tmp/patches/0001.patch"
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+            "The hotfix is ready; the full suite passes (212 tests).",
+        ),
+        Task(
+            "Speed up the product search endpoint",
+            (
+                Step(
+                    "Profiling the search endpoint first so I change the right thing.",
+                    (
+                        _bash(
+                            "python -m cProfile -s cumtime scripts/search_bench.py",
+                            2.5,
+                            "87% in Product.tags",
+                        ),
+                    ),
+                ),
+                Step(
+                    "Most time goes to loading tags one product at a time. I'll add a prefetch.",
+                    (
+                        _read("shop/search.py", 143),
+                        _edit(
+                            "shop/search.py",
+                            "Product.objects.filter(q)",
+                            "Product.objects.filter(q).prefetch_related('tags')",
+                        ),
+                        _bash("python scripts/search_bench.py", 1.6, "p50 38 ms (was 212 ms)"),
+                    ),
+                ),
+            ),
+            "Search p50 went from 212 ms to 38 ms by prefetching product tags in `shop/search.py`.",
+        ),
+    ),
+)
+
+REVIEWER = AgentSpec(
+    name="reviewer",
+    kind="codex",
+    cwd="/home/dev/web-frontend",
+    tasks=(
+        Task(
+            "Review PR #482: dark mode toggle",
+            (
+                Step(
+                    "Reading the diff of PR #482 and the theme provider it touches.",
+                    (
+                        _bash("gh pr diff 482", 0.9, "+214 -37 in 6 files"),
+                        _read("src/theme/ThemeProvider.tsx", 88),
+                    ),
+                ),
+                Step(
+                    "The toggle stores the theme in localStorage but never reads prefers-color-scheme. "
+                    "Checking whether other components assume a default.",
+                    (_grep("useTheme\\(", "src/", 11),),
+                ),
+                Step(
+                    "Running the component tests to see if the new default breaks snapshots.",
+                    (_bash("npm test -- --watch=false src/theme", 2.8, "2 snapshots obsolete, 31 passed"),),
+                ),
+            ),
+            "Review for #482: works, but it ignores `prefers-color-scheme` on first load and leaves two "
+            "obsolete snapshots. Requested changes with a suggested fix.",
+        ),
+        Task(
+            "Clean the build output",
+            (
+                Step(
+                    "The dist folder has stale chunks from an old bundler config. "
+                    "Removing it needs approval.",
+                    (
+                        _bash(
+                            "rm -rf dist/",
+                            0.3,
+                            "removed dist/",
+                            approval=True,
+                            reasoning="Stale chunks from the old bundler config are being served.",
+                            fallback=_bash(
+                                "npm run build -- --emptyOutDir=false", 2.0, "built in 4.1s (kept old files)"
+                            ),
+                        ),
+                    ),
+                ),
+                Step(
+                    "Rebuilding to confirm the output is clean.",
+                    (_bash("npm run build", 2.4, "built in 4.3s"),),
+                ),
+            ),
+            "Build output regenerated; the bundle is 412 kB.",
+        ),
+    ),
+)
+
+MIGRATOR = AgentSpec(
+    name="migrator",
+    kind="claude_code",
+    cwd="/home/dev/billing",
+    end_after=2,
+    tasks=(
+        Task(
+            "Add an index for invoice lookups",
+            (
+                Step(
+                    "Invoice lookups by customer are slow. Reading the model and the latest migration.",
+                    (
+                        _read("billing/models.py", 231),
+                        _bash("ls migrations/versions | tail -3", 0.2, "3 files"),
+                    ),
+                ),
+                Step(
+                    "Writing a migration that adds an index on invoices(customer_id, issued_at).",
+                    (
+                        Tool(
+                            "Write",
+                            {"file_path": "migrations/versions/0042_invoice_customer_idx.py"},
+                            0.6,
+                            "created",
+                        ),
+                    ),
+                ),
+                Step(
+                    "Applying it to the staging database requires approval.",
+                    (
+                        _bash(
+                            "alembic upgrade head",
+                            1.8,
+                            "0041 -> 0042",
+                            approval=True,
+                            reasoning="Apply the new index to staging.",
+                            fallback=_bash(
+                                "alembic upgrade head --sql > /tmp/0042.sql",
+                                0.5,
+                                "SQL written to /tmp/0042.sql",
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+            "Migration 0042 adds `ix_invoices_customer_issued`; lookups by customer should use it.",
+        ),
+        Task(
+            "Reconcile last month's refunds",
+            (
+                Step(
+                    "Pulling refunds without a matching credit note.",
+                    (
+                        _bash(
+                            "python scripts/refunds.py --month 2026-10 --unmatched",
+                            2.1,
+                            "7 unmatched refunds",
+                        ),
+                    ),
+                ),
+                Step(
+                    "Seven refunds lack credit notes; grouping them by cause.",
+                    (_grep("refund_reason", "billing/", 5),),
+                ),
+            ),
+            "7 refunds in October had no credit note: 5 from the duplicate-charge bug, 2 manual. "
+            "Report attached.",
+        ),
+    ),
+)
+
+SPECS = (BUILDER, REVIEWER, MIGRATOR)
+
+
+def _chunks(text: str, rng: random.Random) -> list[str]:
+    words = text.split(" ")
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        n = rng.randint(2, 4)
+        out.append(" ".join(words[i : i + n]) + (" " if i + n < len(words) else ""))
+        i += n
+    return out
+
+
+@dataclass
+class _State:
+    notes: list[str] = field(default_factory=list)
+    declined: list[str] = field(default_factory=list)
+
+
+class DemoAgent:
+    """One agent's loop: sessions, tasks, steps, notes and approvals."""
+
+    def __init__(self, harness: HarnessClient, spec: AgentSpec, *, pace: float, rng: random.Random) -> None:
+        self.harness = harness
+        self.spec = spec
+        self.pace = pace
+        self.rng = rng
+
+    async def _sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds * self.rng.uniform(0.7, 1.3) / self.pace)
+
+    async def run(self) -> None:
+        """Work forever (until cancelled): one session, its tasks, and a new session when one ends."""
+        generation = 0
+        while True:
+            generation += 1
+            title = (
+                self.spec.tasks[0].title
+                if generation == 1
+                else f"{self.spec.tasks[0].title} (shift {generation})"
+            )
+            session = await self.harness.start_session(
+                agent_name=self.spec.name, agent_kind=self.spec.kind, cwd=self.spec.cwd, title=title
+            )
+            done = 0
+            iteration = 0
+            while True:
+                for task in self.spec.tasks:
+                    iteration = await self._task(session, task, iteration)
+                    done += 1
+                    if self.spec.end_after is not None and done >= self.spec.end_after:
+                        await self._sleep(1.5)
+                        await session.end("finished its shift")
+                        break
+                    await self._sleep(2.5)
+                else:
+                    continue
+                break
+            await self._sleep(8.0)
+
+    async def _claim(self, session: HarnessSession, iteration: int) -> list[str]:
+        pending = await session.claim_notes(channel="turn", event="turn_start", turn_index=iteration)
+        return [n.envelope.get("parts", [{}])[0].get("text", "") or n.text for n in pending.notes]
+
+    async def _say(self, session: HarnessSession, iteration: int, text: str, tools: int) -> None:
+        for chunk in _chunks(text, self.rng):
+            await session.delta(chunk, iteration)
+            await self._sleep(0.06)
+        await session.step(iteration, "commentary", text, tool_calls=tools)
+
+    async def _task(self, session: HarnessSession, task: Task, iteration: int) -> int:
+        state = _State()
+        await session.run_started(task.title)
+        for step in task.steps:
+            iteration += 1
+            notes = await self._claim(session, iteration)
+            state.notes.extend(notes)
+            narration = step.narration
+            if state.declined:
+                narration = f"Changing plan because {state.declined[-1]}. " + narration
+            extra: list[Tool] = []
+            if notes:
+                quoted = "; ".join(f"“{n}”" for n in notes)
+                plan, extra, stop = _follow(notes)
+                narration = f"Operator note received: {quoted} — switching to {plan}. " + (
+                    "" if stop else narration
+                )
+                if stop:
+                    await self._say(session, iteration, narration, 0)
+                    await session.run_cancelled(f"stopped at the operator's request: {notes[-1]}")
+                    return iteration
+            tools = (*extra, *step.tools)
+            await self._say(session, iteration, narration, len(tools))
+            for tool in tools:
+                iteration = await self._tool(session, iteration, tool, state)
+        iteration += 1
+        notes = await self._claim(session, iteration)
+        state.notes.extend(notes)
+        answer = task.answer
+        if state.declined:
+            answer += f" Note: {state.declined[-1]}, so I took the safer path instead."
+        if state.notes:
+            answer += " Operator notes followed: " + "; ".join(f"“{n}”" for n in state.notes) + "."
+        await session.final_answer(iteration, answer, chunks=_chunks(answer, self.rng))
+        return iteration
+
+    async def _tool(self, session: HarnessSession, iteration: int, tool: Tool, state: _State) -> int:
+        if tool.approval:
+            verdict = await session.permission_check(
+                tool.name, tool.args, reasoning=tool.reasoning, cwd=self.spec.cwd, timeout_seconds=600
+            )
+            if verdict.decision == "deny":
+                command = tool.args.get("command", tool.name)
+                why = verdict.reason or (
+                    "nobody answered in time" if verdict.timed_out else "no reason given"
+                )
+                state.declined.append(f"the operator declined `{command}` ({why})")
+                call = await session.tool_started(tool.name, tool.args, iteration=iteration)
+                await session.tool_completed(
+                    call, tool.name, status="denied", duration_ms=0, result_summary=why
+                )
+                if tool.fallback is not None:
+                    alternative = _describe(tool.fallback)
+                    text = f"Approval declined ({why}). Changing plan: running `{alternative}` instead."
+                    iteration += 1
+                    await self._say(session, iteration, text, 1)
+                    await self._run(session, iteration, tool.fallback)
+                return iteration
+        await self._run(session, iteration, tool)
+        return iteration
+
+    async def _run(self, session: HarnessSession, iteration: int, tool: Tool) -> None:
+        call = await session.tool_started(tool.name, tool.args, iteration=iteration)
+        started = asyncio.get_running_loop().time()
+        await self._sleep(tool.seconds)
+        elapsed = int((asyncio.get_running_loop().time() - started) * 1000 * self.pace)
+        await session.tool_completed(call, tool.name, duration_ms=elapsed, result_summary=tool.result)
+
+
+def _follow(notes: list[str]) -> tuple[str, list[Tool], bool]:
+    """How the agent acts on notes: ``(what it says it will do, extra tool calls, stop the task)``."""
+    text = " ".join(notes).lower()
+    if any(word in text for word in ("stop", "abort", "halt", "pause")):
+        return "stopping this task now", [], True
+    extra: list[Tool] = []
+    plans: list[str] = []
+    if "test" in text:
+        extra.append(_bash("pytest -q", 2.0, "212 passed in 8.2s"))
+        plans.append("running the tests first")
+    if "lint" in text or "ruff" in text:
+        extra.append(_bash("ruff check .", 0.8, "All checks passed!"))
+        plans.append("running the linter first")
+    if "staging" in text:
+        extra.append(_grep("DATABASE_URL", ".env.staging", 1))
+        plans.append("pointing at the staging database")
+    if not plans:
+        plans.append("follow it before anything else")
+    return " and ".join(plans), extra, False
+
+
+def _describe(tool: Tool) -> str:
+    return str(tool.args.get("command") or tool.args.get("file_path") or tool.name)
+
+
+async def run_demo_agents(
+    url: str, token: str, *, pace: float = 1.0, seed: int | None = None, agents: int = 3
+) -> None:
+    """Run the demo agents in the current loop until cancelled; an agent that hits an error restarts."""
+    if pace <= 0:
+        raise ValueError("pace must be positive")
+    master = random.Random(seed)
+    async with HarnessClient(url, token) as harness:
+
+        async def supervise(spec: AgentSpec, rng: random.Random) -> None:
+            while True:
+                try:
+                    await DemoAgent(harness, spec, pace=pace, rng=rng).run()
+                except (HarnessError, httpx.HTTPError):
+                    await asyncio.sleep(1.0)  # server restarting or gone: try again shortly
+
+        rngs = [random.Random(master.random()) for _ in SPECS]
+        async with asyncio.TaskGroup() as group:
+            for spec, rng in list(zip(SPECS, rngs, strict=True))[:agents]:
+                group.create_task(supervise(spec, rng))
+
+
+class DemoHandle:
+    """Demo agents running on their own thread and loop; :meth:`stop` cancels them and waits."""
+
+    def __init__(self, url: str, token: str, *, pace: float, seed: int | None, agents: int) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._task: asyncio.Task[None] | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._main, args=(url, token, pace, seed, agents), name="demo-agents", daemon=True
+        )
+        self._thread.start()
+        self._ready.wait(5)
+
+    def _main(self, url: str, token: str, pace: float, seed: int | None, agents: int) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._task = self._loop.create_task(run_demo_agents(url, token, pace=pace, seed=seed, agents=agents))
+        self._loop.call_soon(self._ready.set)
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            self._loop.run_until_complete(self._task)
+        self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+        self._loop.close()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel every agent (their sessions stay as they are) and join the thread."""
+        if self._task is not None and self._thread.is_alive():
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._task.cancel)
+        self._thread.join(timeout)
+
+
+def start_demo_agents(
+    url: str, token: str, *, pace: float = 1.0, seed: int | None = None, agents: int = 3
+) -> DemoHandle:
+    """Start the demo agents on a background thread against the server at ``url``."""
+    if pace <= 0:
+        raise ValueError("pace must be positive")
+    return DemoHandle(url, token, pace=pace, seed=seed, agents=agents)
+
+
+@dataclass
+class Demo:
+    """A running demo: the embedded server plus its agents. ``stop()`` stops both."""
+
+    server: Any
+    agents: DemoHandle
+
+    @property
+    def url(self) -> str:
+        return str(self.server.url)
+
+    @property
+    def token(self) -> str:
+        return str(self.server.token)
+
+    def stop(self) -> None:
+        self.agents.stop()
+        self.server.stop()
+
+
+def start_demo(
+    db_path: Any = None, *, host: str = "127.0.0.1", port: int = 0, pace: float = 1.0, seed: int | None = None
+) -> Demo:
+    """``preloop demo`` minus the UI: a server on a free loopback port and three agents working on it."""
+    from server.embedded import EmbeddedServer
+
+    server = EmbeddedServer(db_path=db_path, host=host, port=port)
+    server.start()
+    try:
+        agents = start_demo_agents(server.url, server.token, pace=pace, seed=seed)
+    except BaseException:
+        server.stop()
+        raise
+    return Demo(server, agents)

@@ -1,0 +1,76 @@
+"""The demo agents behave like coding agents: narrate, call tools, wait on approvals, act on notes, end."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+from srv_helpers import auth, read_stream
+
+from server.demo import start_demo_agents
+
+
+async def _sessions(http: httpx.AsyncClient) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (await http.get("/api/v1/runtime-sessions", params={"limit": 100})).json()[
+        "items"
+    ]
+    return items
+
+
+async def test_demo_agents_work_take_notes_and_change_plan_on_decline(live_server) -> None:
+    handle = start_demo_agents(live_server.url, live_server.token, pace=40.0, seed=3)
+    try:
+        async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
+            for _ in range(200):
+                sessions = await _sessions(http)
+                if {s["agent_name"] for s in sessions} >= {"builder", "reviewer", "migrator"}:
+                    break
+                await asyncio.sleep(0.05)
+            builder = next(s for s in sessions if s["agent_name"] == "builder")
+            note = await http.post(
+                "/api/v1/operator-notes",
+                json={"text": "Please run the tests before the push", "runtime_session_id": builder["id"]},
+            )
+            assert note.status_code == 201
+            declined: set[str] = set()
+            ended = False
+            for _ in range(400):  # decline every approval the agents ask for, until the migrator ends
+                for approval in (
+                    await http.get("/api/v1/approval-requests", params={"status": "pending"})
+                ).json():
+                    await http.post(
+                        f"/api/v1/approval-requests/{approval['id']}/decline", json={"comment": "not today"}
+                    )
+                    declined.add(approval["runtime_session_id"])
+                ended = any(s["agent_name"] == "migrator" and s["ended_at"] for s in await _sessions(http))
+                if ended and builder["id"] in declined:
+                    break
+                await asyncio.sleep(0.05)
+            assert ended, "the migrator never ended its session"
+            assert builder["id"] in declined
+            got = (await http.get(f"/api/v1/operator-notes/{note.json()['note_id']}")).json()
+            assert got["state"] == "delivered"
+
+        stream = await read_stream(
+            live_server.url,
+            live_server.token,
+            builder["id"],
+            stop=lambda s: sum(t == "run.completed" for t in s.types) >= 2,
+            seconds=20,
+        )
+    finally:
+        handle.stop()
+    steps = [f.data for f in stream.frames if f.event == "model.step"]
+    narration = [s["text"] for s in steps if s["phase"] == "commentary"]
+    assert any(
+        t.startswith("Operator note received: “Please run the tests before the push”") for t in narration
+    )
+    assert any("Changing plan" in t and "not today" in t for t in narration)
+    assert {"Read", "Grep", "Edit", "Bash"} <= {
+        f.data["name"] for f in stream.frames if f.event == "tool.started"
+    }
+    assert any(f.data["status"] == "denied" for f in stream.frames if f.event == "tool.completed")
+    answers = [f.data["answer"] for f in stream.frames if f.event == "run.completed"]
+    assert answers and all(answers)
+    assert "model.delta" in stream.types and "approval.requested" in stream.types
