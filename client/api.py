@@ -287,14 +287,17 @@ class Client:
             pass  # the detail itself is fine; the counters just stay unknown
         return session
 
-    async def resolve_session_id(self, id_or_prefix: str) -> str:
+    async def resolve_session_id(self, id_or_prefix: str, *, page_size: int = 100) -> str:
         """Turn a full UUID or a short id (≥ 4 hex characters) into a full id, looking across all pages."""
         text = id_or_prefix.strip()
         if len(text) == 36:
             return require_uuid(text)
         prefix = normalise_prefix(text)
         candidates: list[str] = []
-        async for row in self.iter_sessions(SessionFilter(status="all"), max_items=_RESOLVE_LIMIT):
+        sessions = self.iter_sessions(
+            SessionFilter(status="all"), max_items=_RESOLVE_LIMIT, page_size=page_size
+        )
+        async for row in sessions:
             if row.id.lower().startswith(prefix):
                 candidates.append(row.id.lower())
         return match_prefix(prefix, candidates)
