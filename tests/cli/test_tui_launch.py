@@ -59,3 +59,12 @@ def test_no_command_opens_the_sessions_screen(live_server) -> None:
     with_sessions(live_server.url, live_server.token, [{"agent_name": "lister", "title": "Listed here"}])
     code, _ = _run_in_pty([], b"Listed here", b"q")
     assert code == 0
+
+
+def test_plain_on_a_terminal_is_coloured_and_quits_on_request(live_server) -> None:
+    ids, _ = with_sessions(live_server.url, live_server.token, [{"agent_name": "a", "title": "Colour check"}])
+    argv = ["sessions", "attach", ids[0], "--plain", "--since", "1h"]
+    code, screen = _run_in_pty(argv, b"started: Colour check", b"/quit\n")
+    assert code == 0
+    assert b"\x1b[2msession   \x1b[0m started: Colour check" in screen  # dim label, only on a terminal
+    assert b"-- detached" in screen

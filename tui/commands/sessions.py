@@ -198,7 +198,8 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
         except ValueError as exc:
             raise usage(f"--since: {exc}") from None
     execution = check_uuid(args.execution, "--execution")
-    headless = args.plain or args.json or not sys.stdout.isatty()
+    # The app needs a terminal on both ends; `echo note | preloop sessions attach X` is plain mode.
+    headless = args.plain or args.json or not sys.stdout.isatty() or not sys.stdin.isatty()
     if not headless:
         from tui.commands.tui_entry import run_attach_screen
 
