@@ -275,7 +275,10 @@ class Client:
         sid = require_uuid(session_id)
         response = await self._request("GET", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}")
         session = self._parse(response, SessionDetail).session
-        missing = [name for name in _LIST_ONLY_FIELDS if getattr(session, name) is None]
+        if self._server_kind == "local":
+            return session  # our server fills the detail completely
+        # Preloop's detail sends 0/None for these even when the list row has them (captures 017 vs 012).
+        missing = [name for name in _LIST_ONLY_FIELDS if not getattr(session, name)]
         if not missing:
             return session
         try:

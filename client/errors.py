@@ -12,7 +12,6 @@
     │   ├── ServerUnreachable        connection refused / DNS / TLS: nothing was sent
     │   ├── Timeout                  no answer in time
     │   ├── ConnectionLost           the connection broke mid-answer
-    │   ├── StreamStalled            an event stream went silent for too long
     │   └── NoteOutcomeUnknown       a note was sent but no answer came back: check the list
     ├── InvalidResponse              the server answered something this client cannot read
     └── ApiError                     the server answered with an error status (``status``, ``detail``)
@@ -24,6 +23,9 @@
         ├── ValidationFailed         422, with ``fields`` parsed from the server's detail list
         ├── RateLimited              429, with the server's own sentence
         └── ServerError              5xx
+
+The live stream never raises these for connection trouble: ``Client.follow()`` reports drops, stalls and
+retries as :mod:`client.status` values and only stops on a refusal.
 
 Rules every error follows: the token is never part of a message (the client scrubs it from server text
 too), server-provided text is made terminal-safe, and ``hint`` is one sentence saying what to do next.
@@ -55,7 +57,6 @@ __all__ = [
     "RateLimited",
     "ServerError",
     "ServerUnreachable",
-    "StreamStalled",
     "Timeout",
     "TransportError",
     "UsageError",
@@ -155,12 +156,6 @@ class ConnectionLost(TransportError):
     """The connection broke while the answer was on its way."""
 
     title = "connection lost"
-
-
-class StreamStalled(TransportError):
-    """An event stream sent nothing, not even a keep-alive, for longer than allowed."""
-
-    title = "stream stalled"
 
 
 class NoteOutcomeUnknown(TransportError):
