@@ -67,8 +67,13 @@ _LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", 
 _RESOLVE_LIMIT = 10_000
 
 
-def _redacted_url(url: httpx.URL | str) -> str:
-    return str(httpx.URL(str(url)).copy_with(query=None, fragment=None))
+def _display_url(url: str) -> str:
+    """The URL for messages: without user:password, query or fragment, which may carry secrets."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "the server"
+    return str(parsed.copy_with(username=None, password=None, query=None, fragment=None))
 
 
 class Client:
@@ -148,6 +153,11 @@ class Client:
         return self._server_kind is not None
 
     @property
+    def display_url(self) -> str:
+        """The server URL safe to show (no credentials, query or fragment)."""
+        return _display_url(self.base_url)
+
+    @property
     def has_token(self) -> bool:
         return self._token is not None
 
@@ -165,7 +175,7 @@ class Client:
     # --------------------------------------------------------------------------------------- plumbing
 
     def _transport_error(self, exc: httpx.TransportError, method: str, path: str) -> TransportError:
-        where = f"{self.base_url}"
+        where = self.display_url
         if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError | httpx.UnsupportedProtocol):
             return ServerUnreachable(
                 f"cannot reach {where}: is the server running? (`preloop serve` starts a local one)"

@@ -8,10 +8,11 @@ It turns one session's event stream into ``Event | StreamStatus`` values with th
 * a dropped connection, a 5xx or a stall (no byte, not even a keep-alive, for ``client.stall_timeout``)
   is a reconnect with ``Last-Event-ID``, after an exponential backoff with jitter (``client.backoff_initial``
   to ``client.backoff_max``, starting from the server's ``retry:`` when it sent one);
-* 401/403/404 stop it with :class:`~client.status.Refused` (retrying cannot help);
+* 401/403/404 (any 4xx but 408/425/429) stop it with :class:`~client.status.Refused` (retrying cannot help);
 * a frame that cannot be decoded is skipped and counted (:class:`~client.status.Skipped`); its seq still
   counts as seen so it does not look like a gap;
-* it stops after ``session.ended`` with :class:`~client.status.Ended`.
+* it stops after ``session.ended`` with :class:`~client.status.Ended`, or when the server closes the stream
+  with nothing new and REST says the session has ended (resuming at the end of an ended session).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
+from client.errors import ClientError
 from client.events import Event, EventDecodeError, KnownEvent, SessionEnded, parse_event
 from client.sse import SSEDecoder, SSEFrame
 from client.status import (
@@ -45,7 +47,7 @@ __all__ = ["EventOrderer", "backoff_delay", "decode_frame", "decode_frames", "fo
 
 _known: TypeAdapter[KnownEvent] = TypeAdapter(KnownEvent)
 _known_list: TypeAdapter[list[KnownEvent]] = TypeAdapter(list[KnownEvent])
-_REFUSE = frozenset({401, 403, 404, 410})
+_RETRY_4XX = frozenset({408, 425, 429})  # client errors that are about timing, not about us
 _MAX_GAP_REFILLS = 3
 
 
@@ -178,6 +180,14 @@ class EventOrderer:
 _SENTINEL = object()
 
 
+async def _session_over(client: Client, session_id: str) -> bool:
+    """Ask REST whether the session has ended (a stream that closes cleanly with nothing new may mean so)."""
+    try:
+        return (await client.get_session(session_id)).ended
+    except ClientError:
+        return False
+
+
 class _Reconnect(Exception):
     def __init__(self, reason: str, *, immediate: bool = False) -> None:
         super().__init__(reason)
@@ -201,7 +211,7 @@ async def follow_local(
         try:
             async with client.open_event_stream(session_id, order.last_seq) as response:
                 status = response.status_code
-                if status in _REFUSE:
+                if 400 <= status < 500 and status not in _RETRY_4XX:
                     await response.aread()
                     err = client._api_error(response, f"session {session_id[:8]}")
                     yield Refused(err.hint, status)
@@ -216,11 +226,16 @@ async def follow_local(
                 decoder = SSEDecoder()
                 chunks = response.aiter_bytes().__aiter__()
                 got_bytes = False
+                released_here = 0
                 while True:
                     try:
                         async with asyncio.timeout(client.stall_timeout):
                             chunk = await anext(chunks)
                     except StopAsyncIteration:
+                        if not released_here and await _session_over(client, session_id):
+                            # e.g. resuming at or past the end of an ended session: nothing more will come
+                            yield Ended(order.last_seq)
+                            return
                         raise _Reconnect("the server closed the stream") from None
                     except TimeoutError:
                         raise _Reconnect(
@@ -233,6 +248,7 @@ async def follow_local(
                     if decoder.retry_ms is not None:
                         server_retry = decoder.retry_ms / 1000
                     decoded_all = decode_frames(frames)
+                    released_here += len(decoded_all)
                     if not any(isinstance(d, EventDecodeError) for d in decoded_all):
                         for released in order.push_many(decoded_all):  # type: ignore[arg-type]
                             yield released
@@ -278,7 +294,7 @@ async def follow_local(
         except httpx.TimeoutException:
             reason, immediate = f"stalled: nothing received for {client.stall_timeout:g} s", False
         except httpx.ConnectError:
-            reason, immediate = f"cannot reach {client.base_url}", False
+            reason, immediate = f"cannot reach {client.display_url}", False
         except httpx.TransportError as exc:
             reason, immediate = f"connection lost ({type(exc).__name__})", False
         attempt += 1

@@ -178,3 +178,14 @@ def test_backoff_grows_with_jitter_and_caps() -> None:
     assert all(1.0 <= d <= 30.0 for d in delays)
     assert delays[0] <= 1.0 and delays[-1] >= 15.0
     assert len({round(d, 6) for d in delays}) == len(delays)
+
+
+async def test_other_client_errors_refuse_but_rate_limits_retry() -> None:
+    items, transport = await run([Script(status=400, body=b'{"detail": "Last-Event-ID must be an integer"}')])
+    assert items[-1] == Refused("Last-Event-ID must be an integer", 400)
+    assert len(transport.requests) == 1
+    items, _ = await run(
+        [Script(status=429, body=b'{"detail": "slow down"}'), Script(steps=[frame(1, "session.ended")])]
+    )
+    assert seqs(items) == [1]
+    assert any(isinstance(i, Reconnecting) and i.reason == "the server answered 429" for i in items)

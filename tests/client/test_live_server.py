@@ -438,3 +438,23 @@ async def test_follow_refusals_stop_with_the_reason(
 
     with pytest.raises(UsageError):
         await collect(client, "not-a-uuid")
+
+
+async def test_following_an_ended_session_from_its_end_just_ends(
+    client: Client, harness: HarnessClient
+) -> None:
+    agent = await new_session(harness)
+    await agent.end()
+    everything = await collect(client, agent.session_id)
+    last = event_seqs(everything)[-1]
+    items = await collect(client, agent.session_id, after=last, limit=10)
+    assert items == [Connecting(1), Live(last), Ended(last)]
+
+
+async def test_server_errors_never_carry_credentials_from_the_url(live_server: LiveServer) -> None:
+    url = live_server.url.replace("http://", "http://user:hunter2@")
+    await asyncio.to_thread(live_server.stop)
+    async with Client(url + "/?key=abc", "tok") as c:
+        with pytest.raises(ServerUnreachable) as info:
+            await c.health()
+    assert "hunter2" not in str(info.value) and "abc" not in str(info.value)
