@@ -97,3 +97,26 @@ def test_group_without_subcommand_off_a_terminal_prints_its_commands(
 ) -> None:
     assert main(["notes"]) == 2
     assert "send" in capsys.readouterr().err
+
+
+def test_plain_commands_do_not_load_textual_or_the_server(live_server) -> None:
+    """Start-up stays fast: a scripted command imports neither the full-screen app nor the server."""
+    import subprocess
+    import sys
+
+    # httpx itself loads rich (for its own optional command line): judge what we add on top of it.
+    code = (
+        "import sys\n"
+        "import httpx\n"
+        "baseline = set(sys.modules)\n"
+        "from tui.cli import main\n"
+        "assert main(['sessions', 'list', '-o', 'id']) == 0\n"
+        "assert main(['notes', 'list', '--session', '0000', '--json']) == 1\n"
+        "loaded = {name.split('.')[0] for name in set(sys.modules) - baseline}\n"
+        "print(sorted(loaded & {'textual', 'rich', 'server', 'widgets', 'uvicorn', 'fastapi'}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
