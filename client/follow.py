@@ -291,10 +291,10 @@ async def follow_local(
                             raise _Reconnect(f"gap: events {lo}-{hi} missing, fetching them", immediate=True)
         except _Reconnect as exc:
             reason, immediate = exc.reason, exc.immediate
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            reason, immediate = f"cannot reach {client.display_url}", False
         except httpx.TimeoutException:
             reason, immediate = f"stalled: nothing received for {client.stall_timeout:g} s", False
-        except httpx.ConnectError:
-            reason, immediate = f"cannot reach {client.display_url}", False
         except httpx.TransportError as exc:
             reason, immediate = f"connection lost ({type(exc).__name__})", False
         attempt += 1

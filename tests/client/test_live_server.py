@@ -458,3 +458,32 @@ async def test_server_errors_never_carry_credentials_from_the_url(live_server: L
         with pytest.raises(ServerUnreachable) as info:
             await c.health()
     assert "hunter2" not in str(info.value) and "abc" not in str(info.value)
+
+
+async def test_a_dead_server_is_retried_with_growing_backoff_until_it_returns(
+    client: Client, harness: HarnessClient, live_server: LiveServer
+) -> None:
+    agent = await new_session(harness)
+    await agent.end()
+    await client.detect_server_kind()
+    await asyncio.to_thread(live_server.stop)
+    items: list[Event | StreamStatus] = []
+    three_failures = asyncio.Event()
+
+    async def consume() -> None:
+        async for item in client.follow(agent.session_id):
+            items.append(item)
+            if sum(isinstance(i, Reconnecting) for i in items) >= 3:
+                three_failures.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(three_failures.wait(), 10)
+    await asyncio.to_thread(live_server.start)
+    await asyncio.wait_for(task, 15)
+
+    failures = [i for i in items if isinstance(i, Reconnecting)]
+    assert [f.attempt for f in failures[:3]] == [1, 2, 3]
+    assert all(f.reason.startswith("cannot reach http://127.0.0.1:") for f in failures)
+    assert all(0.05 <= f.delay <= 0.5 for f in failures)
+    seqs = event_seqs(items)
+    assert seqs == list(range(1, len(seqs) + 1)) and items[-1] == Ended(seqs[-1])
