@@ -72,16 +72,16 @@ class ApprovalsPanel(Vertical):
     DEFAULT_CSS = """
     ApprovalsPanel {
         height: auto;
-        max-height: 60%;
+        max-height: 70%;
         border: round $warning;
         border-title-color: $text;
         border-title-style: bold;
         display: none;
     }
     ApprovalsPanel.-has-pending { display: block; }
-    ApprovalsPanel > OptionList { height: auto; max-height: 16; border: none; padding: 0; }
+    ApprovalsPanel > OptionList { height: auto; max-height: 8; border: none; padding: 0; }
     ApprovalsPanel > Horizontal { height: 1; }
-    ApprovalsPanel Button { min-width: 10; height: 1; border: none; margin: 0 1 0 0; }
+    ApprovalsPanel Button { min-width: 0; width: 1fr; max-width: 16; height: 1; border: none; margin: 0 1 0 0; }
     ApprovalsPanel Static.read-only { height: 1; color: $text-muted; }
     ApprovalsPanel.-read-only > Horizontal { display: none; }
     ApprovalsPanel > Static.read-only { display: none; }
@@ -106,9 +106,9 @@ class ApprovalsPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield OptionList(id="approvals-list")
         with Horizontal():
-            yield Button("✓ Approve (a)", id="approve", variant="success", compact=True)
-            yield Button("✗ Decline (d)", id="decline", variant="error", compact=True)
-            yield Button("⇕ Args (x)", id="expand", compact=True)
+            yield Button("Approve", id="approve", variant="success", compact=True)
+            yield Button("Decline", id="decline", variant="error", compact=True)
+            yield Button("Args", id="expand", compact=True)
         yield Static("read-only: no decisions here", classes="read-only")
 
     @property

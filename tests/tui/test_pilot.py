@@ -286,3 +286,22 @@ async def test_session_end_hides_the_composer_and_q_detaches(client: Client, age
         assert "ended" in screen.query_one(Banner).message.lower()
         await pilot.press("q")
     assert app.return_value is not None and "keeps running" in app.return_value
+
+
+async def test_approve_and_expand_by_mouse(client: Client, agent: HarnessSession) -> None:
+    """The panel's buttons work with a mouse: expand shows every argument, Approve lets the call run."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        panel = screen.query_one(ApprovalsPanel)
+        args = {"command": "make deploy", "target": "staging", "notes": "x" * 300}
+        task = asyncio.create_task(agent.permission_check("Bash", args))
+        await until(pilot, lambda: panel.count == 1, "the approval")
+        approval = panel.selected
+        assert approval is not None
+        await pilot.click("#expand")
+        assert approval.id in panel.expanded
+        await pilot.click("#approve")
+        verdict = await asyncio.wait_for(task, 10)
+        assert verdict.decision == "allow"
+        await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")

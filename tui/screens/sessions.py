@@ -195,7 +195,7 @@ class SessionsScreen(Screen[None]):
         self.apply_rows()
 
     def visible_sessions(self) -> list[Session]:
-        """The rows after the active-only toggle and the filter text, newest activity first."""
+        """The rows after the active-only toggle and the filter text, newest session first."""
         now = self._clock()
         rows = self.sessions
         if self.active_only:
@@ -207,8 +207,9 @@ class SessionsScreen(Screen[None]):
                 for s in rows
                 if needle in s.id.lower() or needle in s.agent_label.lower() or needle in title_of(s).lower()
             ]
+        # Newest first by start time: a stable order, so rows do not jump about as agents work.
         epoch = datetime.min.replace(tzinfo=now.tzinfo)
-        return sorted(rows, key=lambda s: last_activity(s) or epoch, reverse=True)
+        return sorted(rows, key=lambda s: s.started_at or last_activity(s) or epoch, reverse=True)
 
     def apply_rows(self) -> None:
         """Bring the table to the visible rows, in place when the order is unchanged, keeping the cursor."""
