@@ -118,10 +118,13 @@ def create_app(
     *,
     keepalive_seconds: float = 15.0,
     permission_timeout_seconds: float = 300.0,
+    subscriber_queue_size: int = 10_000,
     on_ready: Callable[[ControlPlane], Awaitable[None] | None] | None = None,
 ) -> FastAPI:
     """A ready-to-serve app over the SQLite file ``db_path`` (created and upgraded on start)."""
-    plane = ControlPlane(Store(db_path), EventBus(), permission_timeout_seconds=permission_timeout_seconds)
+    plane = ControlPlane(
+        Store(db_path), EventBus(subscriber_queue_size), permission_timeout_seconds=permission_timeout_seconds
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

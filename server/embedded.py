@@ -57,6 +57,7 @@ class EmbeddedServer:
         keepalive_seconds: float = 15.0,
         permission_timeout_seconds: float = 300.0,
         write_local_file: bool = True,
+        subscriber_queue_size: int = 10_000,
     ) -> None:
         self.db_path = Path(db_path) if db_path is not None else paths.default_db_path()
         self.host = host
@@ -64,6 +65,7 @@ class EmbeddedServer:
         self.keepalive_seconds = keepalive_seconds
         self.permission_timeout_seconds = permission_timeout_seconds
         self.write_local_file = write_local_file
+        self.subscriber_queue_size = subscriber_queue_size
         self.token: str = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -109,6 +111,7 @@ class EmbeddedServer:
             self.db_path,
             keepalive_seconds=self.keepalive_seconds,
             permission_timeout_seconds=self.permission_timeout_seconds,
+            subscriber_queue_size=self.subscriber_queue_size,
             on_ready=on_ready,
         )
         config = uvicorn.Config(

@@ -6,9 +6,11 @@ import asyncio
 import json
 
 import httpx
+import pytest
 from srv_helpers import auth, read_stream
 
 from client.events import SessionEnded, parse_event
+from server.embedded import EmbeddedServer
 from server.harness_client import HarnessClient
 
 
@@ -141,3 +143,26 @@ async def test_seq_is_contiguous_under_concurrent_writers(live_server, harness) 
         live_server.url, live_server.token, agent.session_id, stop=lambda s: s.seqs[-1:] == [1 + 50 + 10]
     )
     assert stream.seqs == list(range(1, 62))  # 1 start + 50 deltas + 5 x (note.created + session.updated)
+
+
+async def test_a_subscriber_that_falls_behind_catches_up_from_storage(
+    isolated_dirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = EmbeddedServer(isolated_dirs / "lag.sqlite3", keepalive_seconds=0.5, subscriber_queue_size=4)
+    server.start()
+    try:
+        async with HarnessClient(server.url, server.token) as harness:
+            agent = await harness.start_session(agent_name="flood")
+            reader = asyncio.create_task(
+                read_stream(server.url, server.token, agent.session_id, stop=lambda s: len(s.frames) >= 301)
+            )
+            await asyncio.sleep(0.3)
+            for start in range(0, 300, 100):  # 100 events per commit: far more than the queue holds
+                await agent.emit(
+                    *({"type": "model.delta", "iteration": 1, "text": str(start + i)} for i in range(100))
+                )
+            stream = await asyncio.wait_for(reader, 15)
+    finally:
+        server.stop()
+    assert stream.seqs == list(range(1, 302))
+    assert [f.data["text"] for f in stream.frames[1:]] == [str(i) for i in range(300)]
