@@ -81,7 +81,9 @@ class ApprovalsPanel(Vertical):
     ApprovalsPanel.-has-pending { display: block; }
     ApprovalsPanel > OptionList { height: auto; max-height: 8; border: none; padding: 0; }
     ApprovalsPanel > Horizontal { height: 1; }
-    ApprovalsPanel Button { min-width: 0; width: 1fr; max-width: 16; height: 1; border: none; margin: 0 1 0 0; }
+    ApprovalsPanel Button {
+        min-width: 0; width: 1fr; max-width: 16; height: 1; border: none; margin: 0 1 0 0;
+    }
     ApprovalsPanel Static.read-only { height: 1; color: $text-muted; }
     ApprovalsPanel.-read-only > Horizontal { display: none; }
     ApprovalsPanel > Static.read-only { display: none; }
