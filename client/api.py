@@ -21,12 +21,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from client.backend import ApprovalPage, ServerKind, SessionFilter
+from client.backend import ApprovalPage, Backend, ServerKind, SessionFilter
 from client.errors import (
     ApiError,
     ClientError,
@@ -55,6 +55,7 @@ from client.models import (
     SessionList,
 )
 from client.status import StreamStatus
+from client.textsafe import safe_line
 
 __all__ = ["API_PREFIX", "Client", "open_client"]
 
@@ -74,6 +75,19 @@ def _display_url(url: str) -> str:
     except httpx.InvalidURL:
         return "the server"
     return str(parsed.copy_with(username=None, password=None, query=None, fragment=None))
+
+
+def _check_token(token: str | None) -> str | None:
+    """A token goes into a header: refuse one that cannot, without ever echoing it (httpx would)."""
+    if token is None or not token.strip():
+        return None
+    token = token.strip()
+    if any(not (0x21 <= ord(ch) <= 0x7E) for ch in token):
+        raise UsageError(
+            "the token contains spaces, line breaks or non-ASCII characters: copy it again "
+            "(`preloop login --with-token` reads it from standard input)"
+        )
+    return token
 
 
 class Client:
@@ -100,9 +114,9 @@ class Client:
     ) -> None:
         url = base_url.strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
-            raise UsageError(f"server URL must start with http:// or https:// (got '{url[:80]}')")
+            raise UsageError(f"server URL must start with http:// or https:// (got '{safe_line(url, 80)}')")
         self.base_url = url
-        self._token = token or None
+        self._token = _check_token(token)
         self._server_kind: ServerKind | None = server_kind
         self.timeout = timeout
         self.stall_timeout = stall_timeout if stall_timeout is not None else 2 * keepalive_interval
@@ -534,3 +548,10 @@ async def open_client(
         raise UsageError(f"server kind must be local, preloop or auto (got '{server_kind[:20]}')")
     async with Client(settings.url, settings.token, server_kind=kind, **options) as client:
         yield client
+
+
+if TYPE_CHECKING:
+
+    def _implements_backend(client: Client) -> Backend:
+        """mypy checks here that Client satisfies the Backend protocol the TUI and CLI are written against."""
+        return client

@@ -131,3 +131,15 @@ def test_prefix_matching() -> None:
         normalise_prefix("abc")
     with pytest.raises(UsageError):
         normalise_prefix("zzzz")
+
+
+def test_a_token_that_cannot_be_a_header_is_refused_without_echoing_it() -> None:
+    from client.api import Client
+
+    for bad in ("abc def-SECRET", "tok\nSECRET", "tök-SECRET"):
+        with pytest.raises(UsageError) as info:
+            Client("http://127.0.0.1:1", bad)
+        assert "SECRET" not in str(info.value)
+    client = Client("http://127.0.0.1:1", "  padded-token\n")
+    assert client.auth_headers() == {"Authorization": "Bearer padded-token"}
+    assert "padded-token" not in repr(client)
