@@ -43,7 +43,7 @@ async def list_approvals(args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = [
         [
-            a.id,
+            cell(a.id),
             short_id(a.runtime_session_id),
             cell(a.status),
             relative_time(a.requested_at, now),
@@ -57,7 +57,8 @@ async def list_approvals(args: argparse.Namespace) -> int:
         print(line)
     if status == "pending" and sys.stdout.isatty():
         print(
-            f'Decide: preloop approvals approve {items[0].id}   preloop approvals decline ID --comment "..."'
+            f"Decide: preloop approvals approve {cell(items[0].id)}   "
+            'preloop approvals decline ID --comment "..."'
         )
     return EXIT_OK
 
@@ -101,7 +102,7 @@ async def _decide(args: argparse.Namespace) -> int:
         return EXIT_OK
     comment = f' with comment "{safe_line(done.approver_comment, 200)}"' if done.approver_comment else ""
     tool = f" ({safe_line(done.tool_name)})" if done.tool_name else ""
-    print(f"Approval {done.id}{tool} {safe_line(done.status)}{comment}.")
+    print(f"Approval {cell(done.id)}{tool} {safe_line(done.status)}{comment}.")
     return EXIT_OK
 
 

@@ -77,15 +77,15 @@ async def send(args: argparse.Namespace) -> int:
     expiry = ""
     if note.expires_at is not None and note.created_at is not None:
         expiry = f"; expires in {format_duration(note.expires_at - note.created_at)} if not delivered"
-    print(f"Sent note {note.note_id} to {kind} {target} ({safe_line(note.state)}{expiry}).")
-    print(f"Withdraw it with: preloop notes withdraw {note.note_id}", file=sys.stderr)
+    print(f"Sent note {cell(note.note_id)} to {kind} {cell(target)} ({safe_line(note.state)}{expiry}).")
+    print(f"Withdraw it with: preloop notes withdraw {cell(note.note_id)}", file=sys.stderr)
     return EXIT_OK
 
 
 def _note_row(note: Note, now: datetime) -> list[str]:
     when = note.delivered_at or note.cancelled_at or note.expired_at or note.undeliverable_at
     return [
-        note.note_id,
+        cell(note.note_id),
         cell(note.state),
         relative_time(note.created_at, now),
         relative_time(when, now) if when else "-",

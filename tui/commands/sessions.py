@@ -124,7 +124,7 @@ async def list_sessions(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.output == "id":
         for row in rows:
-            print(row.id, file=out)
+            print(cell(row.id), file=out)
         return EXIT_OK
     if not rows:
         print("No sessions match.", file=out)
@@ -133,7 +133,10 @@ async def list_sessions(args: argparse.Namespace) -> int:
     headers += ["TOOLS", "MODEL", "PENDING", "TITLE"]
     table = []
     for row, title in zip(rows, titles, strict=True):
-        cells = [row.id if args.wide else short_id(row.id), cell(row.agent_label, None if args.wide else 24)]
+        cells = [
+            cell(row.id) if args.wide else short_id(row.id),
+            cell(row.agent_label, None if args.wide else 24),
+        ]
         if args.wide:
             cells.append(cell(row.agent_kind or row.session_source_type))
         cells += [
