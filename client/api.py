@@ -392,9 +392,15 @@ class Client:
                 "no answer in time" if isinstance(exc, httpx.TimeoutException) else "the connection broke"
             )
             raise NoteOutcomeUnknown(cid, reason) from None
+        if response.status_code in (502, 504):
+            # a proxy gave up waiting: the server behind it may well have created the note
+            raise NoteOutcomeUnknown(cid, f"a proxy answered {response.status_code}")
         if response.status_code >= 400:
             raise self._api_error(response, what)
-        return self._parse(response, Note)
+        try:
+            return self._parse(response, Note)
+        except InvalidResponse:
+            raise NoteOutcomeUnknown(cid, "the answer could not be read") from None
 
     async def list_notes(
         self,

@@ -143,3 +143,29 @@ def test_a_token_that_cannot_be_a_header_is_refused_without_echoing_it() -> None
     client = Client("http://127.0.0.1:1", "  padded-token\n")
     assert client.auth_headers() == {"Authorization": "Bearer padded-token"}
     assert "padded-token" not in repr(client)
+
+
+async def test_a_gateway_timeout_or_garbled_answer_to_a_note_is_outcome_unknown() -> None:
+    import httpx
+
+    from client.api import Client
+    from client.errors import NoteOutcomeUnknown, ServerError
+
+    sent: list[bytes] = []
+    answers = iter([httpx.Response(504), httpx.Response(201, text="{not json"), httpx.Response(503)])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        return next(answers)
+
+    async with Client("http://test", "t", transport=httpx.MockTransport(handler)) as c:
+        sid = "5e55e55e-0000-4000-8000-000000000001"
+        with pytest.raises(NoteOutcomeUnknown, match="a proxy answered 504"):
+            await c.send_note("hi", session_id=sid, correlation_id="c-1")
+        with pytest.raises(NoteOutcomeUnknown) as info:
+            await c.send_note("hi", session_id=sid)
+        assert info.value.correlation_id and info.value.correlation_id != "c-1"
+        with pytest.raises(ServerError):  # 503: the server said it did not take it
+            await c.send_note("hi", session_id=sid)
+    assert b'"correlation_id":"c-1"' in sent[0]
+    assert len(sent) == 3  # never re-sent behind the caller's back
