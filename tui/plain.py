@@ -166,6 +166,12 @@ class LineJoiner:
     def pending(self) -> bool:
         return bool(self._parts)
 
+    def flush(self) -> str:
+        """Whatever was being continued when input ended ("" if nothing)."""
+        text = "\n".join(self._parts)
+        self._parts = []
+        return text
+
     def feed(self, line: str) -> str | None:
         """Return the complete input once a line does not end in ``\\``; None while it continues."""
         line = line.rstrip("\r\n")
@@ -461,11 +467,10 @@ async def follow_plain(
             while True:
                 line = await queue.get()
                 if line is None:
-                    if joiner.pending:
-                        text = joiner.feed("")
-                        command = parse_input(text or "")
-                        if command is not None:
-                            await steer.run(command)
+                    # End of input in the middle of a continued note: send what was typed.
+                    command = parse_input(joiner.flush())
+                    if command is not None:
+                        await steer.run(command)
                     return
                 text = joiner.feed(line)
                 if text is None:

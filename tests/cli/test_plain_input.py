@@ -56,3 +56,10 @@ def test_trailing_backslash_continues_a_note_over_lines() -> None:
 
 def test_escaped_trailing_backslash_ends_the_line() -> None:
     assert LineJoiner().feed("C:\\path\\\\") == "C:\\path\\"
+
+
+def test_input_ending_mid_note_sends_what_was_typed() -> None:
+    joiner = LineJoiner()
+    assert joiner.feed("one\\") is None and joiner.feed("two\\") is None
+    assert joiner.flush() == "one\ntwo"
+    assert joiner.flush() == "" and parse_input("") is None
