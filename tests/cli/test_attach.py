@@ -228,3 +228,23 @@ async def test_ctrl_c_exits_130_quietly(live_server) -> None:
         assert await asyncio.wait_for(proc.wait(), 10) == 130
         rest = (await proc.stderr.read()).decode()
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
+
+
+async def test_server_restart_mid_attach_is_a_notice_and_the_stream_resumes(live_server) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id, "--json", "--read-only")
+        assert proc.stderr is not None and proc.stdout is not None
+        await _read_until(proc.stderr, "-- live")
+        await agent.run_started("before the restart")
+        before = await _read_until(proc.stdout, "before the restart")
+        await asyncio.to_thread(live_server.stop)
+        await _read_until(proc.stderr, "reconnecting in")
+        await asyncio.to_thread(live_server.start)
+        await agent.run_started("after the restart")
+        after = await _read_until(proc.stdout, "after the restart")
+        await agent.end()
+        rest = (await asyncio.wait_for(proc.stdout.read(), 20)).decode().splitlines()
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    seqs = [json.loads(line)["seq"] for line in [*before, *after, *rest] if line.strip()]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # nothing lost, nothing twice
