@@ -5,8 +5,12 @@ one chunk and a ``\\n`` at the start of the next are one line end); ``:`` lines 
 ``data:`` lines join with ``\\n``; ``id:`` sets the last event id (ignored if it contains NUL) and persists
 across events; ``retry:`` (digits only) sets :attr:`SSEDecoder.retry_ms`; a block without ``data`` is not
 dispatched; an event cut off by the end of the stream is dropped. Chunks may split anywhere, even inside
-a UTF-8 sequence: lines are only decoded once complete, and ``\\r``/``\\n`` never occur inside a multi-byte
-sequence.
+a UTF-8 sequence: the complete lines of a chunk are decoded in one go (``\\r``/``\\n`` never occur inside a
+multi-byte sequence) and the unfinished last line waits for the next chunk. Invalid UTF-8 becomes U+FFFD.
+
+Speed: frames of the canonical shape our server writes (``id``, ``event``, one ``data`` line) are cut out
+of the text by one regex ``split`` per chunk; anything else goes line by line, with identical results (a
+test checks both against a plain reading of the spec on random streams cut at random places).
 
 Keeping this separate from the connection means it is tested byte by byte, at every split offset, without
 a network, and the follower (:mod:`client.follow`) only deals with connecting and ordering.
@@ -19,14 +23,11 @@ from typing import NamedTuple
 
 __all__ = ["SSEDecoder", "SSEFrame"]
 
-_BOM = b"\xef\xbb\xbf"
-# The shape every frame of our server has, with any comment (keep-alive) or blank lines before it. A chunk
-# made only of these is split in one C call; anything else takes the line-by-line path.
-_CANONICAL = re.compile(
-    rb"(?<![^\n])((?::[^\n]*\n|\n)*)id: ([^\n\x00]*)\nevent: ([^\n]*)\ndata: ([^\n]*)\n\n"
-)
-_ONE_FRAME = re.compile(rb"id: ([^\n\x00]*)\nevent: ([^\n]*)\ndata: ([^\n]*)\n\n")
-_COMMENT = re.compile(rb"(?m)^:")
+# The shape every frame of our server has, with any comment (keep-alive) or blank lines before it. Text made
+# only of these is split in one C call; anything else takes the line-by-line path.
+_CANONICAL = re.compile(r"(?<![^\n])((?::[^\n]*\n|\n)*)id: ([^\n\x00]*)\nevent: ([^\n]*)\ndata: ([^\n]*)\n\n")
+_ONE_FRAME = re.compile(r"id: ([^\n\x00]*)\nevent: ([^\n]*)\ndata: ([^\n]*)\n\n")
+_COMMENT = re.compile(r"(?m)^:")
 
 
 class SSEFrame(NamedTuple):
@@ -57,8 +58,8 @@ class SSEDecoder:
         self._buffer = b""
         self._pending_cr = False
         self._first_line = True
-        self._event = b""
-        self._data: list[bytes] = []
+        self._event = ""
+        self._data: list[str] = []
         self._last_id = ""
         self._retry_seen: int | None = None
         self.retry_ms: int | None = None
@@ -86,104 +87,93 @@ class SSEDecoder:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if self._buffer:
             chunk = self._buffer + chunk
+        # Only complete lines are decoded, all at once: a newline never sits inside a UTF-8 sequence.
+        cut = chunk.rfind(b"\n") + 1
+        self._buffer = chunk[cut:]
+        if not cut:
+            return []
+        text = chunk[:cut].decode("utf-8", "replace")
         if self._first_line:
-            if len(chunk) < 3 and _BOM.startswith(chunk):
-                self._buffer = chunk
-                return []
             self._first_line = False
-            if chunk.startswith(_BOM):
-                chunk = chunk[3:]
-        out: list[SSEFrame] = []
-        pieces = _CANONICAL.split(chunk)
-        # pieces = [between, prefix, id, event, data, between, ..., tail]. Fast path: the matches are back to
-        # back, the first starts at a line start, and no event is under way when it starts.
-        if len(pieces) > 1 and not any(pieces[5:-1:5]):
-            head = pieces[0]
-            if not head or head[-1] == 0x0A:
-                fed = len(head) + len(pieces[1])
-                if head:
-                    # finish the event under way first (its blank line is in the first match's prefix)
-                    self._feed_lines(head + pieces[1], out)
-                    pieces[1] = b""
-                if not (self._data or self._event or self._retry_seen is not None):
-                    prefixes = b"".join(pieces[1::5])
-                    if prefixes:
-                        self.comments += len(_COMMENT.findall(prefixes))
-                    out += [
-                        SSEFrame(
-                            e.decode("utf-8", "replace"),
-                            d.decode("utf-8", "replace"),
-                            i.decode("utf-8", "replace"),
-                        )
-                        for i, e, d in zip(pieces[2::5], pieces[3::5], pieces[4::5], strict=True)
-                    ]
-                    self._last_id = out[-1].id
-                    chunk = pieces[-1]
-                elif head:
-                    chunk = chunk[fed:]
-        # Line by line (still taking whole canonical frames in one match when no event is under way).
-        pos = 0
-        match = _ONE_FRAME.match
-        while True:
-            if not (self._data or self._event or self._retry_seen is not None):
-                m = match(chunk, pos)
-                while m is not None:
-                    ident, event, data = m.groups()
-                    self._last_id = ident.decode("utf-8", "replace")
-                    out.append(
-                        SSEFrame(
-                            event.decode("utf-8", "replace"), data.decode("utf-8", "replace"), self._last_id
-                        )
-                    )
-                    pos = m.end()
-                    m = match(chunk, pos)
-            end = chunk.find(b"\n", pos)
-            if end < 0:
-                break
-            self._line(chunk[pos:end], out)
-            pos = end + 1
-        self._buffer = chunk[pos:]
-        return out
-
-    def _feed_lines(self, text: bytes, out: list[SSEFrame]) -> None:
-        for line in text.split(b"\n")[:-1]:
-            self._line(line, out)
+            text = text.removeprefix("\ufeff")
+        return self._text(text)
 
     def flush(self) -> list[SSEFrame]:
         """The stream ended: an unterminated event is dropped, as the spec says. Resets line state."""
         self._buffer = b""
         self._pending_cr = False
-        self._event = b""
+        self._event = ""
         self._data = []
         return []
 
-    def _line(self, line: bytes, out: list[SSEFrame]) -> None:
+    def _idle(self) -> bool:
+        return not (self._data or self._event or self._retry_seen is not None)
+
+    def _text(self, text: str) -> list[SSEFrame]:
+        out: list[SSEFrame] = []
+        pieces = _CANONICAL.split(text)
+        # pieces = [between, prefix, id, event, data, between, ..., tail]. Fast path: the matches are back to
+        # back, the first starts at a line start, and no event is under way when it starts.
+        if len(pieces) > 1 and not any(pieces[5:-1:5]):
+            head = pieces[0]
+            fed = len(head) + len(pieces[1])
+            if head:
+                # finish what came before (an event under way ends with the first match's prefix)
+                self._lines(head + pieces[1], out)
+                pieces[1] = ""
+            if self._idle():
+                prefixes = "".join(pieces[1::5])
+                if prefixes:
+                    self.comments += len(_COMMENT.findall(prefixes))
+                ids = pieces[2::5]
+                out += map(SSEFrame, pieces[3::5], pieces[4::5], ids)
+                self._last_id = ids[-1]
+                text = pieces[-1]
+            elif head:
+                text = text[fed:]  # still under way: the rest goes line by line
+        self._lines(text, out)
+        return out
+
+    def _lines(self, text: str, out: list[SSEFrame]) -> None:
+        """Complete lines one by one, still taking whole canonical frames in one match when idle."""
+        pos = 0
+        match = _ONE_FRAME.match
+        end_of_text = len(text)
+        while pos < end_of_text:
+            if self._idle():
+                m = match(text, pos)
+                while m is not None:
+                    ident, event, data = m.groups()
+                    self._last_id = ident
+                    out.append(SSEFrame(event, data, ident))
+                    pos = m.end()
+                    m = match(text, pos)
+                if pos >= end_of_text:
+                    break
+            end = text.find("\n", pos)
+            self._line(text[pos:end], out)
+            pos = end + 1
+
+    def _line(self, line: str, out: list[SSEFrame]) -> None:
         if not line:
             if self._data:
-                out.append(
-                    SSEFrame(
-                        self._event.decode("utf-8", "replace"),
-                        b"\n".join(self._data).decode("utf-8", "replace"),
-                        self._last_id,
-                        self._retry_seen,
-                    )
-                )
+                out.append(SSEFrame(self._event, "\n".join(self._data), self._last_id, self._retry_seen))
                 self._data = []
-            self._event = b""
+            self._event = ""
             self._retry_seen = None
             return
-        if line[0] == 0x3A:  # ":" comment
+        if line[0] == ":":
             self.comments += 1
             return
-        name, _, value = line.partition(b":")
-        if value[:1] == b" ":
+        name, _, value = line.partition(":")
+        if value[:1] == " ":
             value = value[1:]
-        if name == b"data":
+        if name == "data":
             self._data.append(value)
-        elif name == b"event":
+        elif name == "event":
             self._event = value
-        elif name == b"id":
-            if b"\0" not in value:
-                self._last_id = value.decode("utf-8", "replace")
-        elif name == b"retry" and value.isdigit():
+        elif name == "id":
+            if "\0" not in value:
+                self._last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
             self.retry_ms = self._retry_seen = int(value)

@@ -85,6 +85,8 @@ def test_retry_must_be_digits() -> None:
     decoder = SSEDecoder()
     decoder.feed(b"retry: soon\ndata: x\n\n")
     assert decoder.retry_ms is None
+    decoder.feed("retry: \u0663\n\n".encode())  # an Arabic-Indic three is a digit, but not an ASCII one
+    assert decoder.retry_ms is None
     decoder.feed(b"retry: 10\n\n")
     assert decoder.retry_ms == 10
 
