@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -121,6 +122,28 @@ async def test_sessions_list_filters_paging_detail_and_end(
     finished = await client.end_session(a.session_id)
     assert finished.ended
     assert (await client.get_session(a.session_id)).ended
+
+
+async def test_every_session_filter_reaches_the_server(client: Client, harness: HarnessClient) -> None:
+    parent = await new_session(harness, "lead", agent_kind="codex")
+    child = await new_session(
+        harness, "helper", parent_session_id=parent.session_id, flow_execution_id="flow-7"
+    )
+    other = await new_session(harness, "loner")
+
+    async def ids(**kw: Any) -> set[str]:
+        return {s.id for s in (await client.list_sessions(SessionFilter(**kw), limit=100)).items}
+
+    everyone = {parent.session_id, child.session_id, other.session_id}
+    assert await ids(agent="helper") == {child.session_id}
+    assert await ids(agent_kind="codex") == {parent.session_id}
+    assert await ids(parent_session_id=parent.session_id) == {child.session_id}
+    assert await ids(flow_execution_id="flow-7") == {child.session_id}
+    assert await ids(active_within_minutes=5) == everyone
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    assert await ids(start_date=hour_ago) == everyone
+    assert await ids(start_date=hour_ago + timedelta(hours=2)) == set()
+    assert await ids(status="all", agent="nobody") == set()
 
 
 async def test_short_ids_resolve_across_pages(
