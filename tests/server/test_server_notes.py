@@ -219,3 +219,18 @@ async def test_notes_list_filters_and_pages(http, harness) -> None:
         )
     ).json()
     assert [n["note_id"] for n in pending["notes"]] == [ids[2], ids[1]]
+
+
+async def test_execution_targeted_note_reaches_the_session_of_that_flow_execution(http, harness) -> None:
+    execution = "5b0b7a52-8f4e-4d8c-9d2e-0c2f4f6f9a11"
+    agent = await harness.start_session(agent_name="flow-step", flow_execution_id=execution)
+    created = await http.post(
+        "/api/v1/operator-notes", json={"text": "for the flow", "execution_id": execution}
+    )
+    assert created.status_code == 201
+    pulled = await agent.claim_notes()
+    assert [n.note_id for n in pulled.notes] == [created.json()["note_id"]]
+    unknown = await http.post(
+        "/api/v1/operator-notes", json={"text": "x", "execution_id": "00000000-0000-0000-0000-000000000000"}
+    )
+    assert unknown.status_code == 404

@@ -166,3 +166,17 @@ async def test_a_subscriber_that_falls_behind_catches_up_from_storage(
         server.stop()
     assert stream.seqs == list(range(1, 302))
     assert [f.data["text"] for f in stream.frames[1:]] == [str(i) for i in range(300)]
+
+
+async def test_a_client_that_goes_away_is_unsubscribed(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="leaver")
+    plane = live_server.server.plane
+    stream = await read_stream(
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: bool(s.frames)
+    )
+    assert stream.seqs == [1]  # the reader has hung up
+    for _ in range(100):  # noticed at the latest when the next keepalive cannot be written (0.5 s here)
+        if plane.bus.subscriber_count(agent.session_id) == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert plane.bus.subscriber_count(agent.session_id) == 0
