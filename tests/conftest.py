@@ -2,7 +2,8 @@
 
 ``live_server`` (function scope) is a started :class:`server.embedded.EmbeddedServer` on a fresh SQLite
 file in ``tmp_path``, with ``PRELOOP_STATE_DIR`` / ``PRELOOP_CONFIG_DIR`` / ``PRELOOP_DATA_DIR`` pointed at
-temporary folders so nothing touches the real home. It exposes:
+temporary folders so nothing touches the real home (an autouse fixture does that for every test; the
+``isolated_dirs`` fixture puts them under ``tmp_path``, as ``tmp_path/state`` etc.). It exposes:
 
 * ``url``, ``token`` (operator token of the first account), ``other_token`` (a second account's operator
   token: its view must never show the first account's sessions), ``db_path``;
@@ -52,6 +53,14 @@ class LiveServer:
 
     def harness(self) -> HarnessClient:
         return HarnessClient(self.url, self.token)
+
+
+@pytest.fixture(autouse=True)
+def _never_the_real_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Safety net for every test: preloop's state/config/data dirs point at a throwaway folder."""
+    home = tmp_path_factory.mktemp("preloop-home")
+    for name in ("STATE", "CONFIG", "DATA"):
+        monkeypatch.setenv(f"PRELOOP_{name}_DIR", str(home / name.lower()))
 
 
 @pytest.fixture
