@@ -138,14 +138,24 @@ class ApprovalsPanel(Vertical):
 
     def upsert(self, approval: Approval) -> bool:
         """Apply an approval as it now is; returns True if a pending one left the list."""
-        if approval.pending:
-            self.approvals[approval.id] = approval
+        return bool(self.apply([approval]))
+
+    def apply(self, approvals: Iterable[Approval]) -> list[Approval]:
+        """Apply a batch (one frame of events) with one rebuild; returns the shown ones that left."""
+        left: list[Approval] = []
+        changed = False
+        for approval in approvals:
+            if approval.pending:
+                self.approvals[approval.id] = approval
+                changed = True
+            elif approval.id in self.approvals:
+                del self.approvals[approval.id]
+                self.expanded.discard(approval.id)
+                left.append(approval)
+                changed = True
+        if changed:
             self._rebuild()
-            return False
-        if approval.id in self.approvals:
-            self.drop(approval.id)
-            return True
-        return False
+        return left
 
     def drop(self, approval_id: str) -> None:
         """Drop an approval that is no longer pending."""

@@ -90,21 +90,21 @@ class NotesPanel(OptionList):
             self.set_options([Option(hint, disabled=True)])
 
     def upsert_many(self, notes: Iterable[Note]) -> None:
-        """Merge a list (e.g. ``list_notes`` on attach) without going backwards in state."""
-        for note in notes:
-            self.upsert(note)
-
-    def upsert(self, note: Note) -> None:
-        """Add a new note or replace a known one (newest event wins, terminal states never revert)."""
-        known = self.notes.get(note.note_id)
-        was_terminal = known is not None and known.note_state is not None and known.note_state.terminal
-        if was_terminal and (note.note_state is None or not note.note_state.terminal):
-            return
-        self.notes[note.note_id] = note
+        """Merge a batch (``list_notes`` on attach, or one frame of events) with at most one rebuild."""
         now = self._clock()
-        if known is not None:
-            self.replace_option_prompt(note.note_id, note_prompt(note, now))
-        else:
+        added = False
+        replaced: list[Note] = []
+        for note in notes:
+            known = self.notes.get(note.note_id)
+            was_terminal = known is not None and known.note_state is not None and known.note_state.terminal
+            if was_terminal and (note.note_state is None or not note.note_state.terminal):
+                continue  # a late or replayed event must not move a finished note backwards
+            self.notes[note.note_id] = note
+            if known is None:
+                added = True
+            else:
+                replaced.append(note)
+        if added:
             highlighted = self.highlighted_note
             ordered = sorted(self.notes.values(), key=_created_key, reverse=True)
             self.set_options([Option(note_prompt(n, now), id=n.note_id) for n in ordered])
@@ -112,7 +112,15 @@ class NotesPanel(OptionList):
                 self.highlighted = self.get_option_index(highlighted.note_id)
             elif self.option_count:
                 self.highlighted = 0
-        self._update_title()
+        else:
+            for note in replaced:
+                self.replace_option_prompt(note.note_id, note_prompt(note, now))
+        if added or replaced:
+            self._update_title()
+
+    def upsert(self, note: Note) -> None:
+        """Add a new note or replace a known one (newest wins; terminal states never revert)."""
+        self.upsert_many([note])
 
     @property
     def highlighted_note(self) -> Note | None:

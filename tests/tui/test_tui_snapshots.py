@@ -156,3 +156,12 @@ def test_help_screen(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(_app(FakeBackend(sessions=data.sessions())), run_before=_help)
+
+
+def test_attach_no_color(snap_compare: Any, monkeypatch: Any) -> None:
+    """NO_COLOR: no colours at all, yet every state still reads from its icon and word."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = _attach_app(
+        [Live(), *data.streaming_script()], approvals=[data.approval()], notes=data.notes_all_states()[:4]
+    )
+    assert snap_compare(app, run_before=_settle)

@@ -52,6 +52,9 @@ from widgets.timeline_view import TimelineView
 FRAME = 1 / 60
 """Events are applied and the view synced at most this often."""
 
+BINDINGS_EVERY = 0.2
+"""Key availability (and so the footer) is re-checked at most this often while events pour in."""
+
 STALE_NOTICE_WINDOW = timedelta(seconds=10)
 """An approval decided elsewhere is announced only if the decision is this recent (not replayed history)."""
 
@@ -112,45 +115,61 @@ class AttachScreen(Screen[None]):
         self._flush_scheduled = False
         self._decided_here: set[str] = set()
         self._attached_at = clock()
+        self._bindings_refresh_scheduled = False
 
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        yield SessionHeader(self.session_id, read_only=self.read_only, clock=self._clock, id="header")
-        yield Banner(id="banner")
+        # Widgets are kept by reference: workers and timers may still touch them while the screen is
+        # being torn down, when a query would no longer find them.
+        self._header = SessionHeader(
+            self.session_id, read_only=self.read_only, clock=self._clock, id="header"
+        )
+        self._banner = Banner(id="banner")
+        self._view = TimelineView(self.timeline, id="timeline")
+        self._approvals = ApprovalsPanel(read_only=self.read_only, id="approvals")
+        self._notes = NotesPanel(clock=self._clock, id="notes")
+        self._send_error = Static("", id="send-error")
+        self._composer = Composer(id="composer")
+        yield self._header
+        yield self._banner
         with Horizontal(id="body"):
-            yield TimelineView(self.timeline, id="timeline")
+            yield self._view
             with Vertical(id="side"):
-                yield ApprovalsPanel(read_only=self.read_only, id="approvals")
-                yield NotesPanel(clock=self._clock, id="notes")
-        yield Static("", id="send-error")
-        yield Composer(id="composer")
+                yield self._approvals
+                yield self._notes
+        yield self._send_error
+        yield self._composer
         yield Footer()
 
     def on_mount(self) -> None:
         self._update_composer_visibility()
-        self.query_one(TimelineView).focus()
+        self._view.focus()
         self.load_initial()
 
     @property
     def composer(self) -> Composer:
-        return self.query_one(Composer)
+        return self._composer
 
     @property
     def notes_panel(self) -> NotesPanel:
-        return self.query_one(NotesPanel)
+        return self._notes
 
     @property
     def approvals_panel(self) -> ApprovalsPanel:
-        return self.query_one(ApprovalsPanel)
+        return self._approvals
 
     @property
     def header(self) -> SessionHeader:
-        return self.query_one(SessionHeader)
+        return self._header
 
     @property
     def banner(self) -> Banner:
-        return self.query_one(Banner)
+        return self._banner
+
+    @property
+    def view(self) -> TimelineView:
+        return self._view
 
     # ------------------------------------------------------------------ loading and streaming
 
@@ -194,28 +213,31 @@ class AttachScreen(Screen[None]):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if not self._buffer:
+        if not self._buffer or not self.is_attached:
             return
         batch, self._buffer = self._buffer, []
         self.timeline.apply_many(batch)
-        pending_changed = False
+        # Panels take the net change of the whole batch: one rebuild each, however many events.
+        notes: dict[str, Note] = {}
+        approvals: dict[str, tuple[Approval, datetime]] = {}
         for event in batch:
             if isinstance(event, NoteEvent):
-                self.notes_panel.upsert(event.note)
-            elif isinstance(event, ApprovalRequested):
-                self.approvals_panel.upsert(event.approval)
-                pending_changed = True
-            elif isinstance(event, ApprovalDecided):
-                self._approval_left(event.approval, event.at)
-                pending_changed = True
+                notes[event.note.note_id] = event.note
+            elif isinstance(event, ApprovalRequested | ApprovalDecided):
+                approvals[event.approval.id] = (event.approval, event.at)
             elif isinstance(event, SessionEnded):
                 self._set_session(event.session)
                 self._mark_ended(event.reason)
+        if notes:
+            self.notes_panel.upsert_many(notes.values())
+        if approvals:
+            left = self.approvals_panel.apply(a for a, _ in approvals.values())
+            for approval in left:
+                self._announce_decided_elsewhere(approval, approvals[approval.id][1])
+            self._pending_changed()
         if self.timeline.session is not None and self.timeline.session is not self.session:
             self._set_session(self.timeline.session)
-        if pending_changed:
-            self._pending_changed()
-        self.query_one(TimelineView).sync()
+        self._view.sync()
 
     def apply_status(self, status: StreamStatus) -> None:
         """Show a connection state change in the header and, when it needs attention, the banner."""
@@ -265,23 +287,34 @@ class AttachScreen(Screen[None]):
         hidden = self.read_only or self.ended
         self.set_class(hidden, "-no-composer")
         if hidden and self.composer.has_focus:
-            self.query_one(TimelineView).focus()
+            self._view.focus()
 
     # ------------------------------------------------------------------ approvals
 
-    def _approval_left(self, approval: Approval, at: datetime) -> None:
-        left = self.approvals_panel.upsert(approval)
-        if not left or approval.id in self._decided_here:
+    def _announce_decided_elsewhere(self, approval: Approval, at: datetime) -> None:
+        """A shown approval stopped being pending and not by this screen: say so (unless it is history)."""
+        if approval.id in self._decided_here or at < self._attached_at - STALE_NOTICE_WINDOW:
             return
-        if at >= self._attached_at - STALE_NOTICE_WINDOW:
-            tool = safe_line(approval.tool_name or "tool", 40)
-            self.notify(
-                f"The {tool} approval was {safe_line(approval.status, 20)} elsewhere.",
-                title="Approval no longer pending",
-            )
+        tool = safe_line(approval.tool_name or "tool", 40)
+        self.notify(
+            f"The {tool} approval was {safe_line(approval.status, 20)} elsewhere.",
+            title="Approval no longer pending",
+        )
 
     def _pending_changed(self) -> None:
-        self.header.set_pending(self.approvals_panel.count)
+        count = self.approvals_panel.count
+        if count != self.header.pending_approvals:
+            self.header.set_pending(count)
+            self._bindings_changed()
+
+    def _bindings_changed(self) -> None:
+        """Re-check which keys apply, at most every ``BINDINGS_EVERY`` s: the footer re-composes each time."""
+        if not self._bindings_refresh_scheduled:
+            self._bindings_refresh_scheduled = True
+            self.set_timer(BINDINGS_EVERY, self._refresh_bindings_now)
+
+    def _refresh_bindings_now(self) -> None:
+        self._bindings_refresh_scheduled = False
         self.refresh_bindings()
 
     def action_approve(self) -> None:
@@ -365,7 +398,7 @@ class AttachScreen(Screen[None]):
         self._show_send_error(event.reason)
 
     def _show_send_error(self, reason: str) -> None:
-        line = self.query_one("#send-error", Static)
+        line = self._send_error
         line.update(Text(f"✗ {safe_line(reason, 300)}"))
         line.set_class(bool(reason), "-shown")
 
@@ -430,13 +463,13 @@ class AttachScreen(Screen[None]):
 
     def action_toggle_commentary(self) -> None:
         """Fold the agent's narration to one line per step (or unfold it)."""
-        view = self.query_one(TimelineView)
+        view = self._view
         view.collapse_commentary = not view.collapse_commentary
 
     def action_back(self) -> None:
         """Escape: out of the composer first, then back to the sessions list."""
         if self.composer.has_focus:
-            self.query_one(TimelineView).focus()
+            self._view.focus()
             return
         self._leave(False)
 
@@ -458,7 +491,7 @@ class AttachScreen(Screen[None]):
 
     @on(NotesPanel.OptionHighlighted)
     def _note_highlighted(self) -> None:
-        self.refresh_bindings()
+        self._bindings_changed()
 
     def describe(self) -> str:
         """A one-line name of the session for notices ("a1b2c3d4 (agent)")."""
