@@ -217,9 +217,11 @@ def create_app(
                 start = int(last_event_id.strip())
             except ValueError:
                 raise ApiError(400, "Last-Event-ID must be an integer event id") from None
-        sid, _, _ = await plane.session_status(op, session_id)
+        sid, _, last_seq = await plane.session_status(op, session_id)
+        # A resume point beyond the newest event (e.g. an id from a database that was reset) must not
+        # hide every new event: start from the newest one instead.
         return StreamingResponse(
-            _sse(plane, sid, max(start, 0), keepalive_seconds),
+            _sse(plane, sid, min(max(start, 0), last_seq), keepalive_seconds),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )

@@ -1048,7 +1048,12 @@ def _note_block(row: aiosqlite.Row) -> str:
     at = created.isoformat() if created else ""
     author = _xml_attr(str(row["author_display"]))
     head = f'<operator-note id="{row["id"]}" from="{author}" auth="token" at="{at}">'
-    return f"{head}\n{row['text']}\n</operator-note>"
+    # The text is escaped so a note cannot close its own element and forge another one.
+    return f"{head}\n{_xml_text(row['text'])}\n</operator-note>"
+
+
+def _xml_text(value: str) -> str:
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _xml_attr(value: str) -> str:

@@ -180,3 +180,20 @@ async def test_a_client_that_goes_away_is_unsubscribed(live_server, harness) -> 
             break
         await asyncio.sleep(0.05)
     assert plane.bus.subscriber_count(agent.session_id) == 0
+
+
+async def test_a_resume_point_beyond_the_newest_event_still_gets_new_events(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="stale-id")
+    reader = asyncio.create_task(
+        read_stream(
+            live_server.url,
+            live_server.token,
+            agent.session_id,
+            last_event_id="999",
+            stop=lambda s: bool(s.frames),
+        )
+    )
+    await asyncio.sleep(0.2)
+    await agent.run_started("after a reset")
+    stream = await asyncio.wait_for(reader, 10)
+    assert stream.types == ["run.started"] and stream.seqs == [2]
