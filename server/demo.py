@@ -368,33 +368,31 @@ class DemoAgent:
         await session.step(iteration, "commentary", text, tool_calls=tools)
 
     async def _task(self, session: HarnessSession, task: Task, iteration: int) -> int:
+        """One run. Notes are claimed at every turn boundary, including the last one: notes that arrive
+        while the agent is finishing get their own step (narrated and acted on) before the answer."""
         state = _State()
         await session.run_started(task.title)
-        for step in task.steps:
+        steps = list(task.steps)
+        while True:
             iteration += 1
             notes = await self._claim(session, iteration)
             state.notes.extend(notes)
-            narration = step.narration
-            if state.declined:
-                narration = f"Changing plan because {state.declined[-1]}. " + narration
-            extra: list[Tool] = []
+            if not steps and not notes:
+                break
+            step = steps.pop(0) if steps else Step("Then I'll wrap up.")
+            narration, tools = step.narration, step.tools
             if notes:
                 quoted = "; ".join(f"“{n}”" for n in notes)
-                plan, extra, stop = _follow(notes)
-                narration = f"Operator note received: {quoted} — switching to {plan}. " + (
-                    "" if stop else narration
-                )
+                plan, extra, stop = _follow(notes, web="frontend" in self.spec.cwd)
                 if stop:
-                    await self._say(session, iteration, narration, 0)
+                    await self._say(session, iteration, f"Operator note received: {quoted} — {plan}.", 0)
                     await session.run_cancelled(f"stopped at the operator's request: {notes[-1]}")
                     return iteration
-            tools = (*extra, *step.tools)
+                narration = f"Operator note received: {quoted} — switching to {plan}. {narration}"
+                tools = (*extra, *tools)
             await self._say(session, iteration, narration, len(tools))
             for tool in tools:
                 iteration = await self._tool(session, iteration, tool, state)
-        iteration += 1
-        notes = await self._claim(session, iteration)
-        state.notes.extend(notes)
         answer = task.answer
         if state.declined:
             answer += f" Note: {state.declined[-1]}, so I took the safer path instead."
@@ -436,7 +434,7 @@ class DemoAgent:
         await session.tool_completed(call, tool.name, duration_ms=elapsed, result_summary=tool.result)
 
 
-def _follow(notes: list[str]) -> tuple[str, list[Tool], bool]:
+def _follow(notes: list[str], *, web: bool = False) -> tuple[str, list[Tool], bool]:
     """How the agent acts on notes: ``(what it says it will do, extra tool calls, stop the task)``."""
     text = " ".join(notes).lower()
     if any(word in text for word in ("stop", "abort", "halt", "pause")):
@@ -444,10 +442,18 @@ def _follow(notes: list[str]) -> tuple[str, list[Tool], bool]:
     extra: list[Tool] = []
     plans: list[str] = []
     if "test" in text:
-        extra.append(_bash("pytest -q", 2.0, "212 passed in 8.2s"))
+        extra.append(
+            _bash("npm test -- --watch=false", 2.6, "33 passed")
+            if web
+            else _bash("pytest -q", 2.0, "212 passed in 8.2s")
+        )
         plans.append("running the tests first")
     if "lint" in text or "ruff" in text:
-        extra.append(_bash("ruff check .", 0.8, "All checks passed!"))
+        extra.append(
+            _bash("npm run lint", 1.1, "0 problems")
+            if web
+            else _bash("ruff check .", 0.8, "All checks passed!")
+        )
         plans.append("running the linter first")
     if "staging" in text:
         extra.append(_grep("DATABASE_URL", ".env.staging", 1))
