@@ -74,3 +74,30 @@ async def test_demo_agents_work_take_notes_and_change_plan_on_decline(live_serve
     answers = [f.data["answer"] for f in stream.frames if f.event == "run.completed"]
     assert answers and all(answers)
     assert "model.delta" in stream.types and "approval.requested" in stream.types
+
+
+async def test_same_seed_same_work(live_server) -> None:
+    """A seed makes a demo repeatable: two runs narrate in the same chunks and call the same tools."""
+    runs = []
+    for _ in range(2):
+        handle = start_demo_agents(live_server.url, live_server.token, pace=100.0, seed=5, agents=1)
+        try:
+            async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
+                for _ in range(200):
+                    mine = [s for s in await _sessions(http) if s["id"] not in {r[0] for r in runs}]
+                    if mine:
+                        break
+                    await asyncio.sleep(0.05)
+            sid = mine[0]["id"]
+            stream = await read_stream(
+                live_server.url, live_server.token, sid, stop=lambda s: "run.completed" in s.types, seconds=20
+            )
+        finally:
+            handle.stop()
+        work = [
+            (f.event, f.data.get("text") or f.data.get("name") or f.data.get("answer"))
+            for f in stream.frames
+            if f.event in ("model.delta", "model.step", "tool.started", "run.completed")
+        ]
+        runs.append((sid, work))
+    assert runs[0][1] == runs[1][1] and len(runs[0][1]) > 10
