@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 
 from client.api import Client
 from client.models import NoteState
-from client.status import Live
+from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
 from tui.app import PreloopApp
@@ -305,3 +305,61 @@ async def test_approve_and_expand_by_mouse(client: Client, agent: HarnessSession
         verdict = await asyncio.wait_for(task, 10)
         assert verdict.decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
+
+
+async def test_sessions_filter_active_only_and_cursor_survives_refresh(
+    client: Client, live_server: LiveServer
+) -> None:
+    """/ filters, a hides ended sessions, and the timed refresh keeps the cursor on the same session."""
+    harness = live_server.harness()
+    alpha = await harness.start_session(agent_name="alpha", title="Alpha task")
+    beta = await harness.start_session(agent_name="beta", title="Beta task")
+    gamma = await harness.start_session(agent_name="gamma", title="Gamma task")
+    await gamma.end()
+    app = PreloopApp(client, refresh_interval=0.2)
+    async with harness, app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
+        sessions = app.screen
+        assert isinstance(sessions, SessionsScreen)
+        table = sessions.query_one("#sessions-table", DataTable)
+        await until(pilot, lambda: table.row_count == 3, "three rows")
+
+        def cursor_id() -> str:
+            return str(table.coordinate_to_cell_key(table.cursor_coordinate)[0].value)
+
+        await pilot.press("down")
+        chosen = cursor_id()
+        await beta.narrate(1, ["working"])  # activity changes a row while we look
+        await pilot.pause(0.7)  # several refreshes
+        assert cursor_id() == chosen
+
+        await pilot.press("a")
+        await until(pilot, lambda: table.row_count == 2, "ended session hidden")
+        assert gamma.session_id not in [str(k.value) for k in table.rows]
+        await pilot.press("a")
+        await until(pilot, lambda: table.row_count == 3, "all sessions again")
+
+        await pilot.press("slash", *"alpha")
+        await until(pilot, lambda: table.row_count == 1, "filtered to one")
+        assert [str(k.value) for k in table.rows] == [alpha.session_id]
+        await pilot.press("escape")
+        await until(pilot, lambda: table.row_count == 3, "filter cleared")
+
+
+async def test_attach_survives_a_server_restart(
+    client: Client, agent: HarnessSession, live_server: LiveServer
+) -> None:
+    """The server goes away: the header and banner say reconnecting; it comes back: live, nothing lost."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        live_server.stop()
+        await until(pilot, lambda: isinstance(screen.status, Reconnecting), "reconnecting", seconds=15)
+        assert "reconnect" in screen.banner.message.lower()
+        assert "reconnecting" in screen.header.connection_text().plain
+        live_server.start()
+        await agent.narrate(2, ["After the restart."])
+        await until(pilot, lambda: isinstance(screen.status, Live), "live again", seconds=40)
+        view = screen.query_one(TimelineView)
+        await until(pilot, lambda: any("After the restart" in line for line in view.lines_text), "new events")
+        assert screen.banner.level is None

@@ -1,0 +1,95 @@
+"""The composer's keys as real terminal bytes: the app runs on a pseudo-terminal, so every key goes
+through Textual's escape-sequence parser exactly as a user's terminal would send it (pilot ``press``
+skips the parser). The note that reaches the server is the proof of what each key did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import select
+import sys
+import time
+from pathlib import Path
+
+from client.api import Client
+from tests.conftest import LiveServer
+
+PRELOOP = str(Path(sys.executable).parent / "preloop")
+
+KEYS: list[bytes] = [
+    b"n",  # focus the composer
+    b"a",
+    b"\x1b[13;2u",  # Shift+Enter, kitty keyboard protocol
+    b"b",
+    b"\x1b[27;2;13~",  # Shift+Enter, xterm modifyOtherKeys
+    b"c",
+    b"\n",  # Ctrl+J
+    b"d",
+    b"\x1b[200~e\nf\x1b[201~",  # bracketed paste of two lines: inserted, not sent
+]
+
+
+class Pty:
+    def __init__(self, argv: list[str]) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # pragma: no cover - the child
+            os.environ.update({"TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"})
+            os.execv(PRELOOP, [PRELOOP, *argv])
+        self.screen = b""
+
+    def pump(self, seconds: float, until: bytes | None = None) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.screen += chunk
+            if until is not None and until in self.screen:
+                return True
+        return until is None
+
+    def type(self, data: bytes) -> None:
+        os.write(self.fd, data)
+        self.pump(0.15)
+
+    def close(self) -> int:
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return os.waitstatus_to_exitcode(status)
+
+
+async def test_shift_enter_ctrl_j_and_paste_as_terminal_bytes(live_server: LiveServer) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="keys", title="Terminal keys")
+    term = Pty(["sessions", "attach", agent.session_id])
+    try:
+        assert await asyncio.to_thread(term.pump, 20, b"Terminal keys"), term.screen[-2000:]
+        await asyncio.to_thread(term.pump, 0.5)
+        for chunk in KEYS:
+            await asyncio.to_thread(term.type, chunk)
+        async with Client(live_server.url, live_server.token, server_kind="local") as client:
+            assert (await client.list_notes(session_id=agent.session_id)).notes == [], "sent before Enter"
+            await asyncio.to_thread(term.type, b"\r")  # Enter sends
+            texts: list[str] = []
+            for _ in range(50):
+                texts = [n.text for n in (await client.list_notes(session_id=agent.session_id)).notes]
+                if texts:
+                    break
+                await asyncio.sleep(0.1)
+        assert texts == ["a\nb\nc\nde\nf"]
+        await asyncio.to_thread(term.type, b"\x1b")  # out of the composer (a lone Escape)
+        await asyncio.to_thread(term.pump, 0.5)
+        await asyncio.to_thread(term.type, b"q")
+        await asyncio.to_thread(term.pump, 5)
+    finally:
+        code = await asyncio.to_thread(term.close)
+    assert code == 0
+    assert b"keeps running" in term.screen
