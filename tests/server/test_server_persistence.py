@@ -89,3 +89,31 @@ async def test_embedded_server_restarts_on_the_same_port(
             assert (await http.get("/api/v1/runtime-sessions")).json()["total"] == 1
     finally:
         server.stop()
+
+
+async def test_an_older_file_is_upgraded_step_by_step_keeping_its_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import server.store as store_module
+
+    path = tmp_path / "old.sqlite3"
+    store = Store(path)
+    await store.open()
+    async with store.write() as tx:
+        await tx.execute("INSERT INTO meta (key, value) VALUES ('kept', 'yes')")
+    await store.close()
+
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setitem(
+        store_module.MIGRATIONS, SCHEMA_VERSION + 1, "ALTER TABLE sessions ADD COLUMN colour TEXT"
+    )
+    upgraded = Store(path)
+    await upgraded.open()
+    try:
+        assert await upgraded.schema_version() == SCHEMA_VERSION + 1
+        kept = await upgraded.fetchone("SELECT value FROM meta WHERE key = 'kept'")
+        assert kept is not None and kept[0] == "yes"
+        columns = [row[1] for row in await upgraded.fetchall("PRAGMA table_info(sessions)")]
+        assert "colour" in columns
+    finally:
+        await upgraded.close()
