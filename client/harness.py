@@ -56,6 +56,8 @@ class RuntimeTokenRequest(WireModel):
 
 
 class RuntimeTokenResponse(WireModel):
+    """The new session's id and the runtime token the agent uses from now on."""
+
     runtime_session_id: str
     token: str
     expires_at: UtcDatetime
@@ -72,6 +74,8 @@ class AgentEventBatch(WireModel):
 
 
 class AgentEventsAccepted(WireModel):
+    """How many events were stored and the seqs they got."""
+
     accepted: int
     first_seq: int | None = None
     last_seq: int | None = None
@@ -87,6 +91,8 @@ class PendingNotesRequest(WireModel):
 
 
 class PendingNoteAuthor(WireModel):
+    """Author as the note envelope names it (camelCase, as Preloop sends it)."""
+
     userId: str | None = None
     display: str | None = None
     authMethod: str | None = None
@@ -101,16 +107,22 @@ class PendingNote(WireModel):
 
 
 class PendingNotesResponse(WireModel):
+    """Claimed notes, and one stamped text block to put in front of the model."""
+
     notes: list[PendingNote] = Field(default_factory=list)
     text: str | None = None
     channel_event: dict[str, Any] | None = None
 
 
 class NotesAckRequest(WireModel):
+    """Deferred notes the agent has now delivered to its model."""
+
     note_ids: list[str] = Field(default_factory=list, max_length=100)
 
 
 class NotesAckResponse(WireModel):
+    """Always ``{"ok": true}``."""
+
     ok: bool = True
 
 
@@ -132,6 +144,8 @@ class PermissionCheckRequest(WireModel):
 
 
 class PermissionCheckResponse(WireModel):
+    """``allow`` or ``deny``; ``request_id`` names the approval when a human was asked."""
+
     decision: Literal["allow", "deny"]
     reason: str = ""
     request_id: str | None = None
@@ -140,10 +154,14 @@ class PermissionCheckResponse(WireModel):
 
 
 class SessionEndRequest(WireModel):
+    """Why the agent stopped (free text)."""
+
     reason: str | None = Field(default=None, max_length=200)
 
 
 class SessionEndResponse(WireModel):
+    """The ended session and how many notes became undeliverable."""
+
     runtime_session_id: str
     marked: int = 0
 

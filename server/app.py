@@ -69,6 +69,8 @@ class NoteCreateBody(BaseModel):
 
 
 class SessionPatchBody(BaseModel):
+    """The only change an operator may make to a session (as Preloop): end it."""
+
     action: Literal["end"]
 
 
@@ -128,6 +130,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        """Open storage before the first request; release streams and close it on shutdown."""
         await plane.start()
         if on_ready is not None:
             result = on_ready(plane)
@@ -177,6 +180,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> dict[str, Any]:
+        """The account's sessions, Preloop's page shape, most recently active first."""
         return await plane.list_sessions(
             op,
             status=status,
@@ -192,15 +196,18 @@ def create_app(
 
     @app.get(f"{API}/runtime-sessions/{{session_id}}")
     async def get_session(op: Op, session_id: str) -> dict[str, Any]:
+        """One session the operator may see (404 otherwise, also for a non-UUID id)."""
         return await plane.get_session(op, session_id)
 
     @app.patch(f"{API}/runtime-sessions/{{session_id}}")
     async def patch_session(op: Op, session_id: str, body: SessionPatchBody) -> dict[str, Any]:
+        """End a session from the operator side (idempotent)."""
         session, _ = await plane.end_session(op.account_id, session_id, "operator")
         return session
 
     @app.get(f"{API}/runtime-sessions/{{session_id}}/activity")
     async def session_activity(op: Op, session_id: str) -> dict[str, Any]:
+        """Newest-first activity, as Preloop lists it."""
         return await plane.activity(op, session_id)
 
     @app.get(f"{API}/runtime-sessions/{{session_id}}/events")
@@ -230,6 +237,7 @@ def create_app(
 
     @app.post(f"{API}/operator-notes", status_code=201)
     async def create_note(op: Op, body: NoteCreateBody) -> dict[str, Any]:
+        """Queue a note for the agent's next turn boundary."""
         return await plane.create_note(
             op,
             text=body.text,
@@ -250,6 +258,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> dict[str, Any]:
+        """Notes of one target; naming none is Preloop's 400."""
         return await plane.list_notes(
             op,
             runtime_session_id=str(runtime_session_id) if runtime_session_id else None,
@@ -262,10 +271,12 @@ def create_app(
 
     @app.get(f"{API}/operator-notes/{{note_id}}")
     async def get_note(op: Op, note_id: str) -> dict[str, Any]:
+        """One note of this account."""
         return await plane.get_note(op, note_id)
 
     @app.post(f"{API}/operator-notes/{{note_id}}/cancel")
     async def cancel_note(op: Op, note_id: str) -> dict[str, Any]:
+        """Withdraw a pending note; other states come back unchanged with a 200."""
         return await plane.cancel_note(op, note_id)
 
     # -- approvals -------------------------------------------------------------------------------
@@ -278,6 +289,7 @@ def create_app(
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
         skip: Annotated[int, Query(ge=0)] = 0,
     ) -> JSONResponse:
+        """A bare array with the total in X-Total-Count, as Preloop answers."""
         items, total = await plane.list_approvals(
             op,
             status=status,
@@ -289,53 +301,63 @@ def create_app(
 
     @app.get(f"{API}/approval-requests/{{approval_id}}")
     async def get_approval(op: Op, approval_id: str) -> dict[str, Any]:
+        """One approval of this account."""
         return await plane.get_approval(op, approval_id)
 
     @app.post(f"{API}/approval-requests/{{approval_id}}/approve")
     async def approve(
         op: Op, approval_id: str, body: Annotated[ApprovalDecision | None, Body()] = None
     ) -> dict[str, Any]:
+        """Let the waiting tool call run."""
         return await plane.decide(op, approval_id, approve=True, comment=body.comment if body else None)
 
     @app.post(f"{API}/approval-requests/{{approval_id}}/decline")
     async def decline(
         op: Op, approval_id: str, body: Annotated[ApprovalDecision | None, Body()] = None
     ) -> dict[str, Any]:
+        """Refuse the waiting tool call; the agent gets the comment as its reason."""
         return await plane.decide(op, approval_id, approve=False, comment=body.comment if body else None)
 
     # -- harness API -----------------------------------------------------------------------------
 
     @app.post(f"{API}/auth/runtime-sessions/token", status_code=201, response_model=RuntimeTokenResponse)
     async def mint_runtime_token(op: Op, body: RuntimeTokenRequest) -> RuntimeTokenResponse:
+        """Start a runtime session for an agent and give it its own token."""
         return await plane.mint_runtime_session(op, body)
 
     @app.post(f"{API}/agents/events", response_model=AgentEventsAccepted)
     async def agent_events(rt: Rt, body: AgentEventBatch) -> AgentEventsAccepted:
+        """An agent reports what it did; the server assigns seq, session and time."""
         return await plane.agent_events(rt, body.events)
 
     @app.post(f"{API}/agents/notes/pending", response_model=PendingNotesResponse)
     async def pending_notes(
         rt: Rt, body: Annotated[PendingNotesRequest | None, Body()] = None
     ) -> PendingNotesResponse:
+        """The agent picks up notes at a turn boundary."""
         return await plane.claim_notes(rt, body or PendingNotesRequest())
 
     @app.post(f"{API}/agents/notes/ack", response_model=NotesAckResponse)
     async def ack_notes(rt: Rt, body: NotesAckRequest) -> NotesAckResponse:
+        """Deferred notes are now in front of the model."""
         await plane.ack_notes(rt, body.note_ids)
         return NotesAckResponse(ok=True)
 
     @app.post(f"{API}/agents/permission-check", response_model=PermissionCheckResponse)
     async def permission_check(rt: Rt, body: PermissionCheckRequest) -> PermissionCheckResponse:
+        """A tool call about to run; blocks on a human when the agent asks for one."""
         return await plane.permission_check(rt, body)
 
     @app.post(f"{API}/agents/session-end", response_model=SessionEndResponse)
     async def session_end(
         rt: Rt, body: Annotated[SessionEndRequest | None, Body()] = None
     ) -> SessionEndResponse:
+        """The agent is done: notes left pending become undeliverable."""
         return await plane.harness_end(rt, body.reason if body else None)
 
     @app.get("/", include_in_schema=False)
     async def root() -> Response:
+        """Say what this is to someone who opens the base URL."""
         return JSONResponse({"service": "preloop local control plane", "api": API, "docs": "/docs"})
 
     return app

@@ -27,6 +27,7 @@ class Subscription:
         self.closed = False
 
     def offer(self, event: StoredEvent) -> None:
+        """Queue without blocking the writer; on overflow mark the subscriber lagged instead."""
         if self.lagged or self.closed:
             return
         try:
@@ -51,9 +52,11 @@ class Subscription:
 
     @staticmethod
     def is_close(event: StoredEvent) -> bool:
+        """True for the shutdown sentinel."""
         return event is _CLOSE
 
     def unsubscribe(self) -> None:
+        """Stop receiving (idempotent)."""
         self.bus.unsubscribe(self)
 
 
@@ -66,6 +69,7 @@ class EventBus:
         self.closed = False
 
     def subscribe(self, session_id: str) -> Subscription:
+        """Listen to one session; take this before replaying storage so nothing falls in between."""
         sub = Subscription(self, session_id, self._queue_size)
         if self.closed:
             sub.close()
@@ -74,6 +78,7 @@ class EventBus:
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
+        """Stop receiving (idempotent)."""
         subs = self._subs.get(sub.session_id)
         if subs is not None:
             subs.discard(sub)
@@ -87,6 +92,7 @@ class EventBus:
                 sub.offer(event)
 
     def subscriber_count(self, session_id: str) -> int:
+        """How many live streams follow a session (tests check cleanup with it)."""
         return len(self._subs.get(session_id, ()))
 
     def close_all(self) -> None:

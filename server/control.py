@@ -98,6 +98,8 @@ class Runtime:
 
 
 class _Query(Protocol):
+    """Either the reader (committed state) or a write transaction (its own uncommitted changes)."""
+
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None: ...
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]: ...
@@ -436,6 +438,7 @@ class ControlPlane:
         return str(row["id"]), row["ended_at"] is not None, int(row["last_seq"])
 
     async def session_ended(self, session_id: str) -> bool:
+        """Whether a stream can stop waiting for live events."""
         row = await self.store.fetchone("SELECT ended_at FROM sessions WHERE id = ?", (session_id,))
         return row is None or row["ended_at"] is not None
 
@@ -548,6 +551,7 @@ class ControlPlane:
         return AgentEventsAccepted(accepted=len(seqs), first_seq=seqs[0], last_seq=seqs[-1])
 
     async def harness_end(self, rt: Runtime, reason: str | None) -> SessionEndResponse:
+        """The agent ends its own session (Preloop's ``session-end``)."""
         _, marked = await self.end_session(rt.account_id, rt.session_id, reason or "exit")
         return SessionEndResponse(runtime_session_id=rt.session_id, marked=marked)
 
@@ -716,6 +720,7 @@ class ControlPlane:
         }
 
     async def get_note(self, op: Operator, note_id: str) -> dict[str, Any]:
+        """One note of this account, expired first if its time has come."""
         await self.expire_due()
         row = await self.store.fetchone(
             "SELECT * FROM notes WHERE id = ? AND account_id = ?", (note_id, op.account_id)
@@ -884,6 +889,7 @@ class ControlPlane:
         return row
 
     async def get_approval(self, op: Operator, approval_id: str) -> dict[str, Any]:
+        """One approval of this account, expired first if its time has come."""
         await self.expire_due()
         row = await self._own_approval(self.store, op, approval_id)
         return await self._approval(self.store, row["id"])

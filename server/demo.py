@@ -31,6 +31,8 @@ from server.harness_client import HarnessClient, HarnessError, HarnessSession
 
 @dataclass(frozen=True)
 class Tool:
+    """One tool call of a scripted step (with an alternative for when a human declines)."""
+
     name: str
     args: dict[str, Any]
     seconds: float
@@ -42,12 +44,16 @@ class Tool:
 
 @dataclass(frozen=True)
 class Step:
+    """One model step: narration, then tool calls."""
+
     narration: str
     tools: tuple[Tool, ...] = ()
 
 
 @dataclass(frozen=True)
 class Task:
+    """One run: steps and the final answer."""
+
     title: str
     steps: tuple[Step, ...]
     answer: str
@@ -55,6 +61,8 @@ class Task:
 
 @dataclass(frozen=True)
 class AgentSpec:
+    """Who the agent is and what it works on."""
+
     name: str
     kind: str
     cwd: str
@@ -477,6 +485,7 @@ async def run_demo_agents(
     async with HarnessClient(url, token) as harness:
 
         async def supervise(spec: AgentSpec, rng: random.Random) -> None:
+            """Keep one agent alive across errors until cancelled."""
             while True:
                 try:
                     await DemoAgent(harness, spec, pace=pace, rng=rng).run()
@@ -513,6 +522,7 @@ class DemoHandle:
 
     @property
     def running(self) -> bool:
+        """False once the agents' thread has stopped (the CLI reports it)."""
         return self._thread.is_alive()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -541,13 +551,16 @@ class Demo:
 
     @property
     def url(self) -> str:
+        """Base URL of the demo's server."""
         return str(self.server.url)
 
     @property
     def token(self) -> str:
+        """Operator token of the demo's server (never print it in full)."""
         return str(self.server.token)
 
     def stop(self) -> None:
+        """Stop the agents first (they would retry against a stopped server), then the server."""
         self.agents.stop()
         self.server.stop()
 

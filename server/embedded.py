@@ -80,6 +80,7 @@ class EmbeddedServer:
 
     @property
     def running(self) -> bool:
+        """True while the server thread is alive."""
         return self._thread is not None and self._thread.is_alive()
 
     @property
@@ -104,6 +105,7 @@ class EmbeddedServer:
         ready = threading.Event()
 
         def on_ready(plane: ControlPlane) -> None:
+            """Capture the control plane and its token once the lifespan has started it."""
             self._plane = plane
             self.token = plane.operator_token or ""
 
@@ -127,11 +129,13 @@ class EmbeddedServer:
         self._error = None
 
         def run() -> None:
+            """The server thread: its own loop, serving until asked to exit."""
             loop = asyncio.new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
 
             async def main() -> None:
+                """Serve, and signal start() once uvicorn accepts connections."""
                 task = asyncio.create_task(server.serve(sockets=[sock]))
                 while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn has no event
                     await asyncio.sleep(0.005)

@@ -212,6 +212,7 @@ class HarnessSession:
         duration_ms: int | None = None,
         result_summary: str = "",
     ) -> AgentEventsAccepted:
+        """Close a tool call with its outcome and duration."""
         return await self.emit(
             {
                 "type": "tool.completed",
@@ -241,9 +242,11 @@ class HarnessSession:
         )
 
     async def run_failed(self, error: str) -> AgentEventsAccepted:
+        """The run stopped with an error."""
         return await self.emit({"type": "run.failed", "run_id": self.run_id, "error": error})
 
     async def run_cancelled(self, reason: str) -> AgentEventsAccepted:
+        """The run was abandoned (e.g. an operator asked the agent to stop)."""
         return await self.emit({"type": "run.cancelled", "run_id": self.run_id, "reason": reason})
 
     async def claim_notes(

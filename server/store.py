@@ -96,6 +96,7 @@ class SchemaTooNewError(RuntimeError):
 
 
 def now_utc() -> datetime:
+    """The one clock of the server (UTC, zone-aware)."""
     return datetime.now(UTC)
 
 
@@ -105,6 +106,7 @@ def ts(value: datetime) -> str:
 
 
 def parse_ts(value: str | None) -> datetime | None:
+    """Inverse of :func:`ts`."""
     return None if value is None else datetime.fromisoformat(value)
 
 
@@ -155,14 +157,17 @@ class WriteTx:
         self._after_commit.append(callback)
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
+        """First row or None."""
         async with self.conn.execute(sql, params) as cur:
             return await cur.fetchone()
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
+        """All rows."""
         async with self.conn.execute(sql, params) as cur:
             return list(await cur.fetchall())
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; returns the number of rows changed."""
         async with self.conn.execute(sql, params) as cur:
             return cur.rowcount
 
@@ -178,6 +183,7 @@ class Store:
         self._lock = asyncio.Lock()
 
     def set_publisher(self, publisher: Publisher) -> None:
+        """Where committed events go (the bus); set once at start."""
         self._publisher = publisher
 
     async def open(self) -> None:
@@ -218,10 +224,12 @@ class Store:
                 raise
 
     async def schema_version(self) -> int:
+        """The version recorded in the file."""
         row = await self.fetchone("SELECT MAX(version) FROM schema_version")
         return int(row[0]) if row is not None and row[0] is not None else 0
 
     async def close(self) -> None:
+        """Close both connections."""
         for conn in (self._reader, self._writer):
             if conn is not None:
                 await conn.close()
@@ -249,15 +257,18 @@ class Store:
 
     @property
     def reader(self) -> aiosqlite.Connection:
+        """The read-only connection (committed state under WAL)."""
         if self._reader is None:
             raise RuntimeError("store is closed")
         return self._reader
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
+        """First row or None."""
         async with self.reader.execute(sql, params) as cur:
             return await cur.fetchone()
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
+        """All rows."""
         async with self.reader.execute(sql, params) as cur:
             return list(await cur.fetchall())
 
@@ -275,4 +286,5 @@ def _split_sql(script: str) -> list[str]:
 
 
 def dumps(value: Any) -> str:
+    """Compact, key-sorted JSON for stored values."""
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
