@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import aiosqlite
 
+from client.events import EventDecodeError
 from client.harness import (
     AGENT_EVENT_TYPES,
     AgentEventsAccepted,
@@ -517,8 +518,6 @@ class ControlPlane:
             kind = ev.get("type")
             if kind not in AGENT_EVENT_TYPES:
                 raise ApiError(422, f"events[{index}]: type {kind!r} cannot be reported by an agent")
-        from client.events import EventDecodeError
-
         async with self.store.write() as tx:
             row = await tx.fetchone("SELECT ended_at FROM sessions WHERE id = ?", (rt.session_id,))
             if row is None or row["ended_at"] is not None:
