@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from rich.console import Group
+from rich.padding import Padding
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -38,32 +40,30 @@ def args_text(args: dict[str, object]) -> str:
     return safe_text(raw)
 
 
-def approval_prompt(approval: Approval, *, expanded: bool = False) -> Text:
-    """One approval as a few lines: ``⚑ tool · summary [risk]`` then its arguments."""
-    text = Text()
-    text.append("⚑ ", style="bold yellow")
-    text.append(safe_line(approval.tool_name or "tool", 40), style="bold")
+def approval_prompt(approval: Approval, *, expanded: bool = False) -> Group:
+    """One approval: ``⚑ tool · summary [risk]``, then its arguments indented (collapsed or in full)."""
+    head = Text()
+    head.append("⚑ ", style="bold yellow")
+    head.append(safe_line(approval.tool_name or "tool", 40), style="bold")
     summary = approval.summary or approval.agent_reasoning
     if summary:
-        text.append(" · ")
-        text.append(safe_line(summary, 160))
+        head.append(" · ")
+        head.append(safe_line(summary, 160))
     if approval.risk_level:
-        text.append(f" [risk {safe_line(approval.risk_level, 12)}]", style="bold red")
+        head.append(f" [risk {safe_line(approval.risk_level, 12)}]", style="bold red")
+    body = Text(style="dim")
     if approval.tool_args:
         lines = args_text(approval.tool_args).splitlines()
         if not expanded:
             flat = safe_line(" ".join(line.strip() for line in lines))
-            text.append("\n  ")
-            text.append(flat[:160] + ("…" if len(flat) > 160 else ""), style="dim")
+            body.append(flat[:160] + ("…" if len(flat) > 160 else ""))
             if len(flat) > 160:
-                text.append("  (x: expand)", style="italic")
+                body.append("  (x: expand)", style="italic")
         else:
-            for line in lines[:EXPANDED_ARG_LINES]:
-                text.append("\n  ")
-                text.append(safe_line(line, 400), style="dim")
+            body.append("\n".join(safe_line(line, 400) for line in lines[:EXPANDED_ARG_LINES]))
             if len(lines) > EXPANDED_ARG_LINES:
-                text.append(f"\n  … {len(lines) - EXPANDED_ARG_LINES} more lines", style="italic")
-    return text
+                body.append(f"\n… {len(lines) - EXPANDED_ARG_LINES} more lines", style="italic")
+    return Group(head, Padding(body, (0, 0, 0, 2)))
 
 
 class ApprovalsPanel(Vertical):

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from rich.console import Group
+from rich.padding import Padding
 from rich.text import Text
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -29,11 +31,12 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def note_prompt(note: Note, now: datetime) -> Text:
-    """The multi-line rendering of one note (pure, so tests and the snapshot share it)."""
+def note_prompt(note: Note, now: datetime) -> Group:
+    """One note: the badge line, then details and text indented (wrapped lines keep the indent)."""
+    head = Text()
+    head.append_text(note_badge(note.state))
+    head.append(f"  sent {relative_time(note.created_at, now)}", style="dim")
     text = Text()
-    text.append_text(note_badge(note.state))
-    text.append(f"  sent {relative_time(note.created_at, now)}", style="dim")
     details: list[str] = []
     if note.delivered_at is not None:
         details.append(f"delivered {relative_time(note.delivered_at, now)}")
@@ -50,15 +53,13 @@ def note_prompt(note: Note, now: datetime) -> Text:
     if note.undeliverable_reason:
         details.append(f"reason: {safe_line(note.undeliverable_reason, 80)}")
     if details:
-        text.append("\n  " + " · ".join(details), style="dim")
+        text.append(" · ".join(details) + "\n", style="dim")
     body_lines = safe_text(note.text).splitlines() or [""]
     shown = body_lines[:TEXT_LINES]
     if len(body_lines) > TEXT_LINES:
         shown[-1] = shown[-1] + " …"
-    for line in shown:
-        text.append("\n  ")
-        text.append(safe_line(line, 200))
-    return text
+    text.append("\n".join(safe_line(line, 200) for line in shown))
+    return Group(head, Padding(text, (0, 0, 0, 2)))
 
 
 class NotesPanel(OptionList):

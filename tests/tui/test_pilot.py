@@ -363,3 +363,23 @@ async def test_attach_survives_a_server_restart(
         view = screen.query_one(TimelineView)
         await until(pilot, lambda: any("After the restart" in line for line in view.lines_text), "new events")
         assert screen.banner.level is None
+
+
+async def test_command_palette_offers_what_the_screen_allows(client: Client, agent: HarnessSession) -> None:
+    """Ctrl+P lists the attach screen's actions; choosing "Withdraw" asks for confirmation like w does."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await pilot.press("n", *"palette note", "enter")
+        await until(pilot, lambda: note_states(screen) == ["pending"], "the pending note")
+        await pilot.press("escape")
+        await pilot.pause(0.3)  # key availability is re-checked a few times a second
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"withdraw")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is screen, "back on the session")
+        assert note_states(screen) == ["pending"]
