@@ -131,7 +131,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         """Open storage before the first request; release streams and close it on shutdown."""
-        await plane.start()
+        try:
+            await plane.start()
+        except Exception as exc:  # kept for EmbeddedServer.start(), which re-raises it to its caller
+            app.state.startup_error = exc
+            raise
         if on_ready is not None:
             result = on_ready(plane)
             if result is not None:
@@ -143,6 +147,7 @@ def create_app(
 
     app = FastAPI(title="Preloop local control plane", version=VERSION, lifespan=lifespan)
     app.state.plane = plane
+    app.state.startup_error = None
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:

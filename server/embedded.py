@@ -128,6 +128,8 @@ class EmbeddedServer:
         self._server = server
         self._error = None
 
+        serving: list[asyncio.Task[None]] = []
+
         def run() -> None:
             """The server thread: its own loop, serving until asked to exit."""
             loop = asyncio.new_event_loop()
@@ -137,15 +139,20 @@ class EmbeddedServer:
             async def main() -> None:
                 """Serve, and signal start() once uvicorn accepts connections."""
                 task = asyncio.create_task(server.serve(sockets=[sock]))
+                serving.append(task)
                 while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn has no event
                     await asyncio.sleep(0.005)
                 ready.set()
-                await task
+                with contextlib.suppress(SystemExit):  # uvicorn exits this way when startup fails
+                    await task
 
             try:
                 loop.run_until_complete(main())
             except BaseException as exc:  # reported by start()
                 self._error = exc
+                for task in serving:  # uvicorn's SystemExit escaped the loop; mark it as seen
+                    if task.done() and not task.cancelled():
+                        task.exception()
             finally:
                 ready.set()
                 sock.close()
@@ -157,6 +164,9 @@ class EmbeddedServer:
         self._thread.start()
         if not ready.wait(timeout) or not server.started:
             self.stop()
+            startup_error = getattr(app.state, "startup_error", None)
+            if isinstance(startup_error, Exception):
+                raise startup_error  # e.g. SchemaTooNewError, PermissionError on the database file
             raise RuntimeError(f"local control plane did not start: {self._error!r}")
         if self.write_local_file:
             write_local_server_file(self.url, self.token)

@@ -117,3 +117,14 @@ async def test_an_older_file_is_upgraded_step_by_step_keeping_its_data(
         assert "colour" in columns
     finally:
         await upgraded.close()
+
+
+def test_embedded_server_reports_why_it_could_not_start(tmp_path: Path) -> None:
+    path = tmp_path / "future.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 5,))
+    server = EmbeddedServer(path)
+    with pytest.raises(SchemaTooNewError, match="schema version"):
+        server.start()
+    assert not server.running
