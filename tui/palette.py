@@ -14,7 +14,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 COMMANDS: list[tuple[str, str, str]] = [
     ("Attach to the highlighted session", "attach", "Open the live view of the session under the cursor"),
     ("Filter sessions", "filter", "Show only sessions whose id, agent or title contains some text"),
-    ("Toggle active-only sessions", "toggle_active", "Hide or show ended sessions"),
+    ("Toggle active-only sessions", "toggle_active", "Only sessions active in the last 10 minutes"),
     ("Refresh sessions", "refresh", "Ask the server for the session list now"),
     ("Write a note", "focus_composer", "Put the cursor in the note composer"),
     ("Approve the highlighted approval", "approve", "Let the agent's tool call go ahead"),

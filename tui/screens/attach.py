@@ -296,10 +296,9 @@ class AttachScreen(Screen[None]):
         if approval.id in self._decided_here or at < self._attached_at - STALE_NOTICE_WINDOW:
             return
         tool = safe_line(approval.tool_name or "tool", 40)
-        self.notify(
-            f"The {tool} approval was {safe_line(approval.status, 20)} elsewhere.",
-            title="Approval no longer pending",
-        )
+        status = safe_line(approval.status, 20)
+        where = " elsewhere" if status in ("approved", "declined") else ""
+        self.notify(f"The {tool} approval was {status}{where}.", title="Approval no longer pending")
 
     def _pending_changed(self) -> None:
         count = self.approvals_panel.count

@@ -18,7 +18,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         [
             ("Enter", "attach to the highlighted session"),
             ("/", "filter by id, agent or title (Escape clears)"),
-            ("a", "show only live and idle sessions / all"),
+            ("a", "only sessions active in the last 10 minutes / all"),
             ("r", "refresh now (also after the server was down)"),
             ("q", "quit"),
         ],

@@ -2,15 +2,15 @@
 
 The table refreshes on a timer and is updated *in place by row key* (session id), so the cursor stays on
 the session the user was looking at while counters move. ``/`` filters by id, agent or title; ``a``
-toggles active-only (live and idle, not ended); Enter attaches. An empty list and an unreachable server
-are states with words (an empty-state line, a banner carrying the client error's sentence and a retry
-key), never a traceback.
+toggles active-only (not ended and active in the last 10 minutes, as ``sessions list --active``); Enter
+attaches. An empty list and an unreachable server are states with words (an empty-state line, a banner
+carrying the client error's sentence and a retry key), never a traceback.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import ClassVar
 
 from rich.text import Text
@@ -24,7 +24,15 @@ from textual.worker import get_current_worker
 from client.backend import Backend
 from client.errors import ClientError
 from client.models import Session
-from client.present import count_cell, kind_label, last_activity, relative_time, session_state, short_id
+from client.present import (
+    ACTIVE_WINDOW_MINUTES,
+    count_cell,
+    kind_label,
+    last_activity,
+    relative_time,
+    session_state,
+    short_id,
+)
 from client.present import session_title as title_of
 from client.textsafe import safe_line
 from widgets.badges import session_badge
@@ -104,7 +112,13 @@ class SessionsScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", id="sessions.filter", tooltip="Filter by id, agent or title"),
-        Binding("a", "toggle_active", "Active only", id="sessions.active", tooltip="Hide ended sessions"),
+        Binding(
+            "a",
+            "toggle_active",
+            "Active only",
+            id="sessions.active",
+            tooltip=f"Only sessions active in the last {ACTIVE_WINDOW_MINUTES} minutes",
+        ),
         Binding("r", "refresh", "Refresh", id="sessions.refresh", tooltip="Ask the server again now"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="sessions.clear_filter"),
         Binding("question_mark", "app.help", "Help", id="sessions.help", tooltip="All keys"),
@@ -199,7 +213,12 @@ class SessionsScreen(Screen[None]):
         now = self._clock()
         rows = self.sessions
         if self.active_only:
-            rows = [s for s in rows if session_state(s, now) != "ended"]
+            recent = now - timedelta(minutes=ACTIVE_WINDOW_MINUTES)
+            rows = [
+                s
+                for s in rows
+                if s.ended_at is None and (seen := last_activity(s)) is not None and seen >= recent
+            ]
         needle = self.filter_text.strip().lower()
         if needle:
             rows = [
@@ -248,7 +267,9 @@ class SessionsScreen(Screen[None]):
             message = "No sessions yet. Start an agent against this server, or run `preloop demo`."
         elif table.row_count == 0:
             message = (
-                "No session matches the filter." if self.filter_text else "No active sessions (a: show all)."
+                "No session matches the filter."
+                if self.filter_text
+                else f"No session was active in the last {ACTIVE_WINDOW_MINUTES} minutes (a: show all)."
             )
         else:
             message = ""
