@@ -65,11 +65,17 @@ COMPACT_COLUMNS: list[tuple[str, str]] = [
 
 WIDE_AT = 120
 
+RESERVED = {True: 64, False: 98}
+"""Columns the other cells take (with cell padding and the scrollbar), compact and wide: the title gets the
+rest, cut with an ellipsis, so no row runs off the right edge."""
+
 PAGE = 100
 """How many sessions one refresh asks for (newest first)."""
 
 
-def session_cells(row: Session, now: datetime, *, compact: bool = False) -> list[Text]:
+def session_cells(
+    row: Session, now: datetime, *, compact: bool = False, title_width: int = 120
+) -> list[Text]:
     """The table cells of one session (pure: the snapshot tests and the refresh share it)."""
     pending = row.pending_approval_count or 0
     if pending > 0:
@@ -89,7 +95,7 @@ def session_cells(row: Session, now: datetime, *, compact: bool = False) -> list
         "tools": Text(count_cell(row.tool_call_count), justify="right"),
         "model": Text(count_cell(row.total_requests), justify="right"),
         "pending": pending_cell,
-        "title": Text(safe_line(title_of(row), 120)),
+        "title": Text(safe_line(title_of(row), title_width)),
     }
     return [cells[key] for key, _ in (COMPACT_COLUMNS if compact else COLUMNS)]
 
@@ -155,6 +161,8 @@ class SessionsScreen(Screen[None]):
         self.active_only = False
         self.filter_text = ""
         self.compact: bool | None = None
+        self.title_width = 120
+        self._restore_key: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="status-line")
@@ -177,15 +185,27 @@ class SessionsScreen(Screen[None]):
 
     def _set_columns(self) -> bool:
         """Pick the column set for the current width; True if it changed (the rows must be re-added)."""
-        compact = self.app.size.width < WIDE_AT
-        if compact == self.compact:
+        width = self.app.size.width
+        compact = width < WIDE_AT
+        title_width = max(16, width - RESERVED[compact])
+        if compact == self.compact and title_width == self.title_width:
             return False
         self.compact = compact
+        self.title_width = title_width
         table = self.query_one(DataTable)
+        self._restore_key = self._cursor_key()
         table.clear(columns=True)
         for key, label in COMPACT_COLUMNS if compact else COLUMNS:
             table.add_column(label, key=key)
         return True
+
+    def _cursor_key(self) -> str | None:
+        """The session id under the cursor, if any."""
+        table = self.query_one(DataTable)
+        if table.row_count == 0 or not 0 <= table.cursor_row < table.row_count:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return None if row_key.value is None else str(row_key.value)
 
     # ------------------------------------------------------------------ loading
 
@@ -237,19 +257,23 @@ class SessionsScreen(Screen[None]):
         rows = self.visible_sessions()
         wanted = [s.id for s in rows]
         current = [str(key.value) for key in table.rows]
-        cursor_key = current[table.cursor_row] if current and 0 <= table.cursor_row < len(current) else None
+        cursor_key = self._cursor_key() or self._restore_key
+        self._restore_key = None
         compact = bool(self.compact)
         columns = COMPACT_COLUMNS if compact else COLUMNS
         if wanted == current:
             for session in rows:
                 for (column, _), cell in zip(
-                    columns, session_cells(session, now, compact=compact), strict=True
+                    columns,
+                    session_cells(session, now, compact=compact, title_width=self.title_width),
+                    strict=True,
                 ):
                     table.update_cell(session.id, column, cell, update_width=True)
         else:
             table.clear()
             for session in rows:
-                table.add_row(*session_cells(session, now, compact=compact), key=session.id)
+                cells = session_cells(session, now, compact=compact, title_width=self.title_width)
+                table.add_row(*cells, key=session.id)
             if cursor_key is not None and cursor_key in wanted:
                 table.move_cursor(row=wanted.index(cursor_key), animate=False)
         self._show_status()
