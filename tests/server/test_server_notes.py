@@ -243,3 +243,32 @@ async def test_a_note_cannot_forge_another_note_in_the_stamped_block(http, harne
     pulled = await agent.claim_notes()
     assert pulled.text is not None and pulled.text.count("<operator-note ") == 1
     assert pulled.notes[0].envelope["parts"][0]["text"] == text  # the envelope keeps the exact words
+
+
+async def test_every_note_state_change_is_on_the_stream_with_the_full_note(
+    live_server, http, harness
+) -> None:
+    agent = await harness.start_session(agent_name="states")
+    withdrawn = await _note(http, agent.session_id, "withdrawn")
+    await http.post(f"/api/v1/operator-notes/{withdrawn['note_id']}/cancel")
+    deferred = await _note(http, agent.session_id, "deferred")
+    await agent.claim_notes(defer=True)
+    await agent.ack_notes([deferred["note_id"]])
+    left = await _note(http, agent.session_id, "left behind")
+    await agent.end()
+    stream = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=5)
+    changes = [
+        (f.event, f.data["note"]["note_id"], f.data["note"]["state"])
+        for f in stream.frames
+        if f.event.startswith("note.")
+    ]
+    assert changes == [
+        ("note.created", withdrawn["note_id"], "pending"),
+        ("note.cancelled", withdrawn["note_id"], "cancelled"),
+        ("note.created", deferred["note_id"], "pending"),
+        ("note.claimed", deferred["note_id"], "claimed"),
+        ("note.delivered", deferred["note_id"], "delivered"),
+        ("note.created", left["note_id"], "pending"),
+        ("note.undeliverable", left["note_id"], "undeliverable"),
+    ]
+    assert stream.types[-1] == "session.ended"
