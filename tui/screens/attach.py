@@ -205,11 +205,8 @@ class AttachScreen(Screen[None]):
                         self.set_timer(FRAME, self._flush)
         except ClientError as exc:
             self.apply_status(Refused(str(exc)))
-
-    def feed(self, events: list[Event]) -> None:
-        """Apply events as if they came from the stream (used by the worker's batches and by tests)."""
-        self._buffer.extend(events)
-        self._flush()
+        except Exception as exc:  # a bug below us must not take the operator's screen down with it
+            self.apply_status(Refused(f"the event stream stopped unexpectedly ({type(exc).__name__}: {exc})"))
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -244,12 +241,13 @@ class AttachScreen(Screen[None]):
         self.status = status
         self.header.set_status(status)
         if isinstance(status, Live):
-            if self.banner.level != "error" or not self.ended:
+            if not self.ended:
                 self.banner.clear()
         elif isinstance(status, Reconnecting):
+            # The header counts down to the next attempt; the banner says what happened and what follows.
             self.banner.show(
-                f"Connection lost ({status.reason}). Reconnecting in {status.delay:.0f}s, attempt "
-                f"{status.attempt}; nothing will be missed.",
+                f"Connection lost ({status.reason}). Reconnecting (attempt {status.attempt}); the stream "
+                "resumes where it stopped, nothing is missed.",
                 "warning",
             )
         elif isinstance(status, Refused):
