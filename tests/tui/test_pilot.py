@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from textual import events
 from textual.widgets import DataTable, Static
+from textual.worker import WorkerState
 
 from client.api import Client
 from client.models import NoteState
@@ -90,8 +91,15 @@ async def test_sessions_list_then_attach_and_back(client: Client, agent: Harness
         await pilot.press("enter")
         screen = await attached(pilot, app)
         assert screen.session_id == agent.session_id
+        stream = [w for w in app.workers if w.node is screen and w.group == "attach-stream"]
+        assert len(stream) == 1 and stream[0].state == WorkerState.RUNNING
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list")
+        await until(pilot, lambda: stream[0].state == WorkerState.CANCELLED, "the stream worker to stop")
+        await pilot.press("enter")
+        await attached(pilot, app)
+        await pilot.press("q")  # detach back to the list (opened from it), with a notice
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list after q")
         await pilot.press("q")
     assert app.return_code == 0
 
