@@ -174,6 +174,15 @@ async def test_empty_note_is_not_sent_and_a_failed_send_keeps_the_text(
         assert (await client.list_notes(session_id=agent.session_id)).notes == []
         assert "empty" in str(error_line.render())
         composer = screen.query_one(Composer)
+        assert composer.text == " "  # the refused blank text is still there, untouched
+        composer.clear()
+        app.post_message(events.Paste("x" * 4097))
+        await pilot.pause()
+        assert "4097/4096" in str(composer.border_subtitle)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Too long" in str(error_line.render())
+        assert len(composer.text) == 4097
         composer.clear()
         live_server.stop()
         await pilot.press(*"too late", "enter")
@@ -192,7 +201,7 @@ async def test_withdraw_a_pending_note_after_confirmation(client: Client, agent:
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
-        await pilot.press("n", *"wrong session, sorry", "enter")
+        await pilot.press("n", *"wrong session, sorry", "ctrl+s")  # Ctrl+S sends too
         await until(pilot, lambda: note_states(screen) == ["pending"], "the pending note")
         await pilot.press("escape")  # out of the composer
         await pilot.press("w")
