@@ -19,18 +19,21 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic_core import TzInfo
+
+_PARSED_UTC = TzInfo(0)  # the zone pydantic gives a parsed "...Z" (one shared object)
 
 
 def _as_utc(value: datetime) -> datetime:
     """Give zone-less timestamps the zone Preloop means (UTC) so comparisons never raise.
 
-    A value already at offset zero (every ``...Z`` timestamp) is returned as parsed: converting it again
-    cost a third of event validation time in the client ingest benchmark and changes nothing it means.
+    A value already in UTC (every parsed ``...Z`` timestamp) is returned as is: converting it again cost a
+    third of event validation time in the client ingest benchmark and changes nothing it means.
     """
-    offset = value.utcoffset()
-    if offset is None:
+    zone = value.tzinfo
+    if zone is None:
         return value.replace(tzinfo=UTC)
-    if not offset:
+    if zone is UTC or zone is _PARSED_UTC:
         return value
     return value.astimezone(UTC)
 
