@@ -29,7 +29,7 @@ from client.events import (
     EventDecodeError,
     SessionEnded,
 )
-from client.follow import EventOrderer, decode_frames
+from client.follow import EventOrderer, decode_batch, decode_frames
 from client.sse import SSEDecoder
 
 try:
@@ -112,8 +112,11 @@ async def ours(data: bytes, with_timeline: bool) -> tuple[int, int]:
     timeline = Timeline() if (with_timeline and Timeline is not None) else None
     count = 0
     async for chunk in _response(data).aiter_bytes():
-        decoded = [e for e in decode_frames(decoder.feed(chunk)) if not isinstance(e, EventDecodeError)]
-        released: list[Event] = order.push_many(decoded)
+        frames = decoder.feed(chunk)
+        batch = decode_batch(frames)  # the follower's path: one pydantic call per chunk when all is well
+        if batch is None:
+            batch = [e for e in decode_frames(frames) if not isinstance(e, EventDecodeError)]
+        released: list[Event] = order.push_many(batch)
         count += len(released)
         if timeline is not None:
             timeline.apply_many(released)
