@@ -95,15 +95,16 @@ def decode_frames(frames: list[SSEFrame]) -> list[Event | EventDecodeError]:
 
 
 def _frame_seq(frame: SSEFrame) -> int | None:
-    """The seq of a frame we could not decode: from its id, else from a ``seq`` in its JSON, else None."""
-    if frame.id.isdigit():
-        return int(frame.id)
+    """The seq of a frame we could not decode: the ``seq`` in its JSON if any, else its SSE id (which may be
+    a previous frame's, as ids persist: then it is simply seen already), else None."""
     try:
         obj = json.loads(frame.data)
     except ValueError:
-        return None
+        obj = None
     seq = obj.get("seq") if isinstance(obj, dict) else None
-    return seq if isinstance(seq, int) and seq > 0 else None
+    if isinstance(seq, int) and not isinstance(seq, bool) and seq > 0:
+        return seq
+    return int(frame.id) if frame.id.isascii() and frame.id.isdigit() else None
 
 
 def backoff_delay(attempt: int, *, initial: float, maximum: float, rng: random.Random | None = None) -> float:

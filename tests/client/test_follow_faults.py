@@ -189,3 +189,11 @@ async def test_other_client_errors_refuse_but_rate_limits_retry() -> None:
     )
     assert seqs(items) == [1]
     assert any(isinstance(i, Reconnecting) and i.reason == "the server answered 429" for i in items)
+
+
+async def test_an_undecodable_frame_without_id_still_counts_its_seq_from_the_body() -> None:
+    no_id = b'event: model.delta\ndata: {"seq": 2, "type": "model.delta"}\n\n'  # fields missing
+    items, transport = await run([Script(steps=[frame(1), no_id, frame(3, "session.ended")])])
+    assert seqs(items) == [1, 3]
+    assert [i.total for i in items if isinstance(i, Skipped)] == [1]
+    assert len(transport.requests) == 1  # seq 2 was seen (though skipped): no gap, no refetch
