@@ -93,12 +93,12 @@ async def test_sessions_list_then_attach_and_back(client: Client, agent: Harness
         assert screen.session_id == agent.session_id
         stream = [w for w in app.workers if w.node is screen and w.group == "attach-stream"]
         assert len(stream) == 1 and stream[0].state == WorkerState.RUNNING
-        await pilot.press("escape")
+        await pilot.press("escape", "escape")  # out of the note box, then back to the list
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list")
         await until(pilot, lambda: stream[0].state == WorkerState.CANCELLED, "the stream worker to stop")
         await pilot.press("enter")
         await attached(pilot, app)
-        await pilot.press("q")  # detach back to the list (opened from it), with a notice
+        await pilot.press("escape", "q")  # detach back to the list (opened from it), with a notice
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list after q")
         await pilot.press("q")
     assert app.return_code == 0
@@ -126,7 +126,7 @@ async def test_note_sent_with_enter_goes_pending_then_delivered(
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
-        await pilot.press("n", *"use the staging db", "enter")
+        await pilot.press(*"use the staging db", "enter")  # the composer has the focus on attach
         await until(pilot, lambda: note_states(screen) == ["pending"], "the note to show as pending")
         composer = screen.query_one(Composer)
         assert composer.text == ""
@@ -145,7 +145,7 @@ async def test_shift_enter_and_ctrl_j_insert_newlines_and_paste_never_sends(
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
         composer = screen.query_one(Composer)
-        await pilot.press("n", "a", "shift+enter", "b", "ctrl+j", "c")
+        await pilot.press("a", "shift+enter", "b", "ctrl+j", "c")
         composer.post_message(events.Key("shift+\r", None))
         await pilot.pause()
         app.post_message(events.Paste("d\ne"))  # as a terminal's bracketed paste arrives
@@ -169,7 +169,7 @@ async def test_empty_note_is_not_sent_and_a_failed_send_keeps_the_text(
         screen = attach_screen(app)
         await until(pilot, lambda: screen.session is not None, "the session row")
         error_line = screen.query_one("#send-error", Static)
-        await pilot.press("n", "space", "enter")
+        await pilot.press("space", "enter")
         await pilot.pause()
         assert (await client.list_notes(session_id=agent.session_id)).notes == []
         assert "empty" in str(error_line.render())
@@ -201,7 +201,7 @@ async def test_withdraw_a_pending_note_after_confirmation(client: Client, agent:
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
-        await pilot.press("n", *"wrong session, sorry", "ctrl+s")  # Ctrl+S sends too
+        await pilot.press(*"wrong session, sorry", "ctrl+s")  # Ctrl+S sends too
         await until(pilot, lambda: note_states(screen) == ["pending"], "the pending note")
         await pilot.press("escape")  # out of the composer
         await pilot.press("w")
@@ -218,7 +218,7 @@ async def test_refused_withdraw_says_why(client: Client, agent: HarnessSession) 
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await until(pilot, lambda: isinstance(app.screen, AttachScreen), "attach screen")
         screen = attach_screen(app)
-        await pilot.press("n", *"check the logs", "enter")
+        await pilot.press(*"check the logs", "enter")
         await until(pilot, lambda: note_states(screen) == ["pending"], "the pending note")
         await agent.claim_notes()  # delivered on the server; this screen has no stream to learn it
         await pilot.press("escape", "w")
@@ -238,7 +238,11 @@ async def test_approve_and_decline_with_comment(client: Client, agent: HarnessSe
         first = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
         await until(pilot, lambda: panel.count == 1, "the approval to appear")
         assert screen.header.pending_approvals == 1
-        await pilot.press("a")
+        await pilot.press("a")  # typed into the note box, it approves nothing
+        await pilot.pause(0.3)
+        assert panel.count == 1 and screen.composer.text == "a"
+        screen.composer.clear()
+        await pilot.press("escape", "a")
         verdict = await asyncio.wait_for(first, 10)
         assert verdict.decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
@@ -387,7 +391,7 @@ async def test_command_palette_offers_what_the_screen_allows(client: Client, age
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
-        await pilot.press("n", *"palette note", "enter")
+        await pilot.press(*"palette note", "enter")
         await until(pilot, lambda: note_states(screen) == ["pending"], "the pending note")
         await pilot.press("escape")
         await pilot.pause(0.3)  # key availability is re-checked a few times a second

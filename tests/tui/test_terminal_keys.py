@@ -18,8 +18,7 @@ from tests.conftest import LiveServer
 
 PRELOOP = str(Path(sys.executable).parent / "preloop")
 
-KEYS: list[bytes] = [
-    b"n",  # focus the composer
+KEYS: list[bytes] = [  # the composer has the focus on attach
     b"a",
     b"\x1b[13;2u",  # Shift+Enter, kitty keyboard protocol
     b"b",

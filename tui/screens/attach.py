@@ -62,6 +62,10 @@ STALE_NOTICE_WINDOW = timedelta(seconds=10)
 class AttachScreen(Screen[None]):
     """One session, live. ``leave(detach)`` is the app's callback for Escape (False) and ``q`` (True)."""
 
+    AUTO_FOCUS = "#composer"
+    """Typing goes into the note box from the start: single-letter keys (a approves!) only act once the
+    user has left it (Escape, Tab or a click), never because they started typing a note."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "focus_composer", "Note", id="attach.note", tooltip="Write a note to the agent"),
         Binding("a", "approve", "Approve", id="attach.approve", tooltip="Approve the highlighted approval"),
@@ -76,6 +80,13 @@ class AttachScreen(Screen[None]):
         ),
         Binding("w", "withdraw", "Withdraw", id="attach.withdraw", tooltip="Withdraw the highlighted note"),
         Binding("c", "toggle_commentary", "Commentary", id="attach.commentary", tooltip="Collapse narration"),
+        Binding(
+            "escape",
+            "leave_composer",
+            "Leave note",
+            id="attach.leave_composer",
+            tooltip="Stop typing; then a, d, w and the other keys act",
+        ),
         Binding("escape", "back", "Sessions", id="attach.back", tooltip="Back to the sessions list"),
         Binding("q", "detach", "Detach", id="attach.detach", tooltip="Leave; the session keeps running"),
         Binding("question_mark", "app.help", "Help", id="attach.help", tooltip="All keys"),
@@ -131,6 +142,7 @@ class AttachScreen(Screen[None]):
         self._notes = NotesPanel(clock=self._clock, id="notes")
         self._send_error = Static("", id="send-error")
         self._composer = Composer(id="composer")
+        self._composer.can_focus = not self.read_only
         yield self._header
         yield self._banner
         with Horizontal(id="body"):
@@ -144,7 +156,8 @@ class AttachScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._update_composer_visibility()
-        self._view.focus()
+        if self.read_only:
+            self._view.focus()
         self.load_initial()
 
     @property
@@ -284,7 +297,8 @@ class AttachScreen(Screen[None]):
     def _update_composer_visibility(self) -> None:
         hidden = self.read_only or self.ended
         self.set_class(hidden, "-no-composer")
-        if hidden and self.composer.has_focus:
+        # Focus may still be on its way to the composer (focus is applied after the current message).
+        if hidden and self.focused in (None, self._composer):
             self._view.focus()
 
     # ------------------------------------------------------------------ approvals
@@ -463,11 +477,12 @@ class AttachScreen(Screen[None]):
         view = self._view
         view.collapse_commentary = not view.collapse_commentary
 
+    def action_leave_composer(self) -> None:
+        """Escape in the note box: keep the draft, move to the timeline so the letter keys act."""
+        self._view.focus()
+
     def action_back(self) -> None:
-        """Escape: out of the composer first, then back to the sessions list."""
-        if self.composer.has_focus:
-            self._view.focus()
-            return
+        """Escape outside the note box: back to the sessions list (the session keeps running)."""
         self._leave(False)
 
     def action_detach(self) -> None:
@@ -484,6 +499,10 @@ class AttachScreen(Screen[None]):
             return not self.read_only and note is not None and note.state == NoteState.PENDING
         if action == "focus_composer":
             return not (self.read_only or self.ended)
+        if action == "leave_composer":
+            return self._composer.has_focus
+        if action == "back":
+            return not self._composer.has_focus
         return True
 
     @on(NotesPanel.OptionHighlighted)

@@ -34,7 +34,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("w", "withdraw the highlighted note, if still pending"),
             ("c", "collapse or show the agent's commentary"),
             ("Tab", "move between composer, notes and approvals"),
-            ("Escape", "back to the sessions list"),
+            ("Escape", "leave the note box (keys a, d, w… act outside it); again: back to the list"),
             ("q", "detach: the session keeps running"),
         ],
     ),
