@@ -173,6 +173,7 @@ class Client:
 
     @property
     def has_token(self) -> bool:
+        """Lets a UI say "no token" up front instead of waiting for the server's 401."""
         return self._token is not None
 
     def auth_headers(self) -> dict[str, str]:
@@ -215,7 +216,19 @@ class Client:
             raise self._transport_error(exc, method, url) from None
         if response.status_code >= 400:
             raise self._api_error(response, what)
+        if response.status_code >= 300:
+            raise self._redirected(response)
         return response
+
+    def _redirected(self, response: httpx.Response) -> InvalidResponse:
+        """Redirects are not followed (the token must not travel to another host): say where it points."""
+        target = (
+            _display_url(response.headers.get("location", "")) if response.headers.get("location") else "?"
+        )
+        return InvalidResponse(
+            f"the server redirects {response.request.url.path} to {safe_line(target, 120)}: "
+            "use that address as the server URL"
+        )
 
     def _api_error(self, response: httpx.Response, what: str) -> ApiError:
         try:
@@ -233,12 +246,14 @@ class Client:
 
     def _invalid(self, response: httpx.Response, exc: Exception) -> InvalidResponse:
         path = response.request.url.path
-        if isinstance(exc, ValidationError):
-            first = exc.errors()[0] if exc.error_count() else None
-            where = ".".join(str(p) for p in first["loc"]) if first else ""
-            detail = f"{exc.error_count()} field error(s), first at '{where}'" if where else "wrong shape"
-        else:
-            detail = "not JSON"
+        detail = "wrong shape"
+        if isinstance(exc, ValidationError) and exc.error_count():
+            first = exc.errors()[0]
+            where = safe_line(".".join(str(p) for p in first["loc"]), 60)
+            if first["type"] == "json_invalid":
+                detail = "not JSON"
+            elif where:
+                detail = f"{exc.error_count()} field error(s), first at '{where}'"
         return InvalidResponse(
             f"the answer to {response.request.method} {path} could not be read ({detail}): "
             "is this a Preloop-compatible server?"

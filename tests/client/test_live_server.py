@@ -356,13 +356,22 @@ async def test_an_unreadable_answer_is_invalid_response_not_a_traceback() -> Non
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/health"):
             return httpx.Response(200, text="<html>captive portal</html>")
+        if request.url.path.endswith("/operator-notes"):
+            return httpx.Response(
+                301, headers={"location": "https://user:pw@secure.example/api/v1/operator-notes"}
+            )
         return httpx.Response(200, json={"items": [{"id": 42, "started_at": "yesterday"}]})
 
     async with Client("http://test", "t", transport=httpx.MockTransport(handler)) as c:
-        with pytest.raises(InvalidResponse, match="answer to GET /api/v1/health could not be read"):
+        with pytest.raises(
+            InvalidResponse, match=r"answer to GET /api/v1/health could not be read \(not JSON\)"
+        ):
             await c.health()
         with pytest.raises(InvalidResponse, match="field error"):
             await c.list_sessions()
+        with pytest.raises(InvalidResponse, match=r"redirects .* to https://secure\.example/") as info:
+            await c.list_notes(session_id=str(uuid.uuid4()))
+        assert "pw" not in str(info.value)
 
 
 # ------------------------------------------------------------------------------------------------ stream
