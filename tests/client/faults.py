@@ -87,3 +87,70 @@ class ScriptedSSE(httpx.AsyncBaseTransport):
         return httpx.Response(
             200, headers={"content-type": script.content_type}, stream=_Stream(script.steps), request=request
         )
+
+
+class FreezingProxy:
+    """A TCP proxy on loopback in front of the real server that can freeze its open connections.
+
+    Frozen connections stay open but pass no byte from the server to the client, exactly what a dead
+    NAT entry or a hung middlebox looks like; new connections go through normally.
+    """
+
+    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+        self.upstream = (upstream_host, upstream_port)
+        self.port = 0
+        self.connections = 0
+        self._frozen: set[int] = set()
+        self._open: set[int] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> FreezingProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    def freeze_open_connections(self) -> None:
+        self._frozen |= self._open
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        conn = self.connections
+        self._open.add(conn)
+        up_r, up_w = await asyncio.open_connection(*self.upstream)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, downstream: bool) -> None:
+            try:
+                while data := await src.read(65536):
+                    if downstream and conn in self._frozen:
+                        continue  # swallowed: the client sees silence
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                dst.close()
+
+        tasks = {
+            asyncio.create_task(pipe(client_r, up_w, downstream=False)),
+            asyncio.create_task(pipe(up_r, client_w, downstream=True)),
+        }
+        self._tasks |= tasks
+        try:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            self._tasks -= tasks
+            self._open.discard(conn)

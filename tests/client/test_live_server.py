@@ -29,6 +29,7 @@ from client.errors import (
 from client.events import Event, ModelDelta, SessionEnded, SessionStarted
 from client.status import Connecting, Ended, Live, Reconnecting, Refused, StreamStatus
 from server.harness_client import HarnessClient, HarnessSession
+from tests.client.faults import FreezingProxy
 from tests.conftest import LiveServer
 
 
@@ -519,3 +520,44 @@ async def test_a_dead_server_is_retried_with_growing_backoff_until_it_returns(
     assert all(0.05 <= f.delay <= 0.5 for f in failures)
     seqs = event_seqs(items)
     assert seqs == list(range(1, len(seqs) + 1)) and items[-1] == Ended(seqs[-1])
+
+
+async def test_a_stalled_connection_to_the_real_server_is_detected_and_resumed(
+    harness: HarnessClient, live_server: LiveServer
+) -> None:
+    host, port = live_server.url.removeprefix("http://").split(":")
+    proxy = await FreezingProxy(host, int(port)).start()
+    agent = await new_session(harness)
+    items: list[Event | StreamStatus] = []
+    three = asyncio.Event()
+    try:
+        # the fixture's server sends a keep-alive every 0.5 s, so 1.5 s of silence is a stall
+        async with Client(
+            proxy.url, live_server.token, server_kind="local", stall_timeout=1.5, backoff_max=0.5
+        ) as c:
+
+            async def consume() -> None:
+                async for item in c.follow(agent.session_id):
+                    items.append(item)
+                    if len(event_seqs(items)) >= 3:
+                        three.set()
+
+            task = asyncio.create_task(consume())
+            await agent.run_started("stall me")
+            await agent.delta("one ", 1)
+            await asyncio.wait_for(three.wait(), 10)
+            proxy.freeze_open_connections()
+            await agent.delta("two ", 1)
+            await agent.delta("three", 1)
+            await agent.end()
+            await asyncio.wait_for(task, 20)
+    finally:
+        await proxy.close()
+
+    seqs = event_seqs(items)
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert [i.text for i in items if isinstance(i, ModelDelta)] == ["one ", "two ", "three"]
+    stalls = [i for i in items if isinstance(i, Reconnecting)]
+    assert stalls and all(s.reason == "stalled: nothing received for 1.5 s" for s in stalls)
+    assert proxy.connections == 1 + len(stalls)
+    assert items[-1] == Ended(seqs[-1])
