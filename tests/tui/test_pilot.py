@@ -75,6 +75,11 @@ async def attached(pilot: Any, app: PreloopApp) -> AttachScreen:
     return screen
 
 
+def footer_actions(app: PreloopApp) -> list[str]:
+    """What the footer offers right now (the keys a user can see)."""
+    return [str(getattr(key, "action", "")) for key in app.screen.query("FooterKey")]
+
+
 def note_states(screen: AttachScreen) -> list[str]:
     return [n.state for n in screen.query_one(NotesPanel).notes.values()]
 
@@ -130,11 +135,14 @@ async def test_note_sent_with_enter_goes_pending_then_delivered(
         await until(pilot, lambda: note_states(screen) == ["pending"], "the note to show as pending")
         composer = screen.query_one(Composer)
         assert composer.text == ""
+        await pilot.press("escape")  # out of the note box: the footer lists the letter keys
+        await until(pilot, lambda: "withdraw" in footer_actions(app), "withdraw offered for the pending note")
         claimed = await agent.claim_notes(channel="tool_result", event="post_tool_use")
         assert len(claimed.notes) == 1 and "use the staging db" in claimed.notes[0].text
         await until(pilot, lambda: note_states(screen) == ["delivered"], "the note to show as delivered")
         note = next(iter(screen.query_one(NotesPanel).notes.values()))
         assert note.delivery_channel == "tool_result"
+        await until(pilot, lambda: "withdraw" not in footer_actions(app), "withdraw gone once delivered")
 
 
 async def test_shift_enter_and_ctrl_j_insert_newlines_and_paste_never_sends(

@@ -240,6 +240,7 @@ class AttachScreen(Screen[None]):
                 self._mark_ended(event.reason)
         if notes:
             self.notes_panel.upsert_many(notes.values())
+            self._bindings_changed()  # withdraw depends on the highlighted note's state
         if approvals:
             left = self.approvals_panel.apply(a for a, _ in approvals.values())
             for approval in left:
@@ -429,6 +430,7 @@ class AttachScreen(Screen[None]):
         composer.accept()
         self._show_send_error("")
         self.notes_panel.upsert(note)
+        self._bindings_changed()
         self.notify("Note sent; the agent reads it at its next tool or model call.", title="Note queued")
 
     def action_withdraw(self) -> None:
@@ -461,6 +463,7 @@ class AttachScreen(Screen[None]):
             self.notify(str(exc), title="Note not withdrawn", severity="error")
             return
         self.notes_panel.upsert(result)
+        self._bindings_changed()
         if result.state == NoteState.CANCELLED:
             self.notify("Note withdrawn; the agent will not see it.", title="Withdrawn")
         else:
