@@ -90,13 +90,26 @@ class ScriptedSSE(httpx.AsyncBaseTransport):
 
 
 class FreezingProxy:
-    """A TCP proxy on loopback in front of the real server that can freeze its open connections.
+    """A TCP proxy on loopback in front of the real server, for faults the server cannot make on demand.
 
-    Frozen connections stay open but pass no byte from the server to the client, exactly what a dead
-    NAT entry or a hung middlebox looks like; new connections go through normally.
+    * ``freeze_open_connections()``: open connections stay open but pass no byte from the server to the
+      client, exactly what a dead NAT entry or a hung middlebox looks like; new connections go through;
+    * ``split_every=n``: the server's bytes reach the client in n-byte pieces, each flushed on its own;
+    * ``corrupt=(old, new)``: bytes are replaced on the way (same length, so HTTP chunk sizes stay right).
     """
 
-    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+    def __init__(
+        self,
+        upstream_host: str,
+        upstream_port: int,
+        *,
+        split_every: int | None = None,
+        corrupt: tuple[bytes, bytes] | None = None,
+    ) -> None:
+        if corrupt is not None and len(corrupt[0]) != len(corrupt[1]):
+            raise ValueError("a corruption must keep the length")
+        self.split_every = split_every
+        self.corrupt = corrupt
         self.upstream = (upstream_host, upstream_port)
         self.port = 0
         self.connections = 0
@@ -132,13 +145,32 @@ class FreezingProxy:
         self._open.add(conn)
         up_r, up_w = await asyncio.open_connection(*self.upstream)
 
+        async def send(dst: asyncio.StreamWriter, data: bytes) -> None:
+            step = self.split_every or len(data) or 1
+            for i in range(0, len(data), step):
+                dst.write(data[i : i + step])
+                await dst.drain()
+                if self.split_every:
+                    await asyncio.sleep(0.001)  # let each piece leave on its own
+
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, downstream: bool) -> None:
+            held = b""  # with a corruption, keep a pattern-long tail so a match split across reads is seen
             try:
                 while data := await src.read(65536):
                     if downstream and conn in self._frozen:
                         continue  # swallowed: the client sees silence
-                    dst.write(data)
-                    await dst.drain()
+                    if downstream and self.corrupt is not None:
+                        old, new = self.corrupt
+                        held = (held + data).replace(old, new)
+                        keep = len(old) - 1
+                        data, held = held[: len(held) - keep], held[len(held) - keep :]
+                    if downstream:
+                        await send(dst, data)
+                    else:
+                        dst.write(data)
+                        await dst.drain()
+                if held:
+                    await send(dst, held)
             except (ConnectionError, asyncio.CancelledError):
                 pass
             finally:

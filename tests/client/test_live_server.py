@@ -27,7 +27,7 @@ from client.errors import (
     ValidationFailed,
 )
 from client.events import Event, ModelDelta, SessionEnded, SessionStarted
-from client.status import Connecting, Ended, Live, Reconnecting, Refused, StreamStatus
+from client.status import Connecting, Ended, Live, Reconnecting, Refused, Skipped, StreamStatus
 from server.harness_client import HarnessClient, HarnessSession
 from tests.client.faults import FreezingProxy
 from tests.conftest import LiveServer
@@ -560,4 +560,29 @@ async def test_a_stalled_connection_to_the_real_server_is_detected_and_resumed(
     stalls = [i for i in items if isinstance(i, Reconnecting)]
     assert stalls and all(s.reason == "stalled: nothing received for 1.5 s" for s in stalls)
     assert proxy.connections == 1 + len(stalls)
+    assert items[-1] == Ended(seqs[-1])
+
+
+async def test_real_frames_cut_into_tiny_pieces_and_a_corrupted_one_over_loopback(
+    harness: HarnessClient, live_server: LiveServer
+) -> None:
+    host, port = live_server.url.removeprefix("http://").split(":")
+    # 7-byte pieces cut every line, JSON value and multi-byte character; one frame's JSON is broken on the way
+    proxy = await FreezingProxy(host, int(port), split_every=7, corrupt=(b'BREAK ME"', b"BREAK ME!")).start()
+    agent = await new_session(harness)
+    await agent.run_started("pieces")
+    for text in ("caf\u00e9 \u2713 ", "BREAK ME", "\U0001f600 after"):
+        await agent.delta(text, 1)
+    await agent.end()
+    try:
+        async with Client(proxy.url, live_server.token, server_kind="local") as c:
+            items = await collect(c, agent.session_id)
+    finally:
+        await proxy.close()
+    assert [i.text for i in items if isinstance(i, ModelDelta)] == ["caf\u00e9 \u2713 ", "\U0001f600 after"]
+    skipped = [i for i in items if isinstance(i, Skipped)]
+    assert len(skipped) == 1 and skipped[0].total == 1 and "not JSON" in skipped[0].reason
+    assert not any(isinstance(i, Reconnecting) for i in items)  # the skipped seq is not a gap
+    seqs = event_seqs(items)
+    assert seqs == sorted(seqs) and len(seqs) == seqs[-1] - 1  # every seq but the broken one, once
     assert items[-1] == Ended(seqs[-1])
