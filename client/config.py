@@ -111,6 +111,8 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class Profile:
+    """A named server, so people switch with ``--profile work`` instead of retyping URLs."""
+
     name: str
     url: str
     server_kind: ServerKind | None = None
