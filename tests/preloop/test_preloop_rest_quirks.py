@@ -65,12 +65,6 @@ async def test_a_non_uuid_session_id_is_refused_before_asking(
     assert fake.requests == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="client.api.get_session fills list-only counters only when None, but Preloop's detail sends 0 "
-    "(captures 017/072 vs 012/073): it should also take tool_call_count/pending_approval_count/note_count "
-    "from the list row when the detail says 0",
-)
 async def test_session_detail_counters_come_from_the_list_row(client: Client, fake: FakePreloop) -> None:
     fake.tool_call("Grep")
     fake.request_approval()
