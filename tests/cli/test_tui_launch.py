@@ -5,13 +5,18 @@ from __future__ import annotations
 import os
 import pty
 import select
+import signal
 import time
 
 from tests.cli.helpers import PRELOOP, with_sessions
 
 
-def _run_in_pty(argv: list[str], expect: bytes, keys: bytes) -> tuple[int, bytes]:
-    """Start the console script on a pseudo-terminal, wait for ``expect`` on screen, type ``keys``."""
+def _run_in_pty(argv: list[str], expect: bytes, *keys: bytes) -> tuple[int, bytes]:
+    """Start the console script on a pseudo-terminal, wait for ``expect`` on screen, type ``keys``.
+
+    Each item of ``keys`` is written after a short pause, so an Escape is not read as Alt+<next key>.
+    A child still running at the end is killed, so a test fails instead of hanging.
+    """
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
         os.environ.update({"TERM": "xterm-256color", "COLUMNS": "110", "LINES": "30"})
@@ -38,10 +43,15 @@ def _run_in_pty(argv: list[str], expect: bytes, keys: bytes) -> tuple[int, bytes
 
     try:
         assert pump(20, expect), screen[-2000:]
-        os.write(fd, keys)
+        for key in keys:
+            os.write(fd, key)
+            pump(0.5)
         pump(10)
     finally:
-        _, status = os.waitpid(pid, 0)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
         os.close(fd)
     return os.waitstatus_to_exitcode(status), screen
 
@@ -50,7 +60,8 @@ def test_attach_on_a_terminal_opens_the_app_and_q_detaches(live_server) -> None:
     ids, _ = with_sessions(
         live_server.url, live_server.token, [{"agent_name": "a", "title": "Visible title"}]
     )
-    code, screen = _run_in_pty(["sessions", "attach", ids[0][:8]], b"Visible title", b"q")
+    # The note box has the focus on attach (typing never fires a key binding): Escape leaves it, q detaches.
+    code, screen = _run_in_pty(["sessions", "attach", ids[0][:8]], b"Visible title", b"\x1b", b"q")
     assert code == 0
     assert b"Detached from " + ids[0][:8].encode() in screen
 
