@@ -12,6 +12,12 @@ most once per frame (``FRAME``), after which the view is synced once and the pan
 approval changes of that batch. ``StreamStatus`` values drive the header and the banner. Both workers
 belong to this screen, so leaving it (Escape, ``q``) cancels them and closes the stream.
 
+Focus. The note box has the focus on attach, so whatever the user types becomes a note and never a key
+action (``a`` approves!). Escape leaves the box (the draft stays); then the letter keys act (``a``/``d``
+approve/decline, ``w`` withdraw, ``x`` arguments, ``c`` commentary, ``n`` back to the box, ``q`` detach)
+and a second Escape returns to the sessions list. Which keys apply is gated in ``check_action`` by state
+(read-only, ended, anything pending, the highlighted note's state) and shown in the footer.
+
 Every server call goes through the ``client.backend.Backend`` protocol and every failure is a
 ``client.errors.ClientError`` whose sentence is shown to the user; nothing the user typed is lost on
 failure.

@@ -26,10 +26,11 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "Attached session",
         [
+            ("(typing)", "goes into the note box, which has the focus when you attach"),
             ("Enter", "send the note in the composer"),
             ("Shift+Enter, Ctrl+J", "new line in the note (inside tmux only Ctrl+J)"),
             ("Ctrl+S", "send the note"),
-            ("a / d", "approve / decline the highlighted approval (d asks for a comment)"),
+            ("a / d", "approve / decline the highlighted approval (d asks for a comment); also by mouse"),
             ("x", "expand or collapse the approval's arguments"),
             ("w", "withdraw the highlighted note, if still pending"),
             ("c", "collapse or show the agent's commentary"),
