@@ -157,6 +157,7 @@ class SessionsScreen(Screen[None]):
         self.refresh_interval = refresh_interval
         self.sessions: list[Session] = []
         self.loaded = False
+        self.more_on_server = False
         self.error: ClientError | None = None
         self.active_only = False
         self.filter_text = ""
@@ -226,6 +227,7 @@ class SessionsScreen(Screen[None]):
         self.loaded = True
         self.query_one(Banner).clear()
         self.sessions = page.items
+        self.more_on_server = page.has_more
         self.apply_rows()
 
     def visible_sessions(self) -> list[Session]:
@@ -306,7 +308,8 @@ class SessionsScreen(Screen[None]):
         live = sum(1 for s in self.sessions if session_state(s, now) == "live")
         waiting = sum(s.pending_approval_count or 0 for s in self.sessions)
         line = Text("Sessions", style="bold")
-        line.append(f"  {len(self.sessions)} total · {live} live")
+        shown = f"newest {len(self.sessions)} shown" if self.more_on_server else f"{len(self.sessions)} total"
+        line.append(f"  {shown} · {live} live")
         if waiting:
             line.append(f" · ⚑ {waiting} approval(s) pending", style="bold yellow")
         if self.active_only:
