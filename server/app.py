@@ -32,8 +32,10 @@ from client.harness import (
     SessionEndResponse,
 )
 from client.models import ApprovalDecision
+from server.accounts import Operator, Runtime
 from server.bus import EventBus, Subscription
-from server.control import ApiError, ControlPlane, Operator, Runtime
+from server.control import ControlPlane
+from server.errors import ApiError
 from server.store import Store, StoredEvent, now_utc
 
 API = "/api/v1"
@@ -92,7 +94,7 @@ async def _operator(request: Request, authorization: Annotated[str | None, Heade
     if token is None:
         raise _unauthorized("Not authenticated")
     plane: ControlPlane = request.app.state.plane
-    principal = await plane.authenticate(token)
+    principal = await plane.accounts.authenticate(token)
     if not isinstance(principal, Operator):
         raise _unauthorized("Invalid authentication credentials")
     return principal
@@ -103,7 +105,7 @@ async def _runtime(request: Request, authorization: Annotated[str | None, Header
     if token is None:
         raise _unauthorized("Runtime bearer token required")
     plane: ControlPlane = request.app.state.plane
-    principal = await plane.authenticate(token)
+    principal = await plane.accounts.authenticate(token)
     if isinstance(principal, Operator):
         raise _unauthorized("Runtime bearer token required")
     if principal is None:
@@ -186,7 +188,7 @@ def create_app(
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> dict[str, Any]:
         """The account's sessions, Preloop's page shape, most recently active first."""
-        return await plane.list_sessions(
+        return await plane.sessions.list_sessions(
             op,
             status=status,
             active_within_minutes=active_within_minutes,
@@ -202,18 +204,18 @@ def create_app(
     @app.get(f"{API}/runtime-sessions/{{session_id}}")
     async def get_session(op: Op, session_id: str) -> dict[str, Any]:
         """One session the operator may see (404 otherwise, also for a non-UUID id)."""
-        return await plane.get_session(op, session_id)
+        return await plane.sessions.get_session(op, session_id)
 
     @app.patch(f"{API}/runtime-sessions/{{session_id}}")
     async def patch_session(op: Op, session_id: str, body: SessionPatchBody) -> dict[str, Any]:
         """End a session from the operator side (idempotent)."""
-        session, _ = await plane.end_session(op.account_id, session_id, "operator")
+        session, _ = await plane.sessions.end_session(op.account_id, session_id, "operator")
         return session
 
     @app.get(f"{API}/runtime-sessions/{{session_id}}/activity")
     async def session_activity(op: Op, session_id: str) -> dict[str, Any]:
         """Newest-first activity, as Preloop lists it."""
-        return await plane.activity(op, session_id)
+        return await plane.sessions.activity(op, session_id)
 
     @app.get(f"{API}/runtime-sessions/{{session_id}}/events")
     async def session_events(
@@ -229,7 +231,7 @@ def create_app(
                 start = int(last_event_id.strip())
             except ValueError:
                 raise ApiError(400, "Last-Event-ID must be an integer event id") from None
-        sid, _, last_seq = await plane.session_status(op, session_id)
+        sid, _, last_seq = await plane.sessions.session_status(op, session_id)
         # A resume point beyond the newest event (e.g. an id from a database that was reset) must not
         # hide every new event: start from the newest one instead.
         return StreamingResponse(
@@ -243,7 +245,7 @@ def create_app(
     @app.post(f"{API}/operator-notes", status_code=201)
     async def create_note(op: Op, body: NoteCreateBody) -> dict[str, Any]:
         """Queue a note for the agent's next turn boundary."""
-        return await plane.create_note(
+        return await plane.notes.create_note(
             op,
             text=body.text,
             runtime_session_id=str(body.runtime_session_id) if body.runtime_session_id else None,
@@ -264,7 +266,7 @@ def create_app(
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> dict[str, Any]:
         """Notes of one target; naming none is Preloop's 400."""
-        return await plane.list_notes(
+        return await plane.notes.list_notes(
             op,
             runtime_session_id=str(runtime_session_id) if runtime_session_id else None,
             agent_id=str(agent_id) if agent_id else None,
@@ -277,12 +279,12 @@ def create_app(
     @app.get(f"{API}/operator-notes/{{note_id}}")
     async def get_note(op: Op, note_id: str) -> dict[str, Any]:
         """One note of this account."""
-        return await plane.get_note(op, note_id)
+        return await plane.notes.get_note(op, note_id)
 
     @app.post(f"{API}/operator-notes/{{note_id}}/cancel")
     async def cancel_note(op: Op, note_id: str) -> dict[str, Any]:
         """Withdraw a pending note; other states come back unchanged with a 200."""
-        return await plane.cancel_note(op, note_id)
+        return await plane.notes.cancel_note(op, note_id)
 
     # -- approvals -------------------------------------------------------------------------------
 
@@ -295,7 +297,7 @@ def create_app(
         skip: Annotated[int, Query(ge=0)] = 0,
     ) -> JSONResponse:
         """A bare array with the total in X-Total-Count, as Preloop answers."""
-        items, total = await plane.list_approvals(
+        items, total = await plane.approvals.list_approvals(
             op,
             status=status,
             runtime_session_id=str(runtime_session_id) if runtime_session_id else None,
@@ -307,58 +309,62 @@ def create_app(
     @app.get(f"{API}/approval-requests/{{approval_id}}")
     async def get_approval(op: Op, approval_id: str) -> dict[str, Any]:
         """One approval of this account."""
-        return await plane.get_approval(op, approval_id)
+        return await plane.approvals.get_approval(op, approval_id)
 
     @app.post(f"{API}/approval-requests/{{approval_id}}/approve")
     async def approve(
         op: Op, approval_id: str, body: Annotated[ApprovalDecision | None, Body()] = None
     ) -> dict[str, Any]:
         """Let the waiting tool call run."""
-        return await plane.decide(op, approval_id, approve=True, comment=body.comment if body else None)
+        return await plane.approvals.decide(
+            op, approval_id, approve=True, comment=body.comment if body else None
+        )
 
     @app.post(f"{API}/approval-requests/{{approval_id}}/decline")
     async def decline(
         op: Op, approval_id: str, body: Annotated[ApprovalDecision | None, Body()] = None
     ) -> dict[str, Any]:
         """Refuse the waiting tool call; the agent gets the comment as its reason."""
-        return await plane.decide(op, approval_id, approve=False, comment=body.comment if body else None)
+        return await plane.approvals.decide(
+            op, approval_id, approve=False, comment=body.comment if body else None
+        )
 
     # -- harness API -----------------------------------------------------------------------------
 
     @app.post(f"{API}/auth/runtime-sessions/token", status_code=201, response_model=RuntimeTokenResponse)
     async def mint_runtime_token(op: Op, body: RuntimeTokenRequest) -> RuntimeTokenResponse:
         """Start a runtime session for an agent and give it its own token."""
-        return await plane.mint_runtime_session(op, body)
+        return await plane.sessions.mint_runtime_session(op, body)
 
     @app.post(f"{API}/agents/events", response_model=AgentEventsAccepted)
     async def agent_events(rt: Rt, body: AgentEventBatch) -> AgentEventsAccepted:
         """An agent reports what it did; the server assigns seq, session and time."""
-        return await plane.agent_events(rt, body.events)
+        return await plane.sessions.agent_events(rt, body.events)
 
     @app.post(f"{API}/agents/notes/pending", response_model=PendingNotesResponse)
     async def pending_notes(
         rt: Rt, body: Annotated[PendingNotesRequest | None, Body()] = None
     ) -> PendingNotesResponse:
         """The agent picks up notes at a turn boundary."""
-        return await plane.claim_notes(rt, body or PendingNotesRequest())
+        return await plane.notes.claim_notes(rt, body or PendingNotesRequest())
 
     @app.post(f"{API}/agents/notes/ack", response_model=NotesAckResponse)
     async def ack_notes(rt: Rt, body: NotesAckRequest) -> NotesAckResponse:
         """Deferred notes are now in front of the model."""
-        await plane.ack_notes(rt, body.note_ids)
+        await plane.notes.ack_notes(rt, body.note_ids)
         return NotesAckResponse(ok=True)
 
     @app.post(f"{API}/agents/permission-check", response_model=PermissionCheckResponse)
     async def permission_check(rt: Rt, body: PermissionCheckRequest) -> PermissionCheckResponse:
         """A tool call about to run; blocks on a human when the agent asks for one."""
-        return await plane.permission_check(rt, body)
+        return await plane.approvals.permission_check(rt, body)
 
     @app.post(f"{API}/agents/session-end", response_model=SessionEndResponse)
     async def session_end(
         rt: Rt, body: Annotated[SessionEndRequest | None, Body()] = None
     ) -> SessionEndResponse:
         """The agent is done: notes left pending become undeliverable."""
-        return await plane.harness_end(rt, body.reason if body else None)
+        return await plane.sessions.harness_end(rt, body.reason if body else None)
 
     @app.get("/", include_in_schema=False)
     async def root() -> Response:
@@ -390,7 +396,7 @@ async def _sse(plane: ControlPlane, session_id: str, after: int, keepalive: floa
                         return
                 if len(batch) < 500:
                     break
-            if sub.closed or await plane.session_ended(session_id):
+            if sub.closed or await plane.sessions.session_ended(session_id):
                 # ended: storage already has everything, including session.ended; send what is left
                 for event in await plane.store.events_after(session_id, last, 1_000_000):
                     yield _frame(event)

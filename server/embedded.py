@@ -181,7 +181,7 @@ class EmbeddedServer:
 
     def create_account(self, name: str = "other", display: str = "Other Operator") -> str:
         """A second account's operator token: its sessions are invisible to the first (tests use it)."""
-        return self.call(self.plane.create_account(name, display))
+        return self.call(self.plane.accounts.create_account(name, display))
 
     def stop(self, timeout: float = 15.0) -> None:
         """Close live streams, stop accepting, and wait for the thread; safe to call twice."""

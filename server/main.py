@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from client import paths
-from server.control import mask_token
+from server.accounts import mask_token
 from server.embedded import EmbeddedServer
 
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from srv_helpers import auth, capture, read_stream
 
-from server.control import Operator
+from server.accounts import Operator
 from server.harness_client import HarnessClient
 
 
@@ -119,11 +119,11 @@ async def test_cancel_pending_vs_delivered(http, harness) -> None:
 async def test_notes_expire_on_time_without_anyone_reading(live_server, harness) -> None:
     agent = await harness.start_session(agent_name="expiry")
     plane = live_server.server.plane
-    op = live_server.server.call(plane.authenticate(live_server.token))
+    op = live_server.server.call(plane.accounts.authenticate(live_server.token))
     assert isinstance(op, Operator)
     # The HTTP API refuses TTLs under 60 s (as Preloop); the rule underneath is the same at any TTL.
     note = live_server.server.call(
-        plane.create_note(
+        plane.notes.create_note(
             op,
             text="short-lived",
             runtime_session_id=agent.session_id,

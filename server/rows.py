@@ -1,0 +1,108 @@
+"""Reading rows the desks share: a session, a note or an approval as its wire dict, and ownership lookups.
+
+Every function takes a :class:`Query` (the store's reader for committed state, or a write transaction
+that must see its own uncommitted changes), so a desk renders the same shapes inside and outside a write.
+Ownership checks live here once: another account's id, an unknown id and a malformed id are all the same
+404 (never a 500, unlike Preloop for a non-UUID session id).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+import aiosqlite
+
+from server.errors import ApiError
+from server.shapes import approval_model, note_model, session_model
+
+
+class Query(Protocol):
+    """Either the reader (committed state) or a write transaction (its own uncommitted changes)."""
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None: ...
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]: ...
+
+
+def parse_uuid(value: str) -> str | None:
+    """The canonical form of a UUID, or None for anything else (a bad id is a 404, never a 500)."""
+    try:
+        return str(uuid.UUID(value))
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+_NOT_FOUND = {
+    "sessions": "Runtime session not found",
+    "notes": "Note not found",
+    "approvals": "Approval request not found",
+}
+
+
+async def own_row(
+    q: Query, table: Literal["sessions", "notes", "approvals"], row_id: str, account_id: str
+) -> aiosqlite.Row:
+    """The row of ``table`` with this id in this account, or Preloop's 404 for that kind of thing.
+
+    Sessions and approvals have UUID ids (canonicalised first); note ids are opaque hex strings.
+    """
+    key = row_id if table == "notes" else parse_uuid(row_id)
+    row = None
+    if key is not None:
+        row = await q.fetchone(f"SELECT * FROM {table} WHERE id = ? AND account_id = ?", (key, account_id))
+    if row is None:
+        raise ApiError(404, _NOT_FOUND[table])
+    return row
+
+
+async def session_entry(q: Query, row: aiosqlite.Row) -> dict[str, Any]:
+    """A session row (with ``agent_name``) and its live counters as the wire's session row."""
+    sid = row["id"]
+    notes = await q.fetchone("SELECT COUNT(*) AS n FROM notes WHERE runtime_session_id = ?", (sid,))
+    latest = await q.fetchone(
+        "SELECT author_display, created_at FROM notes WHERE runtime_session_id = ?"
+        " ORDER BY created_at DESC LIMIT 1",
+        (sid,),
+    )
+    pending = await q.fetchone(
+        "SELECT COUNT(*) AS n FROM approvals WHERE session_id = ? AND status = 'pending'", (sid,)
+    )
+    model = session_model(
+        row,
+        note_count=int(notes["n"]) if notes else 0,
+        latest_note=latest,
+        pending_approvals=int(pending["n"]) if pending else 0,
+    )
+    return model.model_dump(mode="json")
+
+
+async def session_dict(q: Query, session_id: str) -> dict[str, Any]:
+    """The session as it is now (for ``session.*`` events and responses); the id must exist."""
+    row = await q.fetchone(
+        "SELECT s.*, a.name AS agent_name FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id"
+        " WHERE s.id = ?",
+        (session_id,),
+    )
+    assert row is not None
+    return await session_entry(q, row)
+
+
+async def note_dict(q: Query, note_id: str) -> dict[str, Any]:
+    """The note as it is now (for ``note.*`` events and responses); the id must exist."""
+    row = await q.fetchone("SELECT * FROM notes WHERE id = ?", (note_id,))
+    assert row is not None
+    return note_model(row).model_dump(mode="json")
+
+
+async def approval_dict(q: Query, approval_id: str) -> dict[str, Any]:
+    """The approval as it is now (for ``approval.*`` events and responses); the id must exist."""
+    row = await q.fetchone(
+        "SELECT ap.*, a.name AS agent_name, a.kind AS agent_kind, s.session_source_id"
+        " FROM approvals ap LEFT JOIN agents a ON a.id = ap.agent_id"
+        " LEFT JOIN sessions s ON s.id = ap.session_id WHERE ap.id = ?",
+        (approval_id,),
+    )
+    assert row is not None
+    return approval_model(row).model_dump(mode="json")
