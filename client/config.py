@@ -18,6 +18,11 @@ Where things live (all under :func:`client.paths.config_dir`, ``PRELOOP_CONFIG_D
 Precedence in :func:`resolve_settings` (the first that gives a value wins, separately for URL and token):
 ``url=``/``token=`` (command-line flags) > ``PRELOOP_URL`` / ``PRELOOP_TOKEN`` > the profile (named, else the
 default) with its stored token > the local server file (:func:`client.paths.local_server_file`).
+When the URL itself came from the local server file, the token written beside it is that server's own
+(it changes when the server restarts), so it is used without asking the keyring.
+
+The keyring is imported and asked only when a token is actually looked up there: loading its backend
+costs ~0.1 s, which every scripted command would otherwise pay even with ``PRELOOP_TOKEN`` set.
 
 The token is never printed, logged or put in an error: :class:`Settings` masks it in ``repr``.
 """
@@ -31,9 +36,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-import keyring
-import keyring.errors
 
 from client import paths
 from client.backend import ServerKind
@@ -224,6 +226,8 @@ def delete_profile(name: str) -> bool:
 
 def keyring_status() -> tuple[bool, str]:
     """(works, description): whether an OS keyring backend is usable here, and which one it is."""
+    import keyring  # imported on first use: slow, and most commands never need it
+
     try:
         backend = keyring.get_keyring()
     except Exception as exc:  # keyring raises assorted errors when misconfigured
@@ -269,6 +273,8 @@ def store_token(url: str, token: str, *, allow_file: bool = False) -> Literal["k
         raise UsageError("the token is empty")
     works, description = keyring_status()
     if works:
+        import keyring.errors  # imported on first use: slow, and most commands never need it
+
         try:
             keyring.set_password(KEYRING_SERVICE, key, token)
         except keyring.errors.KeyringError as exc:
@@ -291,6 +297,8 @@ def stored_token(url: str) -> tuple[str | None, Literal["keyring", "file"] | Non
     key = normalise_url(url)
     works, _ = keyring_status()
     if works:
+        import keyring.errors  # imported on first use: slow, and most commands never need it
+
         try:
             value = keyring.get_password(KEYRING_SERVICE, key)
         except keyring.errors.KeyringError:
@@ -307,6 +315,8 @@ def delete_token(url: str) -> list[str]:
     removed: list[str] = []
     works, _ = keyring_status()
     if works:
+        import keyring.errors  # imported on first use: slow, and most commands never need it
+
         try:
             keyring.delete_password(KEYRING_SERVICE, key)
             removed.append("keyring")
@@ -377,6 +387,9 @@ def resolve_settings(
         final_token, token_source = token.strip(), "flag"
     elif env_token:
         final_token, token_source = env_token.strip(), "env"
+    elif url_source == "local-server" and local is not None and local[1]:
+        # The URL and token came together from the running server: no keyring lookup (~0.1 s) needed.
+        final_token, token_source = local[1], "local-server"
     else:
         value, where = stored_token(final_url)
         if value and where:

@@ -112,7 +112,7 @@ class NoMatchingId(UsageError):
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         super().__init__(
-            f"no session starts with '{safe_line(prefix, 40)}': `preloop sessions --all` lists them"
+            f"no session starts with '{safe_line(prefix, 40)}': `preloop sessions list` shows the ids"
         )
 
 

@@ -179,3 +179,52 @@ def test_settings_repr_masks_the_token() -> None:
 def test_bad_url_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="not a server URL"):
         config.resolve_settings(url="localhost:8765")
+
+
+class CountingKeyring(MemoryKeyring):
+    """A working keyring that counts lookups, to show when resolution never needs one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookups = 0
+
+    def get_password(self, service: str, username: str) -> str | None:
+        self.lookups += 1
+        return super().get_password(service, username)
+
+
+def test_the_local_server_files_own_token_goes_with_its_url_without_asking_the_keyring(
+    isolated: Path,
+) -> None:
+    write_local_server(isolated, token="fresh-local-tok")
+    counting = CountingKeyring()
+    keyring.set_keyring(counting)
+    counting.set_password("preloop", "http://127.0.0.1:9999", "stale-stored-tok")
+    s = config.resolve_settings()
+    assert (s.token, s.token_source, s.url_source) == ("fresh-local-tok", "local-server", "local-server")
+    assert counting.lookups == 0
+    # Named explicitly (a flag), the same URL still prefers the token stored for it.
+    s = config.resolve_settings(url="http://127.0.0.1:9999")
+    assert (s.token, s.token_source) == ("stale-stored-tok", "keyring")
+    assert counting.lookups == 1
+
+
+def test_scripted_commands_with_a_token_at_hand_never_import_the_keyring(isolated: Path) -> None:
+    """Loading the keyring costs ~0.1 s per command; with PRELOOP_TOKEN or the local file it is not needed."""
+    import os
+    import subprocess
+    import sys
+
+    write_local_server(isolated)
+    code = (
+        "import sys; from client import config; s = config.resolve_settings(); "
+        "print(s.token_source, 'keyring' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRELOOP_")}
+    env.update(PRELOOP_CONFIG_DIR=str(isolated / "config"), PRELOOP_STATE_DIR=str(isolated / "state"))
+    for extra, expected in (({}, "local-server False"), ({"PRELOOP_TOKEN": "t"}, "env False")):
+        done = subprocess.run(
+            [sys.executable, "-c", code], env={**env, **extra}, cwd=root, capture_output=True, text=True
+        )
+        assert done.stdout.strip() == expected, done.stderr
