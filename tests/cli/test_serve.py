@@ -51,3 +51,57 @@ def test_no_command_off_a_terminal_points_at_the_list(capsys: pytest.CaptureFixt
     assert main([]) == 2
     err = capsys.readouterr().err
     assert "needs a terminal" in err and "preloop sessions list" in err
+
+
+def _schema_too_new(path: Path) -> Path:
+    """A database written by a newer version of this program (schema version 99)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version VALUES (99)")
+    return path
+
+
+def test_serve_on_a_database_from_a_newer_version_says_so_in_one_line(isolated_dirs: Path) -> None:
+    db = _schema_too_new(isolated_dirs / "newer.sqlite3")
+    done = preloop("serve", "--port", "0", "--db", str(db), timeout=30)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"preloop: the local server did not start: {db} has schema version 99; this program knows up to 1: "
+        "upgrade preloop, or pass --db with another file"
+    ]
+    assert done.stdout == ""
+
+
+def test_serve_on_a_file_that_is_not_a_database(isolated_dirs: Path) -> None:
+    db = isolated_dirs / "notes.txt"
+    db.write_text("shopping list: eggs, milk, and a great deal of padding to fill a page " * 20)
+    done = preloop("serve", "--port", "0", "--db", str(db), timeout=30)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"preloop: the local server did not start: {db} is not a usable SQLite")
+    assert db.read_text().startswith("shopping list")  # nothing written over it
+
+
+def test_serve_on_a_port_in_use_names_the_fix(isolated_dirs: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = preloop("serve", "--port", str(port), "--db", str(isolated_dirs / "db.sqlite3"), timeout=30)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"preloop: cannot serve on 127.0.0.1:{port}: Address already in use; pick another --port "
+        "(0 = any free port)\n"
+    )
+
+
+def test_demo_on_a_database_from_a_newer_version_says_so(isolated_dirs: Path) -> None:
+    db = _schema_too_new(isolated_dirs / "newer.sqlite3")
+    done = preloop("demo", "--no-tui", "--db", str(db), timeout=30)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "the demo server did not start" in done.stderr and "schema version 99" in done.stderr

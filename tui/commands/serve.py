@@ -8,11 +8,48 @@ function that does the work.
 from __future__ import annotations
 
 import argparse
+import errno
 from collections.abc import Callable
 from pathlib import Path
 
-from tui.cli import EXIT_OK
+from tui.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from tui.commands.common import usage
+
+
+def _quiet_startup_tracebacks() -> None:
+    """uvicorn logs a failed start-up as a full traceback; the CLI says it in one line instead.
+
+    ``PRELOOP_DEBUG=1`` keeps the traceback. The filter sits on the logger object, so uvicorn's own
+    logging set-up (which replaces handlers, not filters) keeps it.
+    """
+    import logging
+    import os
+
+    if os.environ.get("PRELOOP_DEBUG"):
+        return
+
+    def drop(record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        return not (text.startswith("Traceback") or text.startswith("Application startup failed"))
+
+    logging.getLogger("uvicorn.error").addFilter(drop)
+
+
+def startup_failure(exc: BaseException, db_path: Path | None) -> str:
+    """One line for a server that could not start, naming what to do (not a traceback)."""
+    import sqlite3
+
+    from server.store import SchemaTooNewError
+
+    reason = str(exc) or type(exc).__name__
+    if isinstance(exc, SchemaTooNewError):
+        return f"{reason}: upgrade preloop, or pass --db with another file"
+    if isinstance(exc, sqlite3.DatabaseError):
+        where = db_path or "the database file"
+        return f"{where} is not a usable SQLite database ({reason}): pass --db with another file"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename or reason}: pass --db with a file you can write"
+    return f"{type(exc).__name__}: {reason}"
 
 
 def _db(value: str | None) -> Path | None:
@@ -38,15 +75,33 @@ async def serve(args: argparse.Namespace) -> Callable[[], int]:
         )
 
     def run() -> int:
+        import sys
+
         from server.main import serve as serve_forever
 
+        _quiet_startup_tracebacks()
         try:
             serve_forever(args.host, args.port, db_path)
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED
         except OSError as exc:
-            import sys
-
-            print(f"preloop: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
+                print(
+                    f"preloop: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}; "
+                    "pick another --port (0 = any free port)",
+                    file=sys.stderr,
+                )
+                return EXIT_FAILED
+            print(
+                f"preloop: the local server did not start: {startup_failure(exc, db_path)}", file=sys.stderr
+            )
+            return EXIT_FAILED
+        except Exception as exc:  # start-up refused (database too new, not a database, ...)
+            cause = exc.__cause__ if isinstance(exc, RuntimeError) and exc.__cause__ else exc
+            print(
+                f"preloop: the local server did not start: {startup_failure(cause, db_path)}", file=sys.stderr
+            )
+            return EXIT_FAILED
         return EXIT_OK
 
     return run
@@ -110,7 +165,17 @@ async def demo(args: argparse.Namespace) -> Callable[[], int]:
 
         scratch = tempfile.TemporaryDirectory(prefix="preloop-demo-") if db_path is None else None
         path = db_path or Path(scratch.name if scratch else ".") / "demo.sqlite3"
-        running = start_demo(path, pace=args.pace, seed=args.seed)
+        _quiet_startup_tracebacks()
+        try:
+            running = start_demo(path, pace=args.pace, seed=args.seed)
+        except Exception as exc:  # start-up refused (database too new, not a database, ...)
+            if scratch is not None:
+                scratch.cleanup()
+            cause = exc.__cause__ if isinstance(exc, RuntimeError) and exc.__cause__ else exc
+            print(
+                f"preloop: the demo server did not start: {startup_failure(cause, db_path)}", file=sys.stderr
+            )
+            return EXIT_FAILED
         try:
             if use_tui:
                 from client.api import Client
