@@ -164,7 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--plain", action="store_true", help="one line per event, even on a terminal")
     p.add_argument("--json", action="store_true", help="one JSON event per line; notices go to stderr")
-    p.add_argument("--since", metavar="DURATION", help="first replay this much history (30m, 2h, ...)")
+    p.add_argument(
+        "--since",
+        metavar="DURATION",
+        help="with --plain/--json: first print this much history (30m, 2h, ...); "
+        "the full-screen app always shows the whole history",
+    )
     p.add_argument("--read-only", action="store_true", help="follow without steering (stdin is not read)")
     p.set_defaults(handler=_handler("sessions", "attach"))
 

@@ -61,9 +61,12 @@ def test_attach_on_a_terminal_opens_the_app_and_q_detaches(live_server) -> None:
         live_server.url, live_server.token, [{"agent_name": "a", "title": "Visible title"}]
     )
     # The note box has the focus on attach (typing never fires a key binding): Escape leaves it, q detaches.
-    code, screen = _run_in_pty(["sessions", "attach", ids[0][:8]], b"Visible title", b"\x1b", b"q")
+    argv = ["sessions", "attach", ids[0][:8], "--since", "5m"]
+    code, screen = _run_in_pty(argv, b"Visible title", b"\x1b", b"q")
     assert code == 0
     assert b"Detached from " + ids[0][:8].encode() in screen
+    # --since does not limit the app (it shows the whole history): said, not silently ignored.
+    assert b"the full-screen app shows the whole history; --since applies to --plain and --json" in screen
 
 
 def test_no_command_opens_the_sessions_screen(live_server) -> None:

@@ -206,6 +206,13 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
     if not headless:
         from tui.commands.tui_entry import run_attach_screen
 
+        if since is not None:
+            print(
+                "preloop: note: the full-screen app shows the whole history; --since applies to "
+                "--plain and --json",
+                file=sys.stderr,
+            )
+
         return await run_attach_screen(args, execution)
     from tui.plain import follow_plain
 
