@@ -426,6 +426,22 @@ class _Steer:
 # -------------------------------------------------------------------------------------------- main loop
 
 
+async def _announce_pending(steer: _Steer, threshold: datetime, read_only: bool) -> None:
+    """Approvals already waiting when we attach are older than the history shown, yet they are what the
+    operator must act on: name them up front (on stderr, so ``--json`` output stays the stream's)."""
+    try:
+        waiting = await steer._pending()
+    except ClientError:
+        return  # the stream itself will report a server that refuses or fails
+    for approval in waiting:
+        if approval.requested_at is not None and approval.requested_at >= threshold:
+            continue  # requested inside the replayed window: its own line follows
+        what = safe_line(approval.summary or approval.tool_name or "a tool call", 200)
+        sid = short_id(approval.id)
+        how = "" if read_only else f" (/approve {sid} or /decline {sid})"
+        steer.printer.notice(f"approval {sid} is waiting: {what}{how}")
+
+
 async def follow_plain(
     backend: Backend,
     session_id: str,
@@ -455,6 +471,8 @@ async def follow_plain(
             f"attached to session {named}"
             + ("" if read_only else "; type a note and press Enter, /help for commands")
         )
+    if threshold is not None:
+        await _announce_pending(steer, threshold, read_only)
     input_task: asyncio.Task[None] | None = None
     stop_reading: Callable[[], None] = lambda: None  # noqa: E731
     quit_event = asyncio.Event()

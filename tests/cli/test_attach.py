@@ -248,3 +248,31 @@ async def test_server_restart_mid_attach_is_a_notice_and_the_stream_resumes(live
         assert await asyncio.wait_for(proc.wait(), 20) == 0
     seqs = [json.loads(line)["seq"] for line in [*before, *after, *rest] if line.strip()]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # nothing lost, nothing twice
+
+
+async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approved(live_server) -> None:
+    """Without --since the history is not printed, but the approval blocking the agent must be."""
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        verdict = asyncio.create_task(agent.permission_check("Bash", {"command": "git push origin main"}))
+        async with Client(live_server.url, live_server.token) as client:
+            async with asyncio.timeout(10):
+                while not (await client.list_approvals(session_id=agent.session_id)).items:  # noqa: ASYNC110
+                    await asyncio.sleep(0.05)
+            (waiting,) = (await client.list_approvals(session_id=agent.session_id)).items
+        proc = await _spawn("sessions", "attach", agent.session_id[:8], "--plain", stdin=True)
+        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+        lines = await _read_until(proc.stderr, "-- live")
+        sid = waiting.id[:8]
+        assert any(
+            line.startswith(f"-- approval {sid} is waiting: ")
+            and "git push origin main" in line
+            and f"(/approve {sid} or /decline {sid})" in line
+            for line in lines
+        ), lines
+        proc.stdin.write(b"/approve\n")
+        await proc.stdin.drain()
+        assert (await asyncio.wait_for(verdict, 10)).decision == "allow"
+        await _read_until(proc.stderr, f"approval {sid} approved")
+        await agent.end()
+        assert await asyncio.wait_for(proc.wait(), 10) == 0

@@ -124,3 +124,10 @@ def test_event_lines_are_one_safe_line() -> None:
         '{"seq": 4, "type": "future.thing", "session_id": "s", "at": "2026-11-30T12:00:00Z"}'
     )
     assert event_line(unknown) == ("unknown", "future.thing event")
+    said = parse_event(
+        '{"seq": 5, "type": "preloop.session_warning", "session_id": "s", "at": "2026-11-30T12:00:00Z",'
+        ' "title": "Tool call", "summary": "This token allows no MCP tools\\u001b[31m", "status": "warning"}'
+    )
+    kind, text = event_line(said)
+    assert kind == "unknown" and text.startswith("preloop.session_warning: This token allows no MCP tools")
+    assert "\x1b" not in text
