@@ -21,7 +21,8 @@ import asyncio
 import json
 import random
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from operator import attrgetter
+from typing import TYPE_CHECKING, cast
 
 import httpx
 from pydantic import TypeAdapter, ValidationError
@@ -47,6 +48,9 @@ __all__ = ["EventOrderer", "backoff_delay", "decode_batch", "decode_frame", "dec
 
 _known: TypeAdapter[KnownEvent] = TypeAdapter(KnownEvent)
 _known_list: TypeAdapter[list[KnownEvent]] = TypeAdapter(list[KnownEvent])
+_frame_data = attrgetter("data")  # C-level field access: these run once per event
+_frame_event = attrgetter("event")
+_event_type = attrgetter("type")
 _RETRY_4XX = frozenset({408, 425, 429})  # client errors that are about timing, not about us
 _MAX_GAP_REFILLS = 3
 
@@ -72,10 +76,10 @@ def decode_batch(frames: list[SSEFrame]) -> list[Event] | None:
     if not frames:
         return []
     try:
-        events: list[Event] = list(_known_list.validate_json("[" + ",".join(f.data for f in frames) + "]"))
+        events = cast("list[Event]", _known_list.validate_json(f"[{','.join(map(_frame_data, frames))}]"))
     except ValidationError:
         return None
-    if len(events) == len(frames) and [f.event for f in frames] == [e.type for e in events]:
+    if len(events) == len(frames) and list(map(_frame_event, frames)) == list(map(_event_type, events)):
         return events
     return None
 

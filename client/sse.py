@@ -19,6 +19,7 @@ a network, and the follower (:mod:`client.follow`) only deals with connecting an
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from typing import NamedTuple
 
 __all__ = ["SSEDecoder", "SSEFrame"]
@@ -28,6 +29,7 @@ __all__ = ["SSEDecoder", "SSEFrame"]
 _CANONICAL = re.compile(r"(?<![^\n])((?::[^\n]*\n|\n)*)id: ([^\n\x00]*)\nevent: ([^\n]*)\ndata: ([^\n]*)\n\n")
 _ONE_FRAME = re.compile(r"id: ([^\n\x00]*)\nevent: ([^\n]*)\ndata: ([^\n]*)\n\n")
 _COMMENT = re.compile(r"(?m)^:")
+_new_tuple = tuple.__new__
 
 
 class SSEFrame(NamedTuple):
@@ -126,7 +128,8 @@ class SSEDecoder:
                 if prefixes:
                     self.comments += len(_COMMENT.findall(prefixes))
                 ids = pieces[2::5]
-                out += map(SSEFrame, pieces[3::5], pieces[4::5], ids)
+                # tuple.__new__ straight from C: the namedtuple's Python __new__ is one call per event
+                out += map(_new_tuple, repeat(SSEFrame), zip(pieces[3::5], pieces[4::5], ids, repeat(None)))
                 self._last_id = ids[-1]
                 text = pieces[-1]
             elif head:
