@@ -11,7 +11,8 @@ from datetime import datetime, timedelta
 
 from rich.text import Text
 
-from client.models import NoteState
+from client.models import Note, NoteState
+from client.textsafe import safe_line
 
 NOTE_BADGES: dict[str, tuple[str, str]] = {
     NoteState.PENDING: ("◷", "bold yellow"),
@@ -42,6 +43,22 @@ def session_badge(state: str) -> Text:
     """``● live`` / ``○ idle`` / ``■ ended`` for the sessions table and the attach header."""
     icon, style = SESSION_BADGES.get(state, ("?", ""))
     return Text(f"{icon} {state}", style=style)
+
+
+def delivery_route(note: Note) -> str:
+    """How a note reached the agent, e.g. ``hook (pre_tool_use) · turn 4``; "" when nothing is known.
+
+    Servers record a channel (Preloop: ``hook``; others ``turn``, ``tool_result``...), the event that
+    carried it and the turn. Any of the three may be missing. A ``turn`` channel names no more than the
+    turn itself, so it is folded into ``turn 4 (turn_start)`` rather than read "turn · turn 4".
+    """
+    channel = safe_line(note.delivery_channel, 24) if note.delivery_channel else ""
+    event = safe_line(note.delivery_event, 32) if note.delivery_event else ""
+    turn = f"turn {note.delivered_turn_index}" if note.delivered_turn_index is not None else ""
+    if channel == "turn" and turn:
+        return f"{turn} ({event})" if event else turn
+    route = f"{channel} ({event})" if channel and event and event != channel else channel or event
+    return " · ".join(part for part in (route, turn) if part)
 
 
 def until(when: datetime | None, now: datetime) -> str:

@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 from client.models import Note, NoteState
 from client.present import relative_time
 from client.textsafe import safe_line, safe_text
-from widgets.badges import note_badge, until
+from widgets.badges import delivery_route, note_badge, until
 
 TEXT_LINES = 3
 """Lines of note text shown per note; the rest is cut with an ellipsis."""
@@ -40,10 +40,9 @@ def note_prompt(note: Note, now: datetime) -> Group:
     details: list[str] = []
     if note.delivered_at is not None:
         details.append(f"delivered {relative_time(note.delivered_at, now)}")
-    if note.delivery_channel:
-        details.append(f"via {safe_line(note.delivery_channel, 24)}")
-    if note.delivered_turn_index is not None:
-        details.append(f"turn {note.delivered_turn_index}")
+    route = delivery_route(note)
+    if route:
+        details.append(route)
     if note.state in (NoteState.PENDING, NoteState.CLAIMED) and note.expires_at is not None:
         details.append(f"expires in {until(note.expires_at, now)}")
     if note.state == NoteState.CANCELLED and note.cancelled_at is not None:

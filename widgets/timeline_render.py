@@ -52,6 +52,7 @@ from client.timeline import (
     ToolState,
     UnknownEntry,
 )
+from widgets.badges import delivery_route
 
 RenderedLine = Text | Strip
 """One terminal line: a single-line Text (rendered lazily) or a ready Strip."""
@@ -79,16 +80,16 @@ _TOOL_LOOK: dict[ToolState, tuple[str, str, Style]] = {
 }
 
 NOTE_LOOK: dict[str, tuple[str, Style]] = {
-    "pending": ("…", STYLE_WAIT),
-    "claimed": ("◔", STYLE_WAIT),
+    "pending": ("◷", STYLE_WAIT),
+    "claimed": ("→", STYLE_WAIT),
     "delivered": ("✓", STYLE_OK),
     "acknowledged": ("✓✓", STYLE_OK),
     "cancelled": ("⊘", STYLE_DIM),
-    "expired": ("⌛", STYLE_DIM),
+    "expired": ("◌", STYLE_DIM),
     "failed": ("✗", STYLE_BAD),
-    "undeliverable": ("✗", STYLE_BAD),
+    "undeliverable": ("⊗", STYLE_BAD),
 }
-"""Glyph and style per note state (public: the notes panel can share the same badges)."""
+"""Glyph and style per note state: the same glyphs as the notes panel (``widgets.badges.NOTE_BADGES``)."""
 
 _APPROVAL_LOOK: dict[str, tuple[str, Style]] = {
     "pending": ("⏸", STYLE_WAIT),
@@ -298,10 +299,9 @@ def _render_note(entry: NoteEntry, width: int) -> list[RenderedLine]:
     if note is not None:
         parts.append(("  “" + safe_line(note.text, 80) + "”", None))
         extra = []
-        if note.delivery_channel:
-            extra.append("via " + safe_line(note.delivery_channel, 30))
-        if note.delivered_turn_index is not None:
-            extra.append(f"turn {note.delivered_turn_index}")
+        route = delivery_route(note)
+        if route:
+            extra.append(route)
         if note.undeliverable_reason:
             extra.append(safe_line(note.undeliverable_reason, 60))
         if extra:
