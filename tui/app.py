@@ -109,17 +109,21 @@ class PreloopApp(App[str | None]):
     def leave_session(self, session_id: str, *, detach: bool) -> None:
         """Back to the list (Escape) or detach (``q``); either way the session keeps running."""
         below = self.screen_stack[-2] if len(self.screen_stack) >= 2 else None
-        message = f"Detached from {short_id(session_id)}; the session keeps running."
+        leaving = self.screen
+        if isinstance(leaving, AttachScreen):
+            message = leaving.leave_message()
+        else:
+            message = f"Detached from {short_id(session_id)}; the session keeps running."
         if isinstance(below, SessionsScreen):
             self.pop_screen()
             if detach:
-                self.notify(message, title="Detached")
+                self.notify(message, title="Left the session")
             below.load()
         elif detach:
             self.exit(message)
         else:
             self.switch_screen(self._sessions_screen())
-            self.notify(message, title="Detached")
+            self.notify(message, title="Left the session")
 
     def action_help(self) -> None:
         """Show every key; a second ``?`` closes it."""

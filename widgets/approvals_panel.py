@@ -79,12 +79,12 @@ class ApprovalsPanel(Vertical):
         display: none;
     }
     ApprovalsPanel.-has-pending { display: block; }
-    ApprovalsPanel > OptionList { height: auto; max-height: 8; border: none; padding: 0; }
-    ApprovalsPanel > Horizontal { height: 1; }
+    ApprovalsPanel > OptionList { height: auto; max-height: 8; border: none; padding: 0 0 0 1; }
+    ApprovalsPanel > Horizontal { height: 1; dock: bottom; }
     ApprovalsPanel Button {
         min-width: 0; width: 1fr; max-width: 16; height: 1; border: none; margin: 0 1 0 0;
     }
-    ApprovalsPanel Static.read-only { height: 1; color: $text-muted; }
+    ApprovalsPanel Static.read-only { height: 1; color: $text-muted; dock: bottom; }
     ApprovalsPanel.-read-only > Horizontal { display: none; }
     ApprovalsPanel > Static.read-only { display: none; }
     ApprovalsPanel.-read-only > Static.read-only { display: block; }

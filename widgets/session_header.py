@@ -1,9 +1,10 @@
 """The attach screen's two-line header: which session, what it is doing, and how the stream is doing.
 
-Line one names the session (short id, agent, title); line two carries the session state, the connection
-state (live / connecting / reconnecting in Ns, attempt n / ended / refused) and the pending-approval count,
-which turns bold when something waits for a human. All server text goes through ``client.present`` /
-``client.textsafe`` and is appended to ``rich.text.Text`` objects, never interpolated into markup.
+Line one names the session (short id, agent, title); line two carries the pending-approval count (first
+and bold when something waits for a human), read-only, the session state and the connection state
+(live / connecting / reconnecting in Ns, attempt n / ended / refused). All server text goes through
+``client.present`` / ``client.textsafe`` and is appended to ``rich.text.Text`` objects, never
+interpolated into markup.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class SessionHeader(Static):
                 f"↻ reconnecting in {self.retry_in()}s (attempt {status.attempt})", style="bold yellow"
             )
         if isinstance(status, Ended):
-            return Text("■ stream ended", style="dim")
+            return Text("■ ended", style="dim")
         if isinstance(status, Refused):
             return Text("✗ refused", style="bold red")
         return Text("?")
@@ -119,21 +120,21 @@ class SessionHeader(Static):
             line1.append("  ")
             line1.append(session_title(session))
 
-        line2 = Text()
-        if session is not None:
-            line2.append("session ")
-            line2.append_text(session_badge(session_state(session, self._clock())))
-            line2.append(" · ")
-        line2.append("stream ")
-        line2.append_text(self.connection_text())
-        line2.append(" · ")
-        if self.pending_approvals:
-            line2.append(f"⚑ {self.pending_approvals} approval(s) pending", style="bold reverse yellow")
-        else:
-            line2.append("no approvals pending", style="dim")
+        # Something waiting for a human comes first, so a narrow terminal cuts the least important part
+        # (the reconnect attempt number, which the banner repeats) and never the approvals count.
+        parts: list[Text] = []
+        count = self.pending_approvals
+        if count:
+            noun = "approval" if count == 1 else "approvals"
+            parts.append(Text(f"⚑ {count} {noun} pending", style="bold reverse yellow"))
         if self.read_only:
-            line2.append(" · ")
-            line2.append("read-only", style="bold magenta")
+            parts.append(Text("read-only", style="bold magenta"))
+        if session is not None:
+            parts.append(Text("session ").append_text(session_badge(session_state(session, self._clock()))))
+        parts.append(Text("stream ").append_text(self.connection_text()))
+        if not count:
+            parts.append(Text("no approvals pending", style="dim"))
+        line2 = Text(" · ").join(parts)
         both = Text("\n").join([line1, line2])
         both.no_wrap = True
         both.overflow = "ellipsis"

@@ -305,7 +305,7 @@ async def test_read_only_hides_composer_and_refuses_decisions(client: Client, ag
 
 
 async def test_session_end_hides_the_composer_and_q_detaches(client: Client, agent: HarnessSession) -> None:
-    """The agent ends the session: composer gone, banner says so; q leaves with a keeps-running line."""
+    """The agent ends the session: composer gone, banner says so; q leaves saying it ended (not "running")."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
@@ -314,7 +314,8 @@ async def test_session_end_hides_the_composer_and_q_detaches(client: Client, age
         assert screen.has_class("-no-composer")
         assert "ended" in screen.query_one(Banner).message.lower()
         await pilot.press("q")
-    assert app.return_value is not None and "keeps running" in app.return_value
+    assert app.return_value is not None
+    assert "has ended" in app.return_value and "keeps running" not in app.return_value
 
 
 async def test_approve_and_expand_by_mouse(client: Client, agent: HarnessSession) -> None:
@@ -412,3 +413,89 @@ async def test_command_palette_offers_what_the_screen_allows(client: Client, age
         await pilot.press("n")
         await until(pilot, lambda: app.screen is screen, "back on the session")
         assert note_states(screen) == ["pending"]
+
+
+async def test_decline_by_mouse_through_the_comment_dialog(client: Client, agent: HarnessSession) -> None:
+    """A mouse user clicks Decline, types a comment and clicks the dialog's Decline: the agent is denied."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        panel = screen.query_one(ApprovalsPanel)
+        task = asyncio.create_task(agent.permission_check("Bash", {"command": "git push --force"}))
+        await until(pilot, lambda: panel.count == 1, "the approval")
+        await pilot.click("#decline")
+        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment dialog")
+        await pilot.press(*"use a PR")
+        await pilot.click("#decline")  # the dialog's own button this time
+        verdict = await asyncio.wait_for(task, 10)
+        assert verdict.decision == "deny"
+        assert "use a PR" in (verdict.reason + (verdict.operator_note or ""))
+        await until(pilot, lambda: panel.count == 0, "the declined approval to leave")
+
+
+async def test_cancel_in_the_comment_dialog_leaves_the_approval_pending(
+    client: Client, agent: HarnessSession
+) -> None:
+    """Cancel (mouse) closes the dialog and decides nothing: the approval is still pending on the server."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        panel = screen.query_one(ApprovalsPanel)
+        task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
+        await until(pilot, lambda: panel.count == 1, "the approval")
+        await pilot.click("#decline")
+        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment dialog")
+        await pilot.click("#cancel")
+        await until(pilot, lambda: app.screen is screen, "back on the attach screen")
+        await pilot.pause(0.3)
+        page = await client.list_approvals(session_id=agent.session_id)
+        assert [a.status for a in page.items] == ["pending"] and panel.count == 1
+        approval = panel.selected
+        assert approval is not None
+        await client.approve(approval.id)
+        await asyncio.wait_for(task, 10)
+
+
+async def test_unknown_session_is_refused_plainly(client: Client, agent: HarnessSession) -> None:
+    """An id the server does not know: one banner says so, no stream runs, no note box; q does not claim
+    the session "keeps running"."""
+    missing = "00000000-0000-4000-8000-000000000000"
+    app = PreloopApp(client, start_session_id=missing)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+        screen = attach_screen(app)
+        await until(pilot, lambda: screen.unavailable is not None, "the refusal")
+        banner = screen.query_one(Banner)
+        assert banner.level == "error" and "not found" in banner.message
+        assert screen.has_class("-no-composer")
+        assert not [w for w in app.workers if w.node is screen and w.group == "attach-stream"]
+        assert "withdraw" not in footer_actions(app) and "focus_composer" not in footer_actions(app)
+        assert not app._notifications  # the banner says it once, no toast on top
+        await pilot.press("q")
+    assert app.return_value is not None
+    assert "not found" in app.return_value and "keeps running" not in app.return_value
+
+
+async def test_sessions_rows_fit_80_columns_and_titles_use_the_room(
+    client: Client, live_server: LiveServer
+) -> None:
+    """At 80 columns no row runs off the edge; a short agent name leaves its spare columns to the title."""
+    async with live_server.harness() as harness:
+        await harness.start_session(
+            agent_name="bob", cwd="/w", title="Add an index for invoice lookups please"
+        )
+        app = PreloopApp(client, refresh_interval=0)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
+            table = app.screen.query_one("#sessions-table", DataTable)
+            await until(pilot, lambda: table.row_count == 1, "the row")
+            await pilot.pause()
+            assert table.virtual_size.width <= table.size.width
+            title = str(table.get_row_at(0)[-1])
+            assert title.startswith("Add an index for invoice") and title.endswith("…")
+            # A longer agent name appears: the title gives way, the row still fits.
+            await harness.start_session(agent_name="a-very-long-agent-name", cwd="/w", title="x" * 90)
+            await pilot.press("r")
+            await until(pilot, lambda: table.row_count == 2, "the second row")
+            await pilot.pause()
+            assert table.virtual_size.width <= table.size.width

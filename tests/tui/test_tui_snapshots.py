@@ -165,3 +165,37 @@ def test_attach_no_color(snap_compare: Any, monkeypatch: Any) -> None:
         [Live(), *data.streaming_script()], approvals=[data.approval()], notes=data.notes_all_states()[:4]
     )
     assert snap_compare(app, run_before=_settle)
+
+
+def test_attach_keys_at_80_columns(snap_compare: Any) -> None:
+    """Out of the note box with an approval and a pending note: every key, ``? Help`` too, fits at 80."""
+
+    async def _leave_box(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        await pilot.press("escape")
+        await pilot.pause(0.3)  # key availability is re-checked a moment after a change
+
+    app = _attach_app(
+        [Live(), *data.streaming_script()], approvals=[data.approval()], notes=data.notes_all_states()[:1]
+    )
+    assert snap_compare(app, run_before=_leave_box)
+
+
+def test_attach_unknown_session(snap_compare: Any) -> None:
+    """An id the server does not know: one error banner with the way back, no note box, no stream."""
+    app = _app(FakeBackend(sessions=data.sessions()), start_session_id="00000000-0000-4000-8000-000000000000")
+    assert snap_compare(app, run_before=_settle)
+
+
+def test_decline_comment_dialog(snap_compare: Any) -> None:
+    """d opens the comment dialog: what is being declined, the optional comment, buttons for the mouse."""
+
+    async def _decline(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        await pilot.press("escape", "d")
+        await pilot.pause()
+        await pilot.press(*"not on prod")
+        await pilot.pause()
+
+    app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()])
+    assert snap_compare(app, run_before=_decline)

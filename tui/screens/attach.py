@@ -39,7 +39,7 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from client.backend import Backend
-from client.errors import ClientError
+from client.errors import ApiError, AuthError, ClientError, NotFound, PermissionDenied
 from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent, SessionEnded
 from client.models import Approval, Note, NoteState, Session
 from client.present import short_id
@@ -61,6 +61,10 @@ FRAME = 1 / 60
 BINDINGS_EVERY = 0.2
 """Key availability (and so the footer) is re-checked at most this often while events pour in."""
 
+COMPACT_BELOW = 100
+"""Narrower than this the footer drops its padding and the ``^p palette`` hint (help lists Ctrl+P), so
+every key, ``? Help`` included, fits at 80 columns."""
+
 STALE_NOTICE_WINDOW = timedelta(seconds=10)
 """An approval decided elsewhere is announced only if the decision is this recent (not replayed history)."""
 
@@ -73,7 +77,6 @@ class AttachScreen(Screen[None]):
     user has left it (Escape, Tab or a click), never because they started typing a note."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "focus_composer", "Note", id="attach.note", tooltip="Write a note to the agent"),
         Binding("a", "approve", "Approve", id="attach.approve", tooltip="Approve the highlighted approval"),
         Binding("d", "decline", "Decline", id="attach.decline", tooltip="Decline (with an optional comment)"),
         Binding(
@@ -85,6 +88,7 @@ class AttachScreen(Screen[None]):
             tooltip="Expand or collapse tool arguments",
         ),
         Binding("w", "withdraw", "Withdraw", id="attach.withdraw", tooltip="Withdraw the highlighted note"),
+        Binding("n", "focus_composer", "Note", id="attach.note", tooltip="Write a note to the agent"),
         Binding("c", "toggle_commentary", "Commentary", id="attach.commentary", tooltip="Collapse narration"),
         Binding(
             "escape",
@@ -93,7 +97,7 @@ class AttachScreen(Screen[None]):
             id="attach.leave_composer",
             tooltip="Stop typing; then a, d, w and the other keys act",
         ),
-        Binding("escape", "back", "Sessions", id="attach.back", tooltip="Back to the sessions list"),
+        Binding("escape", "back", "Back", id="attach.back", tooltip="Back to the sessions list"),
         Binding("q", "detach", "Detach", id="attach.detach", tooltip="Leave; the session keeps running"),
         Binding("question_mark", "app.help", "Help", id="attach.help", tooltip="All keys"),
     ]
@@ -128,6 +132,8 @@ class AttachScreen(Screen[None]):
         self.session: Session | None = None
         self.status: StreamStatus | None = None
         self.ended = False
+        self.unavailable: ApiError | None = None
+        """Set when the server refused the session outright (no such id, no access): nothing to watch."""
         self._buffer: list[Event] = []
         self._flush_scheduled = False
         self._decided_here: set[str] = set()
@@ -158,7 +164,14 @@ class AttachScreen(Screen[None]):
                 yield self._notes
         yield self._send_error
         yield self._composer
-        yield Footer()
+        narrow = self.app.size.width < COMPACT_BELOW
+        self._footer = Footer(compact=narrow, show_command_palette=not narrow)
+        yield self._footer
+
+    def on_resize(self) -> None:
+        narrow = self.app.size.width < COMPACT_BELOW
+        self._footer.compact = narrow
+        self._footer.show_command_palette = not narrow
 
     def on_mount(self) -> None:
         self._update_composer_visibility()
@@ -199,10 +212,15 @@ class AttachScreen(Screen[None]):
             self._set_session(await self.backend.get_session(self.session_id))
             notes = await self.backend.list_notes(session_id=self.session_id)
             approvals = await self.backend.list_approvals(session_id=self.session_id)
-        except ClientError as exc:
+        except (NotFound, AuthError, PermissionDenied) as exc:
+            # A definite no: following would only be refused again, and a note could not be sent.
             if not get_current_worker().is_cancelled:
-                self.banner.show(str(exc), "error")
-                self.notify(str(exc), title="Could not load the session", severity="error")
+                self._refuse(exc)
+            return
+        except ClientError as exc:
+            # Not a refusal (the server is down, say): the stream below keeps trying and says so.
+            if not get_current_worker().is_cancelled:
+                self.banner.show(f"Could not load the session: {exc}", "error")
         else:
             self.notes_panel.upsert_many(notes.notes)
             self.approvals_panel.set_pending(approvals.items)
@@ -286,6 +304,23 @@ class AttachScreen(Screen[None]):
                 f"Skipped an unreadable event ({status.reason}); {status.total} so far.", severity="warning"
             )
 
+    def _refuse(self, exc: ApiError) -> None:
+        """The session cannot be watched at all: one banner says why and where to go; no stream, no box."""
+        self.unavailable = exc
+        self.header.set_status(Refused(str(exc), exc.status))
+        self.banner.show(str(exc), "error", hint="Escape: back to the sessions list")
+        self._update_composer_visibility()
+        self.refresh_bindings()
+
+    def leave_message(self) -> str:
+        """What to tell the user on leaving: an ended or unknown session does not "keep running"."""
+        short = short_id(self.session_id)
+        if self.unavailable is not None:
+            return f"Left {short} ({self.unavailable.title})."
+        if self.ended:
+            return f"Left {short}; that session has ended."
+        return f"Detached from {short}; the session keeps running."
+
     def _set_session(self, session: Session) -> None:
         self.session = session
         self.header.set_session(session)
@@ -302,7 +337,7 @@ class AttachScreen(Screen[None]):
         self.refresh_bindings()
 
     def _update_composer_visibility(self) -> None:
-        hidden = self.read_only or self.ended
+        hidden = self.read_only or self.ended or self.unavailable is not None
         self.set_class(hidden, "-no-composer")
         # Focus may still be on its way to the composer (focus is applied after the current message).
         if hidden and self.focused in (None, self._composer):
@@ -428,8 +463,9 @@ class AttachScreen(Screen[None]):
         try:
             note = await self.backend.send_note(text, session_id=self.session_id)
         except ClientError as exc:
+            # One place only: under the box that still holds the text (a toast would cover the line).
             self._show_send_error(f"Not sent, your text is kept: {exc}")
-            self.notify(str(exc), title="Note not sent", severity="error")
+            self.app.bell()
             return
         finally:
             composer.read_only = False
@@ -507,7 +543,7 @@ class AttachScreen(Screen[None]):
             note = self.notes_panel.highlighted_note
             return not self.read_only and note is not None and note.state == NoteState.PENDING
         if action == "focus_composer":
-            return not (self.read_only or self.ended)
+            return not (self.read_only or self.ended or self.unavailable is not None)
         if action == "leave_composer":
             return self._composer.has_focus
         if action == "back":

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -44,8 +45,8 @@ COLUMNS: list[tuple[str, str]] = [
     ("started", "STARTED"),
     ("activity", "LAST ACTIVITY"),
     ("state", "STATE"),
-    ("tools", "TOOLS"),
-    ("model", "MODEL"),
+    ("tools", "TOOL CALLS"),
+    ("model", "MODEL CALLS"),
     ("pending", "PENDING"),
     ("title", "TITLE"),
 ]
@@ -65,9 +66,13 @@ COMPACT_COLUMNS: list[tuple[str, str]] = [
 
 WIDE_AT = 120
 
-RESERVED = {True: 64, False: 98}
-"""Columns the other cells take (with cell padding and the scrollbar), compact and wide: the title gets the
-rest, cut with an ellipsis, so no row runs off the right edge."""
+AGENT_WIDTH = {True: 14, False: 24}
+"""Longest agent name shown, compact and wide (longer ones are cut with an ellipsis)."""
+
+RESERVED = {True: 64, False: 107}
+"""Columns the other cells take at most (agent at ``AGENT_WIDTH``, cell padding, the scrollbar), compact
+and wide: the title gets the rest, cut with an ellipsis, so no row runs off the right edge. Shorter agent
+names leave their spare columns to the title."""
 
 PAGE = 100
 """How many sessions one refresh asks for (newest first)."""
@@ -82,13 +87,9 @@ def session_cells(
         pending_cell = Text(f"⚑ {pending}", style="bold reverse yellow")
     else:
         pending_cell = Text(count_cell(row.pending_approval_count), style="dim")
-    label = row.agent_label
-    kind = row.agent_kind or row.session_source_type
-    if kind and label == "?":
-        label = kind_label(kind)
     cells = {
         "id": Text(short_id(row.id)),
-        "agent": Text(safe_line(label, 14 if compact else 24)),
+        "agent": Text(agent_cell(row, compact=compact)),
         "started": Text(relative_time(row.started_at, now)),
         "activity": Text(relative_time(last_activity(row), now)),
         "state": session_badge(session_state(row, now)),
@@ -98,6 +99,21 @@ def session_cells(
         "title": Text(safe_line(title_of(row), title_width)),
     }
     return [cells[key] for key, _ in (COMPACT_COLUMNS if compact else COLUMNS)]
+
+
+def agent_cell(row: Session, *, compact: bool) -> str:
+    """The agent column's text: its name, else its kind, cut to ``AGENT_WIDTH``."""
+    label = row.agent_label
+    kind = row.agent_kind or row.session_source_type
+    if kind and label == "?":
+        label = kind_label(kind)
+    return safe_line(label, AGENT_WIDTH[compact])
+
+
+def title_room(rows: list[Session], width: int, *, compact: bool) -> int:
+    """Columns left for the title on a ``width``-column terminal, given the agent names shown."""
+    agent = max([len("AGENT"), *(cell_len(agent_cell(row, compact=compact)) for row in rows)])
+    return max(16, width - RESERVED[compact] + AGENT_WIDTH[compact] - agent)
 
 
 class SessionTable(DataTable[Text]):
@@ -185,12 +201,18 @@ class SessionsScreen(Screen[None]):
             self.apply_rows()
 
     def _set_columns(self) -> bool:
-        """Pick the column set for the current width; True if it changed (the rows must be re-added)."""
+        """Pick the column set for the current width; True if it changed (the rows must be re-added).
+
+        A column never narrows by itself in a ``DataTable``, so when the title's room shrinks (narrower
+        terminal, a longer agent name) the columns are rebuilt; when it grows the rows are merely re-cut.
+        """
         width = self.app.size.width
         compact = width < WIDE_AT
-        title_width = max(16, width - RESERVED[compact])
-        if compact == self.compact and title_width == self.title_width:
-            return False
+        title_width = title_room(self.visible_sessions(), width, compact=compact)
+        if compact == self.compact and title_width >= self.title_width:
+            changed = title_width != self.title_width
+            self.title_width = title_width
+            return changed
         self.compact = compact
         self.title_width = title_width
         table = self.query_one(DataTable)
@@ -254,6 +276,7 @@ class SessionsScreen(Screen[None]):
 
     def apply_rows(self) -> None:
         """Bring the table to the visible rows, in place when the order is unchanged, keeping the cursor."""
+        self._set_columns()
         table = self.query_one(DataTable)
         now = self._clock()
         rows = self.visible_sessions()
@@ -311,7 +334,8 @@ class SessionsScreen(Screen[None]):
         shown = f"newest {len(self.sessions)} shown" if self.more_on_server else f"{len(self.sessions)} total"
         line.append(f"  {shown} · {live} live")
         if waiting:
-            line.append(f" · ⚑ {waiting} approval(s) pending", style="bold yellow")
+            noun = "approval" if waiting == 1 else "approvals"
+            line.append(f" · ⚑ {waiting} {noun} pending", style="bold yellow")
         if self.active_only:
             line.append(" · active only", style="bold")
         if self.filter_text:
