@@ -55,6 +55,7 @@ __all__ = [
     "load_config",
     "normalise_url",
     "read_local_server",
+    "remember_server_kind",
     "resolve_settings",
     "save_profile",
     "store_token",
@@ -208,6 +209,18 @@ def save_profile(
         default = prof.name
     _write_config(Config(profiles, default))
     return prof
+
+
+def remember_server_kind(name: str, kind: ServerKind) -> bool:
+    """Note the server kind detected on first contact in profile ``name``, so later commands skip the
+    detection request. Returns whether the file changed (False for an unknown profile or the same kind)."""
+    config = load_config()
+    prof = config.profiles.get(name)
+    if prof is None or prof.server_kind == kind:
+        return False
+    profiles = {**config.profiles, name: Profile(prof.name, prof.url, kind)}
+    _write_config(Config(profiles, config.default_profile))
+    return True
 
 
 def delete_profile(name: str) -> bool:

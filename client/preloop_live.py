@@ -96,7 +96,9 @@ class PreloopTiming:
     dead_after: float = 75.0
     attach_timeout: float = 15.0
     note_poll: float = 3.0
-    note_idle_poll: float = 30.0
+    # Not 30 s: a note sent by this client is only known here once a poll (or a nudge) finds it, and
+    # its "pending → cancelled/expired" change is never pushed: 5 s bounds how late it shows.
+    note_idle_poll: float = 5.0
     approval_poll: float = 5.0
     session_poll: float = 30.0
     backoff_initial: float = 1.0

@@ -533,6 +533,9 @@ def build_app(fake: FakePreloop) -> FastAPI:
             rows = [r for r in rows if r["ended_at"] is not None]
         if agent_kind:
             rows = [r for r in rows if r["agent_kind"] == agent_kind]
+        if active_within_minutes is not None:
+            since = naive(_now() - timedelta(minutes=active_within_minutes))
+            rows = [r for r in rows if (r["last_activity_at"] or r["started_at"]) >= since]
         page = rows[offset : offset + limit]
         has_more = offset + len(page) < len(rows)
         now = _now()

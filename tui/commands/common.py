@@ -8,17 +8,22 @@ code 1 for a refused or failed request, 2 for bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from client.backend import Backend, ServerKind
 from client.errors import AmbiguousId, ClientError, NoMatchingId, UsageError, ValidationFailed
 from client.ids import is_uuid, require_uuid
 from tui.cli import EXIT_FAILED, EXIT_USAGE, CliUsageError
+
+if TYPE_CHECKING:
+    from client.api import Client
+    from client.config import Settings
 
 
 def report_error(exc: ClientError, stream: TextIO | None = None) -> int:
@@ -57,6 +62,21 @@ def server_kind_flag(args: argparse.Namespace) -> ServerKind | None:
     return None
 
 
+async def first_contact(client: Client, settings: Settings, flag: ServerKind | None) -> None:
+    """Detect the server kind once per profile and remember it there (``--server-kind`` overrides and
+    is never saved). Without a profile, ``follow()`` detects it when it needs to."""
+    if flag is not None or client.server_kind_known or settings.profile is None:
+        return
+    from client.config import remember_server_kind
+
+    try:
+        kind = await client.detect_server_kind()
+    except ClientError:
+        return  # the command's own request will report an unreachable server in its words
+    with contextlib.suppress(ClientError, OSError):  # a read-only config dir must not fail the command
+        remember_server_kind(settings.profile, kind)
+
+
 @asynccontextmanager
 async def connect(args: argparse.Namespace) -> AsyncIterator[Backend]:
     """Open the backend the global flags, environment and profile point at; close it afterwards."""
@@ -64,8 +84,9 @@ async def connect(args: argparse.Namespace) -> AsyncIterator[Backend]:
     from client.config import resolve_settings
 
     settings = resolve_settings(args.url, args.token, args.profile)
-    kind = server_kind_flag(args) or settings.server_kind
-    async with Client(settings.url, settings.token, server_kind=kind) as backend:
+    flag = server_kind_flag(args)
+    async with Client(settings.url, settings.token, server_kind=flag or settings.server_kind) as backend:
+        await first_contact(backend, settings, flag)
         yield backend
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 
 from client.config import Settings, resolve_settings
 from client.present import short_id
-from tui.commands.common import is_tty, resolve_session, server_kind_flag, usage
+from tui.commands.common import first_contact, is_tty, resolve_session, server_kind_flag, usage
 
 
 def launch(settings: Settings, kind_flag: str | None, *, session_id: str | None, read_only: bool) -> int:
@@ -33,8 +34,11 @@ async def _prepare(
     from tui.commands.sessions import find_execution_session
 
     settings = resolve_settings(args.url, args.token, args.profile)
-    kind = server_kind_flag(args) or settings.server_kind
-    async with Client(settings.url, settings.token, server_kind=kind) as client:
+    flag = server_kind_flag(args)
+    async with Client(settings.url, settings.token, server_kind=flag or settings.server_kind) as client:
+        await first_contact(client, settings, flag)
+        if client.server_kind_known and settings.server_kind is None:
+            settings = replace(settings, server_kind=client.server_kind)  # the app's client skips detection
         await client.list_sessions(limit=1)
         if execution is not None:
             return settings, await find_execution_session(client, execution)

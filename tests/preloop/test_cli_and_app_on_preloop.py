@@ -1,0 +1,263 @@
+"""The ``preloop`` command line and the full-screen app against the fake Preloop, as a user runs them.
+
+No ``--server-kind``: the kind is detected on first contact, exactly as with a real Preloop URL. The
+commands are run in-process (``tui.cli.main``), the attach in a thread while the test drives the fake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from client import config
+from client.api import Client
+from client.status import Live
+from tests.fake_preloop import FOREIGN_SESSION, MAIN_SESSION, RATE_SESSION, TOKEN, FakePreloop
+from tui.app import PreloopApp
+from tui.cli import main
+from tui.screens.attach import AttachScreen
+from widgets.timeline_view import TimelineView
+
+LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+)\s+(.*)$")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_settings(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def flags(base_url: str) -> list[str]:
+    return ["--url", base_url, "--token", TOKEN]
+
+
+class Output:
+    """Everything the CLI printed so far (stdout and stderr), read while a command is still running."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+        self.out = ""
+        self.err = ""
+
+    def read(self) -> None:
+        captured = self.capsys.readouterr()
+        self.out += captured.out
+        self.err += captured.err
+
+    def wait_for(self, check: Callable[[], bool], what: str, seconds: float = 15.0) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            self.read()
+            if check():
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out waiting for {what}; stdout:\n{self.out}\nstderr:\n{self.err}"
+                )
+            time.sleep(0.05)
+
+    def lines(self) -> list[tuple[str, str]]:
+        return [(m.group(1), m.group(2)) for m in map(LINE.match, self.out.splitlines()) if m]
+
+
+@pytest.fixture
+def output(capsys: pytest.CaptureFixture[str]) -> Output:
+    return Output(capsys)
+
+
+@pytest.fixture
+def background() -> Iterator[Callable[[list[str]], threading.Thread]]:
+    """Run ``main(argv)`` in a thread (its own event loop); its exit code lands in ``thread.code``."""
+    threads: list[threading.Thread] = []
+
+    def start(argv: list[str]) -> threading.Thread:
+        thread = threading.Thread(target=lambda: setattr(thread, "code", main(argv)), daemon=True)
+        thread.start()
+        threads.append(thread)
+        return thread
+
+    yield start
+    for thread in threads:
+        thread.join(20)
+        assert not thread.is_alive(), "a CLI command never returned"
+
+
+def test_sessions_list_detects_preloop_and_prints_the_table_ids_and_json(
+    flags: list[str], output: Output
+) -> None:
+    assert main(["sessions", "list", *flags]) == 0
+    output.read()
+    header, *rows = output.out.splitlines()
+    assert header.split() == [
+        "ID", "AGENT", "STARTED", "LAST", "ACTIVITY", "STATE", "TOOLS", "MODEL", "PENDING", "TITLE"
+    ]  # fmt: skip
+    assert [row.split()[0] for row in rows] == [MAIN_SESSION[:8], RATE_SESSION[:8]]
+    assert "Claude Code in /home/dev/demo" in rows[0]  # the title made from kind and cwd
+    assert main(["sessions", "list", "-o", "id", *flags]) == 0
+    output.out = ""
+    output.read()
+    assert output.out.split() == [MAIN_SESSION, RATE_SESSION]
+    assert main(["sessions", "list", "--json", "--limit", "1", *flags]) == 0
+    output.out = ""
+    output.read()
+    page = json.loads(output.out)
+    assert (page["total"], page["has_more"], len(page["items"])) == (2, True, 1)
+    item = page["items"][0]
+    assert item["id"] == MAIN_SESSION and item["started_at"].endswith("Z")  # zone-less time read as UTC
+    assert {"display_title", "state"} <= item.keys()
+
+
+def test_sessions_list_active_means_activity_in_the_last_ten_minutes(
+    fake: FakePreloop, flags: list[str], output: Output
+) -> None:
+    fake.tool_call("Read")  # the main session is busy now; the other one last moved when it was recorded
+    assert main(["sessions", "list", "--active", "-o", "id", *flags]) == 0
+    output.read()
+    assert output.out.split() == [MAIN_SESSION]
+
+
+def test_plain_attach_replays_history_then_live_tool_calls_notes_and_the_end(
+    fake: FakePreloop,
+    flags: list[str],
+    output: Output,
+    background: Callable[[list[str]], threading.Thread],
+) -> None:
+    # --since far enough back to cover the recorded history (it is replayed before the live events).
+    attach = background(
+        ["sessions", "attach", MAIN_SESSION[:4], "--plain", "--read-only", "--since", "3650d", *flags]
+    )
+    output.wait_for(lambda: "-- live" in output.err, "the attach to go live")
+    fake.tool_call("Grep", summary="3 matches in shop/")
+    output.wait_for(lambda: "Grep ok" in output.out, "the pushed tool call")
+
+    # Notes from another shell while attached: one delivered (pushed), one withdrawn (seen by polling).
+    assert main(["notes", "send", "--session", MAIN_SESSION[:8], "Run the unit tests first.", *flags]) == 0
+    assert main(["notes", "send", "--session", MAIN_SESSION[:8], "Stop touching migrations.", *flags]) == 0
+    output.read()
+    keep, drop = re.findall(r"Sent note (\w+) to session", output.out)
+    assert main(["notes", "withdraw", drop, *flags]) == 0
+    fake.deliver_notes()
+    output.wait_for(lambda: f"delivered {keep[:8]}" in output.out, "the pushed delivery")
+    output.wait_for(lambda: f"cancelled {drop[:8]}" in output.out, "the polled withdrawal")
+
+    fake.end_session()
+    attach.join(20)
+    assert getattr(attach, "code", None) == 0
+    output.read()
+    lines = output.lines()
+    kinds = [kind for kind, _ in lines]
+    assert lines[0] == ("session", "started: Claude Code in /home/dev/demo started 2026-11-30 11:36")
+    assert ("tool", "Read ok in 9 ms: claude_code") in lines  # from the recorded history
+    assert lines.count(("tool", "Grep ok in 15 ms: 3 matches in shop/")) == 1  # pushed and replayed: once
+    assert ("note", f"delivered {keep[:8]}: Run the unit tests first.") in lines
+    assert ("note", f"cancelled {drop[:8]}: Stop touching migrations.") in lines
+    assert f"delivered {drop[:8]}" not in output.out
+    assert kinds[-1] == "session" and lines[-1][1].startswith("ended")
+    assert "-- session ended" in output.err
+
+
+def test_json_attach_to_an_ended_session_is_its_history_as_json_lines(
+    fake: FakePreloop, flags: list[str], output: Output
+) -> None:
+    fake.end_session()
+    assert main(["sessions", "attach", MAIN_SESSION, "--json", *flags]) == 0
+    output.read()
+    events = [json.loads(line) for line in output.out.splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[0]["type"] == "session.started" and events[-1]["type"] == "session.ended"
+    assert {"tool.started", "tool.completed"} <= {e["type"] for e in events}
+
+
+def test_a_refused_attach_exits_1_with_the_servers_reason(flags: list[str], output: Output) -> None:
+    assert main(["sessions", "attach", FOREIGN_SESSION, "--plain", *flags]) == 1
+    output.read()
+    assert "not found" in output.err and FOREIGN_SESSION[:8] in output.err
+
+
+def test_notes_send_from_stdin_keeps_lines_and_withdraw_says_why_nothing_changed(
+    fake: FakePreloop, flags: list[str], output: Output, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("first line\n  second, indented\n\nfourth\n"))
+    assert main(["notes", "send", "--session", MAIN_SESSION[:8], "--json", *flags]) == 0
+    output.read()
+    sent = json.loads(output.out)
+    assert sent["target"] == {"kind": "session", "id": MAIN_SESSION}
+    assert fake.notes[sent["note_id"]]["text"] == "first line\n  second, indented\n\nfourth"
+
+    fake.deliver_notes()
+    output.out = ""
+    assert main(["notes", "withdraw", sent["note_id"], *flags]) == 1
+    output.read()
+    assert "nothing changed, because it was already delivered" in output.out + output.err
+
+    assert main(["notes", "list", "--session", MAIN_SESSION[:8], *flags]) == 0
+    output.read()
+    assert re.search(rf"{sent['note_id']}\s+delivered", output.out)
+
+
+def test_approvals_list_and_approve_by_short_id(fake: FakePreloop, flags: list[str], output: Output) -> None:
+    approval_id = fake.request_approval("git push origin main")
+    assert main(["approvals", "list", "--session", MAIN_SESSION[:8], *flags]) == 0
+    output.read()
+    assert approval_id in output.out and "command=git push origin main" in output.out
+    assert main(["approvals", "approve", approval_id[:6], "--comment", "go ahead", *flags]) == 0
+    output.read()
+    assert f'Approval {approval_id} (Bash) approved with comment "go ahead".' in output.out
+    assert fake.approvals[approval_id]["status"] == "approved"
+    assert main(["approvals", "list", *flags]) == 0
+    output.read()
+    assert output.out.endswith("No pending approvals.\n")
+
+
+def test_the_detected_kind_is_remembered_in_the_profile_and_the_flag_overrides(
+    base_url: str, fake: FakePreloop, output: Output
+) -> None:
+    config.save_profile("work", base_url)
+    assert config.load_config().profiles["work"].server_kind is None
+    assert main(["--profile", "work", "--token", TOKEN, "sessions", "list", "-o", "id"]) == 0
+    assert config.load_config().profiles["work"].server_kind == "preloop"
+    health_calls = fake.requests.count(("GET", "/api/v1/health"))
+    assert health_calls == 1
+    assert main(["--profile", "work", "--token", TOKEN, "sessions", "list", "-o", "id"]) == 0
+    assert fake.requests.count(("GET", "/api/v1/health")) == health_calls  # remembered: not asked again
+    # --server-kind is for this run only: it is not written to the profile.
+    args = ["--profile", "work", "--token", TOKEN, "--server-kind", "local", "sessions", "list", "-o", "id"]
+    assert main(args) == 0
+    assert config.load_config().profiles["work"].server_kind == "preloop"
+    output.read()
+
+
+async def test_the_app_attached_through_the_real_client_shows_a_pushed_tool_call(
+    base_url: str, fake: FakePreloop
+) -> None:
+    """The same app as for the local server: the client detects Preloop and follows its websocket."""
+    async with Client(base_url, TOKEN) as client:
+        app = PreloopApp(client, start_session_id=MAIN_SESSION, refresh_interval=0)
+        async with app.run_test(size=(110, 30)) as pilot:
+
+            async def until(check: Callable[[], bool], what: str) -> None:
+                deadline = asyncio.get_running_loop().time() + 15
+                while not check():
+                    assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+                    await pilot.pause(0.05)
+
+            await until(lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+            screen = app.screen
+            assert isinstance(screen, AttachScreen)
+            await until(lambda: isinstance(screen.status, Live), "the stream to go live")
+            assert client.server_kind == "preloop"
+            view = screen.query_one(TimelineView)
+            assert not any("Grep" in line for line in view.lines_text)
+            fake.tool_call("Grep", summary="3 matches in shop/")
+            await until(lambda: any("Grep" in line for line in view.lines_text), "the pushed Grep call")
+            grep = [line for line in view.lines_text if "Grep" in line]
+            assert len(grep) == 1 and "ok 15ms" in grep[0]  # pushed and replayed, shown once, completed
