@@ -36,6 +36,7 @@ from server.accounts import Operator, Runtime
 from server.bus import EventBus, Subscription
 from server.control import ControlPlane
 from server.errors import ApiError
+from server.notes import NoteTarget
 from server.store import Store, StoredEvent, now_utc
 
 API = "/api/v1"
@@ -115,6 +116,12 @@ async def _runtime(request: Request, authorization: Annotated[str | None, Header
 
 Op = Annotated[Operator, Depends(_operator)]
 Rt = Annotated[Runtime, Depends(_runtime)]
+DecisionBody = Annotated[ApprovalDecision | None, Body()]  # approve/decline: the body is optional
+
+
+def _text(value: uuid.UUID | None) -> str | None:
+    """A validated UUID query value as the canonical text the desks compare with stored ids."""
+    return str(value) if value is not None else None
 
 
 def create_app(
@@ -195,7 +202,7 @@ def create_app(
             agent=agent,
             agent_kind=agent_kind,
             start_date=start_date,
-            parent_session_id=str(parent_session_id) if parent_session_id else None,
+            parent_session_id=_text(parent_session_id),
             flow_execution_id=flow_execution_id,
             limit=limit,
             offset=offset,
@@ -247,10 +254,8 @@ def create_app(
         """Queue a note for the agent's next turn boundary."""
         return await plane.notes.create_note(
             op,
+            NoteTarget.of(body.runtime_session_id, body.agent_id, body.execution_id),
             text=body.text,
-            runtime_session_id=str(body.runtime_session_id) if body.runtime_session_id else None,
-            agent_id=str(body.agent_id) if body.agent_id else None,
-            execution_id=str(body.execution_id) if body.execution_id else None,
             expires_in_seconds=body.expires_in_seconds,
             correlation_id=body.correlation_id,
         )
@@ -266,15 +271,8 @@ def create_app(
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> dict[str, Any]:
         """Notes of one target; naming none is Preloop's 400."""
-        return await plane.notes.list_notes(
-            op,
-            runtime_session_id=str(runtime_session_id) if runtime_session_id else None,
-            agent_id=str(agent_id) if agent_id else None,
-            execution_id=str(execution_id) if execution_id else None,
-            state=state,
-            limit=limit,
-            offset=offset,
-        )
+        target = NoteTarget.of(runtime_session_id, agent_id, execution_id)
+        return await plane.notes.list_notes(op, target, state=state, limit=limit, offset=offset)
 
     @app.get(f"{API}/operator-notes/{{note_id}}")
     async def get_note(op: Op, note_id: str) -> dict[str, Any]:
@@ -300,7 +298,7 @@ def create_app(
         items, total = await plane.approvals.list_approvals(
             op,
             status=status,
-            runtime_session_id=str(runtime_session_id) if runtime_session_id else None,
+            runtime_session_id=_text(runtime_session_id),
             limit=limit,
             skip=skip,
         )
@@ -312,18 +310,14 @@ def create_app(
         return await plane.approvals.get_approval(op, approval_id)
 
     @app.post(f"{API}/approval-requests/{{approval_id}}/approve")
-    async def approve(
-        op: Op, approval_id: str, body: Annotated[ApprovalDecision | None, Body()] = None
-    ) -> dict[str, Any]:
+    async def approve(op: Op, approval_id: str, body: DecisionBody = None) -> dict[str, Any]:
         """Let the waiting tool call run."""
         return await plane.approvals.decide(
             op, approval_id, approve=True, comment=body.comment if body else None
         )
 
     @app.post(f"{API}/approval-requests/{{approval_id}}/decline")
-    async def decline(
-        op: Op, approval_id: str, body: Annotated[ApprovalDecision | None, Body()] = None
-    ) -> dict[str, Any]:
+    async def decline(op: Op, approval_id: str, body: DecisionBody = None) -> dict[str, Any]:
         """Refuse the waiting tool call; the agent gets the comment as its reason."""
         return await plane.approvals.decide(
             op, approval_id, approve=False, comment=body.comment if body else None

@@ -18,7 +18,7 @@ from server.accounts import Operator, Runtime
 from server.errors import ApiError
 from server.expiry import ExpiryTimer
 from server.notes import Notes
-from server.rows import approval_dict, own_row, session_dict
+from server.rows import Where, approval_dict, own_row, page, session_dict
 from server.shapes import short
 from server.store import Store, WriteTx, dumps, now_utc, ts
 
@@ -52,19 +52,11 @@ class Approvals:
     ) -> tuple[list[dict[str, Any]], int]:
         """A page of approvals, newest first, and the total (sent as ``X-Total-Count``)."""
         await self.expiry.expire_due()
-        where, params = "account_id = ?", [op.account_id]
-        if status is not None:
-            where += " AND status = ?"
-            params.append(status)
-        if runtime_session_id is not None:
-            where += " AND session_id = ?"
-            params.append(runtime_session_id)
-        total = await self.store.fetchone(f"SELECT COUNT(*) AS n FROM approvals WHERE {where}", params)
-        rows = await self.store.fetchall(
-            f"SELECT id FROM approvals WHERE {where} ORDER BY requested_at DESC, id LIMIT ? OFFSET ?",
-            [*params, limit, skip],
-        )
-        return [await approval_dict(self.store, r["id"]) for r in rows], int(total["n"]) if total else 0
+        where = Where("account_id = ?", op.account_id)
+        where.add("status = ?", status)
+        where.add("session_id = ?", runtime_session_id)
+        rows, total = await page(self.store, "id", "approvals", where, "requested_at DESC, id", limit, skip)
+        return [await approval_dict(self.store, r["id"]) for r in rows], total
 
     async def get_approval(self, op: Operator, approval_id: str) -> dict[str, Any]:
         """One approval of this account, expired first if its time has come."""

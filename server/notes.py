@@ -9,6 +9,7 @@ session the note targets, so the stream and REST never disagree.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,7 +19,7 @@ from client.harness import PendingNotesRequest, PendingNotesResponse
 from server.accounts import Operator, Runtime
 from server.errors import ApiError
 from server.expiry import ExpiryTimer
-from server.rows import Query, note_dict, own_row, session_dict
+from server.rows import Query, Where, note_dict, own_row, page, session_dict
 from server.shapes import note_model, pending_response
 from server.store import Store, WriteTx, now_utc, ts
 
@@ -32,6 +33,26 @@ RATE_LIMIT_SENTENCE = (
 )
 # Changes that alter a session's counters (note_count, latest note): its row is re-sent after them.
 _COUNTED = frozenset({"note.created", "note.delivered", "note.cancelled", "note.expired"})
+
+
+@dataclass(frozen=True, slots=True)
+class NoteTarget:
+    """Who notes are for: one of a session, an agent or a flow execution (Preloop's three targets).
+
+    Creating a note needs exactly one (the HTTP layer enforces it); listing with none is Preloop's 400.
+    """
+
+    runtime_session_id: str | None = None
+    agent_id: str | None = None
+    execution_id: str | None = None
+
+    @classmethod
+    def of(
+        cls, runtime_session_id: uuid.UUID | None, agent_id: uuid.UUID | None, execution_id: uuid.UUID | None
+    ) -> NoteTarget:
+        """From the UUIDs the HTTP layer parsed, as the canonical strings stored in the database."""
+        ids = (runtime_session_id, agent_id, execution_id)
+        return cls(*(str(value) if value is not None else None for value in ids))
 
 
 class Notes:
@@ -68,15 +89,18 @@ class Notes:
     async def create_note(
         self,
         op: Operator,
+        target: NoteTarget,
         *,
         text: str,
-        runtime_session_id: str | None,
-        agent_id: str | None,
-        execution_id: str | None,
         expires_in_seconds: int | None,
         correlation_id: str | None,
     ) -> dict[str, Any]:
         """Queue a note for an agent's next turn boundary (rate limited, idempotent by correlation id)."""
+        runtime_session_id, agent_id, execution_id = (
+            target.runtime_session_id,
+            target.agent_id,
+            target.execution_id,
+        )
         now = now_utc()
         ttl = expires_in_seconds if expires_in_seconds is not None else NOTE_DEFAULT_TTL
         async with self.store.write() as tx:
@@ -86,15 +110,15 @@ class Notes:
                 srow = await own_row(tx, "sessions", runtime_session_id, op.account_id)
                 managed_agent_id = srow["agent_id"]
                 ended = srow["ended_at"] is not None
-                target_sql, target = "runtime_session_id = ?", str(srow["id"])
-                runtime_session_id = target
+                target_sql, key = "runtime_session_id = ?", str(srow["id"])
+                runtime_session_id = key
             elif agent_id is not None:
                 arow = await tx.fetchone(
                     "SELECT id FROM agents WHERE id = ? AND account_id = ?", (agent_id, op.account_id)
                 )
                 if arow is None:
                     raise ApiError(404, "Agent not found")
-                managed_agent_id = target = str(arow["id"])
+                managed_agent_id = key = str(arow["id"])
                 target_sql = "runtime_session_id IS NULL AND execution_id IS NULL AND managed_agent_id = ?"
             else:
                 assert execution_id is not None
@@ -105,7 +129,7 @@ class Notes:
                 if erow is None:
                     raise ApiError(404, "Flow execution not found")
                 managed_agent_id = erow["agent_id"]
-                target_sql, target = "execution_id = ?", execution_id
+                target_sql, key = "execution_id = ?", execution_id
             if correlation_id is not None:
                 existing = await tx.fetchone(
                     "SELECT id FROM notes WHERE author_user_id = ? AND correlation_id = ?",
@@ -116,7 +140,7 @@ class Notes:
             count = await tx.fetchone(
                 "SELECT COUNT(*) AS n FROM notes WHERE author_user_id = ? AND created_at >= ? AND "
                 + target_sql,
-                (op.user_id, ts(now - NOTE_RATE_WINDOW), target),
+                (op.user_id, ts(now - NOTE_RATE_WINDOW), key),
             )
             if count is not None and int(count["n"]) >= NOTE_RATE_LIMIT:
                 raise ApiError(429, RATE_LIMIT_SENTENCE)
@@ -148,41 +172,23 @@ class Notes:
             return await note_dict(tx, note_id)
 
     async def list_notes(
-        self,
-        op: Operator,
-        *,
-        runtime_session_id: str | None,
-        agent_id: str | None,
-        execution_id: str | None,
-        state: str | None,
-        limit: int,
-        offset: int,
+        self, op: Operator, target: NoteTarget, *, state: str | None, limit: int, offset: int
     ) -> dict[str, Any]:
         """Notes of one target, newest first, as ``{notes, total}``; naming none is Preloop's 400."""
         await self.expiry.expire_due()
-        if runtime_session_id is not None:
-            srow = await own_row(self.store, "sessions", runtime_session_id, op.account_id)
-            where, params = "runtime_session_id = ?", [str(srow["id"])]
-        elif agent_id is not None:
-            where, params = "managed_agent_id = ?", [agent_id]
-        elif execution_id is not None:
-            where, params = "execution_id = ?", [execution_id]
+        if target.runtime_session_id is not None:
+            srow = await own_row(self.store, "sessions", target.runtime_session_id, op.account_id)
+            where = Where("runtime_session_id = ?", str(srow["id"]))
+        elif target.agent_id is not None:
+            where = Where("managed_agent_id = ?", target.agent_id)
+        elif target.execution_id is not None:
+            where = Where("execution_id = ?", target.execution_id)
         else:
             raise ApiError(400, "Name an agent_id, runtime_session_id or execution_id")
-        where += " AND account_id = ?"
-        params.append(op.account_id)
-        if state is not None:
-            where += " AND state = ?"
-            params.append(state)
-        total = await self.store.fetchone(f"SELECT COUNT(*) AS n FROM notes WHERE {where}", params)
-        rows = await self.store.fetchall(
-            f"SELECT * FROM notes WHERE {where} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        )
-        return {
-            "notes": [note_model(r).model_dump(mode="json") for r in rows],
-            "total": int(total["n"]) if total else 0,
-        }
+        where.add("account_id = ?", op.account_id)
+        where.add("state = ?", state)
+        rows, total = await page(self.store, "*", "notes", where, "created_at DESC, id", limit, offset)
+        return {"notes": [note_model(r).model_dump(mode="json") for r in rows], "total": total}
 
     async def get_note(self, op: Operator, note_id: str) -> dict[str, Any]:
         """One note of this account, expired first if its time has come."""

@@ -34,6 +34,40 @@ def parse_uuid(value: str) -> str | None:
         return None
 
 
+class Where:
+    """A WHERE clause of ANDed conditions for the list endpoints; values travel as parameters, never as
+    SQL text."""
+
+    def __init__(self, sql: str, *params: Any) -> None:
+        self.parts = [sql]
+        self.params: list[Any] = list(params)
+
+    def add(self, sql: str, *params: Any, when: bool | None = None) -> None:
+        """Add a condition; by default only when every value is given (a filter left out filters nothing)."""
+        if when is None:
+            when = all(p is not None for p in params)
+        if when:
+            self.parts.append(sql)
+            self.params.extend(params)
+
+    @property
+    def sql(self) -> str:
+        """The conditions joined with AND."""
+        return " AND ".join(self.parts)
+
+
+async def page(
+    q: Query, columns: str, source: str, where: Where, order: str, limit: int, offset: int
+) -> tuple[list[aiosqlite.Row], int]:
+    """One page of rows and how many match in all: the two queries behind every paged list."""
+    total = await q.fetchone(f"SELECT COUNT(*) AS n FROM {source} WHERE {where.sql}", where.params)
+    rows = await q.fetchall(
+        f"SELECT {columns} FROM {source} WHERE {where.sql} ORDER BY {order} LIMIT ? OFFSET ?",
+        [*where.params, limit, offset],
+    )
+    return rows, int(total["n"]) if total else 0
+
+
 _NOT_FOUND = {
     "sessions": "Runtime session not found",
     "notes": "Note not found",

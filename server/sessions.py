@@ -24,12 +24,13 @@ from server.accounts import Operator, Runtime, insert_token, new_token
 from server.approvals import Approvals
 from server.errors import ApiError
 from server.notes import Notes
-from server.rows import own_row, parse_uuid, session_dict, session_entry
+from server.rows import Where, own_row, page, parse_uuid, session_dict, session_entry
 from server.shapes import activity_item
 from server.store import Store, now_utc, ts
 
 # Agent events that change a session's counters: the session row is re-sent after a batch with one.
 _COUNTER_EVENTS = frozenset({"model.step", "tool.started"})
+_SESSIONS = "sessions s LEFT JOIN agents a ON a.id = s.agent_id"
 
 
 class Sessions:
@@ -120,38 +121,28 @@ class Sessions:
     ) -> dict[str, Any]:
         """One page of the account's sessions, most recently active first (Preloop's page shape)."""
         now = now_utc()
-        where = ["s.account_id = ?"]
-        params: list[Any] = [op.account_id]
-        if status == "active":
-            where.append("s.ended_at IS NULL")
-        elif status == "ended":
-            where.append("s.ended_at IS NOT NULL")
+        where = Where("s.account_id = ?", op.account_id)
+        where.add("s.ended_at IS NULL", when=status == "active")
+        where.add("s.ended_at IS NOT NULL", when=status == "ended")
         if active_within_minutes is not None:
-            where.append("s.last_activity_at >= ?")
-            params.append(ts(now - timedelta(minutes=active_within_minutes)))
-        if agent:
-            where.append("(a.name = ? OR s.agent_id = ? OR s.runtime_principal_name = ?)")
-            params += [agent, agent, agent]
-        if agent_kind:
-            where.append("s.agent_kind = ?")
-            params.append(agent_kind)
+            where.add("s.last_activity_at >= ?", ts(now - timedelta(minutes=active_within_minutes)))
+        where.add(
+            "(a.name = ? OR s.agent_id = ? OR s.runtime_principal_name = ?)", *[agent] * 3, when=bool(agent)
+        )
+        where.add("s.agent_kind = ?", agent_kind, when=bool(agent_kind))
         if start_date is not None:
-            where.append("s.started_at >= ?")
-            params.append(ts(start_date if start_date.tzinfo else start_date.replace(tzinfo=now.tzinfo)))
-        if parent_session_id:
-            where.append("s.parent_session_id = ?")
-            params.append(parent_session_id)
-        if flow_execution_id:
-            where.append("s.flow_execution_id = ?")
-            params.append(flow_execution_id)
-        base = " FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id WHERE " + " AND ".join(where)
-        total_row = await self.store.fetchone("SELECT COUNT(*) AS n" + base, params)
-        total = int(total_row["n"]) if total_row else 0
-        rows = await self.store.fetchall(
-            "SELECT s.*, a.name AS agent_name"
-            + base
-            + " ORDER BY s.last_activity_at DESC, s.id LIMIT ? OFFSET ?",
-            [*params, limit, offset],
+            aware = start_date if start_date.tzinfo else start_date.replace(tzinfo=now.tzinfo)
+            where.add("s.started_at >= ?", ts(aware))
+        where.add("s.parent_session_id = ?", parent_session_id, when=bool(parent_session_id))
+        where.add("s.flow_execution_id = ?", flow_execution_id, when=bool(flow_execution_id))
+        rows, total = await page(
+            self.store,
+            "s.*, a.name AS agent_name",
+            _SESSIONS,
+            where,
+            "s.last_activity_at DESC, s.id",
+            limit,
+            offset,
         )
         items = [await session_entry(self.store, r) for r in rows]
         return {

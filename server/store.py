@@ -123,8 +123,26 @@ class StoredEvent:
 Publisher = Callable[[Sequence[StoredEvent]], None]
 
 
+class _Reads:
+    """``fetchone`` / ``fetchall`` over one connection: what the store's reader and a write transaction
+    both offer, so the same query code runs on committed state or inside a write."""
+
+    def _connection(self) -> aiosqlite.Connection:
+        raise NotImplementedError
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
+        """First row or None."""
+        async with self._connection().execute(sql, params) as cur:
+            return await cur.fetchone()
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
+        """All rows."""
+        async with self._connection().execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+
 @dataclass
-class WriteTx:
+class WriteTx(_Reads):
     """One write transaction. :meth:`emit` appends an event with the session's next seq."""
 
     conn: aiosqlite.Connection
@@ -156,15 +174,8 @@ class WriteTx:
         """Run ``callback`` once the transaction is committed (wake a waiter, reschedule a timer)."""
         self._after_commit.append(callback)
 
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
-        """First row or None."""
-        async with self.conn.execute(sql, params) as cur:
-            return await cur.fetchone()
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
-        """All rows."""
-        async with self.conn.execute(sql, params) as cur:
-            return list(await cur.fetchall())
+    def _connection(self) -> aiosqlite.Connection:
+        return self.conn
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; returns the number of rows changed."""
@@ -172,7 +183,7 @@ class WriteTx:
             return cur.rowcount
 
 
-class Store:
+class Store(_Reads):
     """The database file: open (creating or upgrading it), serialized writes, concurrent reads."""
 
     def __init__(self, path: Path, publisher: Publisher | None = None) -> None:
@@ -262,15 +273,8 @@ class Store:
             raise RuntimeError("store is closed")
         return self._reader
 
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
-        """First row or None."""
-        async with self.reader.execute(sql, params) as cur:
-            return await cur.fetchone()
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
-        """All rows."""
-        async with self.reader.execute(sql, params) as cur:
-            return list(await cur.fetchall())
+    def _connection(self) -> aiosqlite.Connection:
+        return self.reader
 
     async def events_after(self, session_id: str, after: int, limit: int = 500) -> list[StoredEvent]:
         """Stored events with ``seq > after``, oldest first: the replay half of a resume."""

@@ -53,6 +53,10 @@ class Stream:
     def types(self) -> list[str]:
         return [f.event or "" for f in self.frames]
 
+    def first(self, event: str) -> Frame:
+        """The first frame of type ``event`` (StopIteration, i.e. a failing test, if there is none)."""
+        return next(f for f in self.frames if f.event == event)
+
 
 async def read_stream(
     url: str,
@@ -123,3 +127,10 @@ def _consume(out: Stream, block: list[str]) -> None:
 
 def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+async def read_until(server: Any, session_id: str, event: str, *, seconds: float = 10.0) -> Stream:
+    """The operator's stream of a session on ``live_server``, read until the first ``event`` frame."""
+    return await read_stream(
+        server.url, server.token, session_id, stop=lambda s: event in s.types, seconds=seconds
+    )

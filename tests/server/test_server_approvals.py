@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from srv_helpers import auth, capture, read_stream
+from srv_helpers import auth, capture, read_until
 
 from server.harness_client import HarnessSession
 
@@ -51,11 +51,8 @@ async def test_permission_check_blocks_until_approved(live_server, http, harness
     assert approved.json()["decided_by_human"] is True
     verdict = await asyncio.wait_for(check, 10)
     assert (verdict.decision, verdict.reason, verdict.timed_out) == ("allow", "ok, go ahead", False)
-    stream = await read_stream(
-        live_server.url, live_server.token, agent.session_id, stop=lambda s: "approval.decided" in s.types
-    )
-    requested = next(f for f in stream.frames if f.event == "approval.requested")
-    decided = next(f for f in stream.frames if f.event == "approval.decided")
+    stream = await read_until(live_server, agent.session_id, "approval.decided")
+    requested, decided = stream.first("approval.requested"), stream.first("approval.decided")
     assert requested.data["approval"]["id"] == decided.data["approval"]["id"] == approval["id"]
     assert requested.data["approval"]["status"] == "pending"
     assert decided.data["approval"]["status"] == "approved"

@@ -7,10 +7,11 @@ from typing import Any
 
 import httpx
 import pytest
-from srv_helpers import auth, capture, read_stream
+from srv_helpers import auth, capture, read_stream, read_until
 
 from server.accounts import Operator
 from server.harness_client import HarnessClient
+from server.notes import NoteTarget
 
 
 @pytest.fixture
@@ -62,11 +63,8 @@ async def test_delivery_is_visible_on_the_stream_with_the_full_note(live_server,
     agent = await harness.start_session(agent_name="watcher")
     note = await _note(http, agent.session_id, "use the staging db")
     await agent.claim_notes(turn_index=1)
-    stream = await read_stream(
-        live_server.url, live_server.token, agent.session_id, stop=lambda s: "note.delivered" in s.types
-    )
-    created = next(f for f in stream.frames if f.event == "note.created")
-    delivered = next(f for f in stream.frames if f.event == "note.delivered")
+    stream = await read_until(live_server, agent.session_id, "note.delivered")
+    created, delivered = stream.first("note.created"), stream.first("note.delivered")
     assert created.data["note"]["note_id"] == delivered.data["note"]["note_id"] == note["note_id"]
     assert delivered.data["note"]["state"] == "delivered"
     assert delivered.data["note"]["text"] == "use the staging db"
@@ -125,21 +123,13 @@ async def test_notes_expire_on_time_without_anyone_reading(live_server, harness)
     note = live_server.server.call(
         plane.notes.create_note(
             op,
+            NoteTarget(runtime_session_id=agent.session_id),
             text="short-lived",
-            runtime_session_id=agent.session_id,
-            agent_id=None,
-            execution_id=None,
             expires_in_seconds=1,
             correlation_id=None,
         )
     )
-    stream = await read_stream(
-        live_server.url,
-        live_server.token,
-        agent.session_id,
-        stop=lambda s: "note.expired" in s.types,
-        seconds=6,
-    )
+    stream = await read_until(live_server, agent.session_id, "note.expired", seconds=6)
     expired = [f for f in stream.frames if f.event == "note.expired"]
     assert expired and expired[0].data["note"]["note_id"] == note["note_id"]
     assert expired[0].data["note"]["state"] == "expired" and expired[0].data["note"]["expired_at"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from srv_helpers import auth, read_stream
+from srv_helpers import auth, read_stream, read_until
 
 from server.embedded import EmbeddedServer
 from server.harness_client import HarnessClient
@@ -25,9 +25,7 @@ async def test_restart_keeps_sessions_events_notes_and_approvals(live_server, ha
                 "/api/v1/operator-notes", json={"text": "kept", "runtime_session_id": agent.session_id}
             )
         ).json()
-    before = await read_stream(
-        live_server.url, live_server.token, agent.session_id, stop=lambda s: "note.created" in s.types
-    )
+    before = await read_until(live_server, agent.session_id, "note.created")
     url, token = live_server.url, live_server.token
 
     live_server.stop()

@@ -6,7 +6,7 @@ import asyncio
 
 import httpx
 import pytest
-from srv_helpers import auth, read_stream
+from srv_helpers import auth, read_stream, read_until
 
 
 @pytest.fixture
@@ -44,9 +44,7 @@ async def test_counters_follow_the_agents_work(live_server, http, harness) -> No
     await http.post("/api/v1/operator-notes", json={"text": "n", "runtime_session_id": agent.session_id})
     row = (await http.get("/api/v1/runtime-sessions")).json()["items"][0]
     assert (row["tool_call_count"], row["total_requests"], row["note_count"]) == (1, 1, 1)
-    stream = await read_stream(
-        live_server.url, live_server.token, agent.session_id, stop=lambda s: "note.created" in s.types
-    )
+    stream = await read_until(live_server, agent.session_id, "note.created")
     updates = [f.data["session"] for f in stream.frames if f.event == "session.updated"]
     assert updates and updates[-1]["tool_call_count"] == 1 and updates[-1]["total_requests"] == 1
 
