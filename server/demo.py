@@ -4,8 +4,9 @@ Each agent works through tasks. A task is a handful of model steps: the agent st
 (``model.delta`` chunks, then ``model.step`` phase ``commentary``), calls tools (Read / Grep / Edit / Bash
 with realistic arguments and durations), sometimes asks for approval and waits for the human (a decline
 makes it change plan, and it says so), writes a final answer (deltas, ``model.step`` ``final_answer``,
-``run.completed``) and takes the next task. At every turn boundary it claims operator notes and its next
-narration starts with "Operator note received: …", then it follows the note. The migrator ends its
+``run.completed``) and takes the next task. At every turn boundary it claims operator notes the way a
+real harness hook does (channel ``hook``, event ``pre_tool_use``, or ``stop`` before the final answer) and
+its next narration starts with "Operator note received: …", then it follows the note. The migrator ends its
 session after two tasks and comes back later as a new session.
 
 ``pace`` is a speed factor (2.0 = twice as fast; tests use 50+); ``seed`` makes every choice repeatable.
@@ -365,8 +366,12 @@ class DemoAgent:
                 break
             await self._sleep(8.0)
 
-    async def _claim(self, session: HarnessSession, iteration: int) -> list[str]:
-        pending = await session.claim_notes(channel="turn", event="turn_start", turn_index=iteration)
+    async def _claim(self, session: HarnessSession, iteration: int, *, finishing: bool) -> list[str]:
+        """Pick up notes as a Claude Code harness does, from a hook: ``pre_tool_use`` before the step's
+        tool calls (Preloop records exactly that), ``stop`` when the agent is about to give its answer.
+        The turn index lets the operator see which step the note reached."""
+        event = "stop" if finishing else "pre_tool_use"
+        pending = await session.claim_notes(channel="hook", event=event, turn_index=iteration)
         return [n.envelope.get("parts", [{}])[0].get("text", "") or n.text for n in pending.notes]
 
     async def _say(self, session: HarnessSession, iteration: int, text: str, tools: int) -> None:
@@ -383,7 +388,7 @@ class DemoAgent:
         steps = list(task.steps)
         while True:
             iteration += 1
-            notes = await self._claim(session, iteration)
+            notes = await self._claim(session, iteration, finishing=not steps)
             state.notes.extend(notes)
             if not steps and not notes:
                 break

@@ -51,6 +51,10 @@ async def test_demo_agents_work_take_notes_and_change_plan_on_decline(live_serve
             assert builder["id"] in declined
             got = (await http.get(f"/api/v1/operator-notes/{note.json()['note_id']}")).json()
             assert got["state"] == "delivered"
+            # Claimed as a real harness hook does (Preloop records hook / pre_tool_use), at a known turn.
+            assert got["delivery_channel"] == "hook"
+            assert got["delivery_event"] in ("pre_tool_use", "stop")
+            assert got["delivered_turn_index"] is not None and got["delivered_turn_index"] >= 1
 
         stream = await read_stream(
             live_server.url,
