@@ -74,8 +74,13 @@ async def _resolve_approval(backend: Backend, value: str) -> str:
     text = value.strip()
     if not text:
         raise usage("the approval id is empty")
-    if is_uuid(text) or not looks_like_id_prefix(text):
+    if is_uuid(text):
         return text
+    if not looks_like_id_prefix(text):
+        raise usage(
+            f"'{safe_line(text, 40)}' is not an approval id: give its UUID or its first 4+ hex characters "
+            "(`preloop approvals list` shows them)"
+        )
     pending = await _all_approvals(backend, None, "pending")
     matches = [a.id for a in pending if a.id.lower().startswith(text.lower())]
     if len(matches) == 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from client.backend import Backend, SessionFilter
@@ -37,6 +37,17 @@ from tui.commands.common import (
 PAGE_SIZE = 100
 
 
+def _since(text: str) -> timedelta:
+    """``--since``: a readable, non-zero duration (``0m`` would silently match nothing)."""
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise usage(f"--since: {exc}") from None
+    if value <= timedelta(0):
+        raise usage(f"--since {text} is no time at all: use e.g. 30m, 2h or 7d")
+    return value
+
+
 def _list_filters(args: argparse.Namespace, now: datetime) -> SessionFilter:
     """Check every flag and combination before any request; a bad one is a usage error naming the fix."""
     if args.json and args.output == "id":
@@ -45,10 +56,7 @@ def _list_filters(args: argparse.Namespace, now: datetime) -> SessionFilter:
         raise usage("--wide only widens the table: drop --wide, or drop --json / -o id")
     start_date = None
     if args.since is not None:
-        try:
-            start_date = now - parse_duration(args.since)
-        except ValueError as exc:
-            raise usage(f"--since: {exc}") from None
+        start_date = now - _since(args.since)
     kind = None
     if args.kind is not None:
         kind = normalize_kind(args.kind)
@@ -194,12 +202,7 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
         raise usage("give a session id, or --execution UUID (not both)")
     if args.plain and args.json:
         raise usage("--plain and --json both choose the output: keep one of them")
-    since = None
-    if args.since is not None:
-        try:
-            since = parse_duration(args.since)
-        except ValueError as exc:
-            raise usage(f"--since: {exc}") from None
+    since = _since(args.since) if args.since is not None else None
     execution = check_uuid(args.execution, "--execution")
     # The app needs a terminal on both ends; `echo note | preloop sessions attach X` is plain mode.
     headless = args.plain or args.json or not sys.stdout.isatty() or not sys.stdin.isatty()
