@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -122,6 +123,30 @@ async def test_sessions_server_down_banner_and_retry(live_server: LiveServer) ->
             live_server.start()
             await pilot.press("r")
             await until(pilot, lambda: banner.level is None, "the banner to clear after retry")
+
+
+async def test_server_going_down_keeps_the_rows_and_lets_them_age(
+    live_server: LiveServer, agent: HarnessSession
+) -> None:
+    """The server dies after a good refresh: the rows stay under a banner that says they are the last
+    known ones, and a session not heard of for minutes no longer reads "live" (times keep ageing)."""
+    now = [datetime.now(UTC)]
+    async with Client(live_server.url, live_server.token, server_kind="local") as client:
+        app = PreloopApp(client, refresh_interval=0, clock=lambda: now[0])
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
+            table = app.screen.query_one("#sessions-table", DataTable)
+            await until(pilot, lambda: table.row_count == 1, "the row")
+            assert "live" in str(table.get_cell(agent.session_id, "state"))
+            live_server.stop()
+            now[0] += timedelta(minutes=5)
+            await pilot.press("r")
+            banner = app.screen.query_one(Banner)
+            await until(pilot, lambda: banner.level == "error", "the error banner")
+            assert table.row_count == 1
+            assert "from the last refresh" in str(banner.render())
+            assert "idle" in str(table.get_cell(agent.session_id, "state"))
+            live_server.start()
 
 
 async def test_note_sent_with_enter_goes_pending_then_delivered(

@@ -241,9 +241,10 @@ class SessionsScreen(Screen[None]):
             if get_current_worker().is_cancelled:
                 return
             self.error = exc
-            self.query_one(Banner).show(str(exc), "error", hint="r: retry")
-            self._show_status()
-            self._show_empty()
+            hint = "r: retry · the rows below are from the last refresh" if self.sessions else "r: retry"
+            self.query_one(Banner).show(str(exc), "error", hint=hint)
+            # The last good rows stay, but their "20s ago" and live/idle keep ageing against the clock.
+            self.apply_rows()
             return
         self.error = None
         self.loaded = True
