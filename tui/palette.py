@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from rich.text import Text
+from textual.command import Hit, Hits, Provider
 
 COMMANDS: list[tuple[str, str, str]] = [
     ("Attach to the highlighted session", "attach", "Open the live view of the session under the cursor"),
@@ -49,9 +50,16 @@ class PreloopCommands(Provider):
             await self.screen.run_action(action)
 
     async def discover(self) -> Hits:
-        """Everything that can be done right now, before anything is typed."""
-        for name, action, help_text in self._available():
-            yield DiscoveryHit(name, partial(self._run, action), help=help_text)
+        """Everything that can be done right now, before anything is typed, above Textual's own entries.
+
+        The palette sorts by score and every ``DiscoveryHit`` scores 0, so the generic entries (Keys,
+        Maximize, Screenshot, Theme...) would come first whenever their provider answered first; a small
+        descending score keeps this screen's actions on top and in the order of ``COMMANDS``.
+        """
+        available = self._available()
+        for index, (name, action, help_text) in enumerate(available):
+            score = 1.0 - index / (len(available) + 1)
+            yield Hit(score, Text(name), partial(self._run, action), text=name, help=help_text)
 
     async def search(self, query: str) -> Hits:
         """Fuzzy-match the typed text against the command names."""

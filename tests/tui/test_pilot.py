@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from textual import events
+from textual.command import Command, CommandList, CommandPalette
 from textual.widgets import DataTable, Static
 from textual.worker import WorkerState
 
@@ -524,3 +525,27 @@ async def test_sessions_rows_fit_80_columns_and_titles_use_the_room(
             await until(pilot, lambda: table.row_count == 2, "the second row")
             await pilot.pause()
             assert table.virtual_size.width <= table.size.width
+
+
+async def test_command_palette_puts_this_screens_actions_first(client: Client, agent: HarnessSession) -> None:
+    """Ctrl+P with nothing typed: the sessions screen's own actions head the list, before Textual's
+    generic entries (Keys, Maximize, Screenshot, Theme)."""
+    app = PreloopApp(client, refresh_interval=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
+        table = app.screen.query_one("#sessions-table", DataTable)
+        await until(pilot, lambda: table.row_count == 1, "the row")
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        commands = app.screen.query_one(CommandList)
+        await until(pilot, lambda: commands.option_count >= 6, "the palette entries")
+        await pilot.pause(0.3)
+        options = [commands.get_option_at_index(i) for i in range(commands.option_count)]
+        assert all(isinstance(option, Command) for option in options)
+        ranked = [(str(o.prompt), o.hit.score) for o in options if isinstance(o, Command)]
+        ours = [score for prompt, score in ranked if "session" in prompt.lower() or "Help: all" in prompt]
+        generic = [score for prompt, score in ranked if "Theme" in prompt or "Screenshot" in prompt]
+        # Ranked, not merely first by luck: the palette orders by score, whichever provider answers first.
+        assert ours and generic and min(ours) > max(generic)
+        assert "Attach to the highlighted session" in ranked[0][0]
+        await pilot.press("escape")
