@@ -403,6 +403,10 @@ class Timeline:
         entries = self._entries
         handlers = _HANDLERS
         streaming = TextPhase.STREAMING
+        # The streaming text the previous delta went to, valid only while nothing but such deltas ran.
+        bucket: TextEntry | None = None
+        bucket_run: str | None = None
+        bucket_iteration = 0
         for event in events:
             seq = event.seq
             if seq <= self.last_seq:
@@ -411,23 +415,32 @@ class Timeline:
             self.last_seq = seq
             applied += 1
             if type(event) is ModelDelta:  # narrows for mypy, unlike a saved type
-                run_id = event.run_id
-                if run_id is None:
-                    run_id = self.current_run_id
-                entry = texts.get((run_id, event.iteration))
-                if entry is None:
-                    self._on_delta(event)
-                elif entry.phase is streaming:
-                    text: str = event.text
-                    size = len(text)
-                    entry._parts.append(text)
-                    entry._len += size
-                    self._chars += size
-                    self._revision += 1
-                    entry.revision = self._revision
-                    updated[entry.id] = None
-                # else: the step already settled this text; a late chunk must not change it
+                if bucket is None or event.iteration != bucket_iteration or event.run_id != bucket_run:
+                    run_id = event.run_id
+                    if run_id is None:
+                        run_id = self.current_run_id
+                    bucket = texts.get((run_id, event.iteration))
+                    if bucket is None or bucket.phase is not streaming:
+                        # a new text, or a late chunk of a settled one (which must not change it)
+                        bucket = None
+                        self._on_delta(event)
+                        if (
+                            self._chars > self.max_chars
+                            or len(entries) - (self._marker is not None) >= self.max_entries
+                        ):
+                            self._enforce_caps()
+                        continue
+                    bucket_run, bucket_iteration = event.run_id, event.iteration
+                text: str = event.text
+                size = len(text)
+                bucket._parts.append(text)
+                bucket._len += size
+                self._chars += size
+                self._revision += 1
+                bucket.revision = self._revision
+                updated[bucket.id] = None
             else:
+                bucket = None
                 kind = type(event)
                 handler = handlers.get(kind)
                 if handler is None:
@@ -435,6 +448,7 @@ class Timeline:
                 handler(self, event)
             # _enforce_caps' own early return, inlined: it is checked after every event.
             if self._chars > self.max_chars or len(entries) - (self._marker is not None) >= self.max_entries:
+                bucket = None  # it may drop or cut texts
                 self._enforce_caps()
         return applied
 
@@ -480,25 +494,35 @@ class Timeline:
         self._touch(entry)
 
     def _on_tool_started(self, event: ToolStarted) -> None:
-        run_id = self._run(event.run_id)
-        if event.iteration is not None:
-            text = self._texts.get((run_id, event.iteration))
+        run_id = event.run_id
+        if run_id is None:
+            run_id = self.current_run_id
+        iteration = event.iteration
+        if iteration is not None:
+            text = self._texts.get((run_id, iteration))
             if text is not None and text.phase is TextPhase.STREAMING:
                 text.phase = TextPhase.COMMENTARY  # the step called a tool: its text was narration
                 self._touch(text)
+        summary = event.args_summary
+        if not summary:
+            summary = _short(event.args) if event.args else ""
+        elif len(summary) > _SUMMARY_LIMIT:
+            summary = _short(summary)
+        call_id = event.call_id
+        at = event.at
         entry = ToolEntry(
             0,
             event.seq,
-            event.at,
-            call_id=event.call_id,
+            at,
+            call_id=call_id,
             run_id=run_id,
-            iteration=event.iteration,
+            iteration=iteration,
             name=event.name,
-            args_summary=_short(event.args_summary or (_short(event.args) if event.args else "")),
-            started_at=event.at,
+            args_summary=summary,
+            started_at=at,
         )
-        self._tools.pop(event.call_id, None)  # a restarted call id moves to the end
-        self._tools[event.call_id] = entry
+        self._tools.pop(call_id, None)  # a restarted call id moves to the end
+        self._tools[call_id] = entry
         self._append(entry)
 
     def _on_tool_completed(self, event: ToolCompleted) -> None:
@@ -507,14 +531,16 @@ class Timeline:
             entry = ToolEntry(0, event.seq, event.at, call_id=event.call_id, run_id=self._run(event.run_id))
             entry.name = event.name
             self._append(entry)
-        before = entry.chars
         entry.state = _TOOL_OUTCOME[event.status]
         if event.duration_ms is not None:
             entry.duration_ms = event.duration_ms
         elif entry.started_at is not None:
             entry.duration_ms = max(int((event.at - entry.started_at).total_seconds() * 1000), 0)
-        entry.result_summary = _short(event.result_summary)
-        self._chars += entry.chars - before
+        result = event.result_summary
+        if len(result) > _SUMMARY_LIMIT:
+            result = _short(result)
+        self._chars += len(result) - len(entry.result_summary)  # the only part of ``chars`` that changes
+        entry.result_summary = result
         self._touch(entry)
 
     def _on_note(self, event: NoteEvent) -> None:
@@ -650,15 +676,18 @@ class Timeline:
             self._appended = [i for i in self._appended if i in self._by_id]
 
     def _enforce_caps(self) -> None:
-        real = len(self._entries) - (self._marker is not None)
-        if real <= self.max_entries - 1 and self._chars <= self.max_chars:
+        entries = self._entries
+        real = len(entries) - (self._marker is not None)
+        max_real = self.max_entries - 1
+        max_chars = self.max_chars
+        if real <= max_real and self._chars <= max_chars:
             return
         dropped = 0
+        index = 1 if self._marker is not None else 0
         # Keep room for the marker inside max_entries; never drop the newest entry.
-        while real > 1 and (real > self.max_entries - 1 or self._chars > self.max_chars):
-            index = 1 if self._marker is not None else 0
-            victim = self._entries[index]
-            del self._entries[index]
+        while real > 1 and (real > max_real or self._chars > max_chars):
+            victim = entries[index]
+            del entries[index]
             self._by_id.pop(victim.id, None)
             self._chars -= victim.chars
             self._forget(victim)
