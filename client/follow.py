@@ -51,6 +51,7 @@ _known_list: TypeAdapter[list[KnownEvent]] = TypeAdapter(list[KnownEvent])
 _frame_data = attrgetter("data")  # C-level field access: these run once per event
 _frame_event = attrgetter("event")
 _event_type = attrgetter("type")
+_event_seq = attrgetter("seq")
 _RETRY_4XX = frozenset({408, 425, 429})  # client errors that are about timing, not about us
 _MAX_GAP_REFILLS = 3
 
@@ -167,7 +168,7 @@ class EventOrderer:
         """Offer decoded events in arrival order; a contiguous run with nothing held goes straight through."""
         if not self._held and events:
             first = self.last_seq + 1
-            if [e.seq for e in events] == list(range(first, first + len(events))):
+            if list(map(_event_seq, events)) == list(range(first, first + len(events))):
                 self.last_seq = events[-1].seq
                 return events
         out: list[Event] = []
