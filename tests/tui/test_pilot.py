@@ -549,3 +549,24 @@ async def test_command_palette_puts_this_screens_actions_first(client: Client, a
         assert ours and generic and min(ours) > max(generic)
         assert "Attach to the highlighted session" in ranked[0][0]
         await pilot.press("escape")
+
+
+async def test_footer_fits_80_columns_and_regains_the_palette_hint_when_wider(
+    client: Client, agent: HarnessSession
+) -> None:
+    """At 80 columns the footer is compact and drops ``^p palette`` (help lists Ctrl+P) so ``? Help`` fits;
+    widened to 200 columns, the hint comes back, and goes again when narrowed."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await attached(pilot, app)
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+
+        def palette_hint() -> bool:
+            return "command_palette" in footer_actions(app)
+
+        assert "app.help" in footer_actions(app) and not palette_hint()
+        await pilot.resize_terminal(200, 50)
+        await until(pilot, palette_hint, "the palette hint at 200 columns")
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: not palette_hint(), "the hint gone again at 80 columns")

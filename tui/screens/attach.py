@@ -170,8 +170,11 @@ class AttachScreen(Screen[None]):
 
     def on_resize(self) -> None:
         narrow = self.app.size.width < COMPACT_BELOW
-        self._footer.compact = narrow
-        self._footer.show_command_palette = not narrow
+        footer = self._footer
+        if footer.show_command_palette == narrow:
+            footer.compact = narrow
+            footer.show_command_palette = not narrow
+            footer.refresh(recompose=True)  # the Footer reads show_command_palette only when composing
 
     def on_mount(self) -> None:
         self._update_composer_visibility()
