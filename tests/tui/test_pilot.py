@@ -218,10 +218,16 @@ async def test_empty_note_is_not_sent_and_a_failed_send_keeps_the_text(
         assert "Too long" in str(error_line.render())
         assert len(composer.text) == 4097
         composer.clear()
+        await pilot.pause()
+        assert not error_line.has_class("-shown")  # "Too long" no longer describes the (empty) box
         live_server.stop()
         await pilot.press(*"too late", "enter")
         await until(pilot, lambda: "Not sent" in str(error_line.render()), "the failure under the box")
         assert composer.text == "too late"
+        await pilot.press("!")
+        await pilot.pause()
+        assert "Not sent" in str(error_line.render())  # a server's reason stays while the text is edited
+        await pilot.press("backspace")
         assert note_states(screen) == []
         live_server.start()
         await pilot.press("enter")

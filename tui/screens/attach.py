@@ -139,6 +139,7 @@ class AttachScreen(Screen[None]):
         self._decided_here: set[str] = set()
         self._attached_at = clock()
         self._bindings_refresh_scheduled = False
+        self._refusal_shown = False
 
     # ------------------------------------------------------------------ layout
 
@@ -452,6 +453,15 @@ class AttachScreen(Screen[None]):
     def _composer_refused(self, event: Composer.Refused) -> None:
         event.stop()
         self._show_send_error(event.reason)
+        self._refusal_shown = True
+
+    @on(Composer.Changed, "#composer")
+    def _composer_changed(self) -> None:
+        # "Too long" / "empty" describe the text as it was; once it is edited they are stale. A server's
+        # reason ("not sent: unreachable") stays until the next attempt: editing does not make it untrue.
+        if self._refusal_shown:
+            self._refusal_shown = False
+            self._show_send_error("")
 
     def _show_send_error(self, reason: str) -> None:
         line = self._send_error
