@@ -419,11 +419,15 @@ class Timeline:
                     run_id = event.run_id
                     if run_id is None:
                         run_id = self.current_run_id
-                    bucket = texts.get((run_id, event.iteration))
-                    if bucket is None or bucket.phase is not streaming:
-                        # a new text, or a late chunk of a settled one (which must not change it)
+                    key = (run_id, event.iteration)
+                    bucket = texts.get(key)
+                    if bucket is None:  # a new text (what _on_delta does, the lookup already done)
+                        bucket = TextEntry(0, seq, event.at, run_id=run_id, iteration=event.iteration)
+                        texts[key] = bucket
+                        self._append(bucket)
+                    elif bucket.phase is not streaming:
+                        # the step already settled this text; a late chunk must not change it
                         bucket = None
-                        self._on_delta(event)
                         if (
                             self._chars > self.max_chars
                             or len(entries) - (self._marker is not None) >= self.max_entries
