@@ -426,6 +426,9 @@ class _Steer:
 # -------------------------------------------------------------------------------------------- main loop
 
 
+_ANNOUNCE_MAX = 5
+
+
 async def _announce_pending(steer: _Steer, threshold: datetime, read_only: bool) -> None:
     """Approvals already waiting when we attach are older than the history shown, yet they are what the
     operator must act on: name them up front (on stderr, so ``--json`` output stays the stream's)."""
@@ -433,13 +436,21 @@ async def _announce_pending(steer: _Steer, threshold: datetime, read_only: bool)
         waiting = await steer._pending()
     except ClientError:
         return  # the stream itself will report a server that refuses or fails
-    for approval in waiting:
-        if approval.requested_at is not None and approval.requested_at >= threshold:
-            continue  # requested inside the replayed window: its own line follows
+    # Requested inside the replayed window: its own line follows. Oldest first: the longest-blocked.
+    hidden = sorted(
+        (a for a in waiting if a.requested_at is None or a.requested_at < threshold),
+        key=lambda a: a.requested_at or threshold,
+    )
+    for approval in hidden[:_ANNOUNCE_MAX]:
         what = safe_line(approval.summary or approval.tool_name or "a tool call", 200)
         sid = short_id(approval.id)
         how = "" if read_only else f" (/approve {sid} or /decline {sid})"
         steer.printer.notice(f"approval {sid} is waiting: {what}{how}")
+    if len(hidden) > _ANNOUNCE_MAX:
+        more = len(hidden) - _ANNOUNCE_MAX
+        steer.printer.notice(
+            f"and {more} more waiting: preloop approvals list --session {short_id(steer.session_id)}"
+        )
 
 
 async def follow_plain(

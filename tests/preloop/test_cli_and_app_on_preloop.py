@@ -261,3 +261,21 @@ async def test_the_app_attached_through_the_real_client_shows_a_pushed_tool_call
             await until(lambda: any("Grep" in line for line in view.lines_text), "the pushed Grep call")
             grep = [line for line in view.lines_text if "Grep" in line]
             assert len(grep) == 1 and "ok 15ms" in grep[0]  # pushed and replayed, shown once, completed
+
+
+def test_plain_attach_names_the_approvals_already_waiting_oldest_first_at_most_five(
+    fake: FakePreloop,
+    flags: list[str],
+    output: Output,
+    background: Callable[[list[str]], threading.Thread],
+) -> None:
+    waiting = [fake.request_approval(f"git push origin branch-{i}") for i in range(7)]
+    attach = background(["sessions", "attach", MAIN_SESSION[:8], "--plain", "--read-only", *flags])
+    output.wait_for(lambda: "-- live" in output.err, "the attach to go live")
+    named = re.findall(r"-- approval (\w+) is waiting: .*branch-(\d)\?$", output.err, re.MULTILINE)
+    assert named == [(approval_id[:8], str(i)) for i, approval_id in enumerate(waiting[:5])]
+    assert f"-- and 2 more waiting: preloop approvals list --session {MAIN_SESSION[:8]}" in output.err
+    assert "/approve" not in output.err  # read-only: nothing to type
+    fake.end_session()
+    attach.join(20)
+    assert getattr(attach, "code", None) == 0
