@@ -279,3 +279,49 @@ def test_plain_attach_names_the_approvals_already_waiting_oldest_first_at_most_f
     fake.end_session()
     attach.join(20)
     assert getattr(attach, "code", None) == 0
+
+
+async def test_typed_note_and_approve_in_plain_attach_reach_preloop(
+    fake: FakePreloop, flags: list[str]
+) -> None:
+    """The console script on a pipe, as a user's shell runs it: a polled approval is approved by typing."""
+    import os
+    import sys
+
+    preloop = str(Path(sys.executable).parent / "preloop")
+    proc = await asyncio.create_subprocess_exec(
+        preloop, "sessions", "attach", MAIN_SESSION[:8], "--plain", *flags,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    async def read_until(stream: asyncio.StreamReader, needle: str) -> str:
+        async with asyncio.timeout(20):
+            while True:
+                line = (await stream.readline()).decode()
+                assert line, f"ended before {needle!r}"
+                if needle in line:
+                    return line
+
+    try:
+        await read_until(proc.stderr, "-- live")
+        proc.stdin.write(b"please stop after this step \\\nand summarise\n")
+        await proc.stdin.drain()
+        await read_until(proc.stderr, "sent (pending)")
+        assert [n["text"] for n in fake.notes.values()] == ["please stop after this step \nand summarise"]
+        approval_id = fake.request_approval("git push origin main")  # never pushed: found by polling
+        requested = await read_until(proc.stdout, "approval   requested")
+        assert approval_id[:8] in requested and "git push origin main" in requested
+        proc.stdin.write(b"/approve\n")
+        await proc.stdin.drain()
+        await read_until(proc.stderr, f"approval {approval_id[:8]} approved")
+        assert fake.approvals[approval_id]["status"] == "approved"
+        await read_until(proc.stdout, f"approved {approval_id[:8]}")  # the decision, polled back
+        fake.end_session()
+        await read_until(proc.stdout, "session    ended")
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
