@@ -7,12 +7,12 @@ import sys
 from datetime import UTC, datetime
 
 from client.backend import Backend
-from client.errors import ClientError
+from client.errors import BadRequest, ClientError, Conflict
 from client.ids import is_uuid
 from client.models import Approval
 from client.present import cell, looks_like_id_prefix, relative_time, short_id
 from client.textsafe import safe_line
-from tui.cli import EXIT_OK
+from tui.cli import EXIT_FAILED, EXIT_OK
 from tui.commands.common import connect, print_json, render_table, resolve_session, terminal_width, usage
 
 
@@ -98,10 +98,18 @@ async def _resolve_approval(backend: Backend, value: str) -> str:
 async def _decide(args: argparse.Namespace) -> int:
     async with connect(args) as backend:
         approval_id = await _resolve_approval(backend, args.approval_id)
-        if args.decision == "approve":
-            done = await backend.approve(approval_id, args.comment)
-        else:
-            done = await backend.decline(approval_id, args.comment)
+        try:
+            if args.decision == "approve":
+                done = await backend.approve(approval_id, args.comment)
+            else:
+                done = await backend.decline(approval_id, args.comment)
+        except (BadRequest, Conflict) as exc:
+            # "Request already approved": say where to see what happened to it.
+            print(
+                f"preloop: {exc.title}: {exc.hint}; `preloop approvals list --status all` shows its decision",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
     if args.json:
         print_json(done.model_dump(mode="json"))
         return EXIT_OK
