@@ -80,6 +80,8 @@ class ApprovalsPanel(Vertical):
     }
     ApprovalsPanel.-has-pending { display: block; }
     ApprovalsPanel > OptionList { height: auto; max-height: 8; border: none; padding: 0 0 0 1; }
+    ApprovalsPanel.-expanded { height: 70%; }
+    ApprovalsPanel.-expanded > OptionList { height: 1fr; max-height: 100%; }
     ApprovalsPanel > Horizontal { height: 1; dock: bottom; }
     ApprovalsPanel Button {
         min-width: 0; width: 1fr; max-width: 16; height: 1; border: none; margin: 0 1 0 0;
@@ -175,6 +177,8 @@ class ApprovalsPanel(Vertical):
         self.option_list.replace_option_prompt(
             approval.id, approval_prompt(approval, expanded=approval.id in self.expanded)
         )
+        # Expanded arguments get the room of the side column (the panel is capped at 70% of it).
+        self.set_class(bool(self.expanded), "-expanded")
 
     def _rebuild(self) -> None:
         options = self.option_list
@@ -189,6 +193,7 @@ class ApprovalsPanel(Vertical):
         elif self.approvals:
             options.highlighted = 0
         self.set_class(bool(self.approvals), "-has-pending")
+        self.set_class(bool(self.expanded), "-expanded")
         self.border_title = f"⚑ Approvals pending ({len(self.approvals)})" if self.approvals else "Approvals"
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

@@ -199,3 +199,20 @@ def test_decline_comment_dialog(snap_compare: Any) -> None:
 
     app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()])
     assert snap_compare(app, run_before=_decline)
+
+
+def test_attach_expanded_arguments(snap_compare: Any) -> None:
+    """x expands the approval's arguments: the panel takes most of the side column, with a scrollbar when
+    they do not fit, and the buttons stay in view."""
+
+    async def _expand(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        await pilot.press("escape", "x")
+        await pilot.pause()
+
+    args = {"command": "alembic upgrade head", "cwd": "/srv/repos/payments", "env": {"DB": "staging"}}
+    app = _attach_app(
+        [Live(), *data.streaming_script()],
+        approvals=[data.approval(tool_args={**args, "why": "the index speeds up invoice lookups " * 4})],
+    )
+    assert snap_compare(app, run_before=_expand)
