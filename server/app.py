@@ -1,7 +1,8 @@
 """The FastAPI app of the local control plane: Preloop-shaped operator API, harness API, SSE stream.
 
 ``create_app(db_path)`` builds an app whose lifespan opens the database and starts the expiry timer; the
-rules live in :mod:`server.control`, this module only maps HTTP onto them. See docs/protocol.md.
+rules live in the desks of :class:`server.control.ControlPlane` (``plane.sessions``, ``plane.notes``,
+``plane.approvals``, ``plane.accounts``); this module only maps HTTP onto them. See docs/protocol.md.
 """
 
 from __future__ import annotations

@@ -21,9 +21,13 @@ from server.shapes import approval_model, note_model, session_model
 class Query(Protocol):
     """Either the reader (committed state) or a write transaction (its own uncommitted changes)."""
 
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None: ...
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
+        """First row or None."""
+        ...
 
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]: ...
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
+        """All rows."""
+        ...
 
 
 def parse_uuid(value: str) -> str | None:

@@ -35,23 +35,29 @@ class LiveServer:
 
     @property
     def url(self) -> str:
+        """Base URL (a free loopback port), for clients under test."""
         return self.server.url
 
     @property
     def token(self) -> str:
+        """The first account's operator token (the one the demo hands the client)."""
         return self.server.token
 
     @property
     def db_path(self) -> Path:
+        """The SQLite file, for restart and persistence tests."""
         return self.server.db_path
 
     def start(self) -> None:
+        """Start again on the same port and database (restart tests)."""
         self.server.start()
 
     def stop(self) -> None:
+        """Stop the server, e.g. to test a client facing a dead server."""
         self.server.stop()
 
     def harness(self) -> HarnessClient:
+        """A new agent-side client (close it, or use ``async with``); the fixture ``harness`` does both."""
         return HarnessClient(self.url, self.token)
 
 
@@ -75,6 +81,8 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def live_server(isolated_dirs: Path) -> Iterator[LiveServer]:
+    """A real control plane over loopback for one test, plus a second account (``other_token``) whose
+    ids must be invisible; short keepalive and permission timeouts keep tests quick."""
     server = EmbeddedServer(
         db_path=isolated_dirs / "data" / "control-plane.sqlite3",
         keepalive_seconds=0.5,
@@ -89,5 +97,6 @@ def live_server(isolated_dirs: Path) -> Iterator[LiveServer]:
 
 @pytest.fixture
 async def harness(live_server: LiveServer) -> AsyncIterator[HarnessClient]:
+    """An agent-side client of ``live_server``, closed after the test."""
     async with live_server.harness() as client:
         yield client
