@@ -472,7 +472,7 @@ def _follow(notes: list[str], *, web: bool = False) -> tuple[str, list[Tool], bo
         extra.append(_grep("DATABASE_URL", ".env.staging", 1))
         plans.append("pointing at the staging database")
     if not plans:
-        plans.append("follow it before anything else")
+        plans.append("doing what it asks first")
     return " and ".join(plans), extra, False
 
 
