@@ -143,22 +143,24 @@ def test_batches_give_the_same_model_as_one_by_one(seed: int, max_entries: int, 
 
 def test_caps_hit_in_the_middle_of_a_run_of_deltas() -> None:
     """The char cap is checked after every delta of a batch, so the tail kept is the same as one by one."""
-    events = recorded(0, n=5)[:2]  # session.started, run.started
-    seq = events[-1].seq
     at = "2026-03-01T10:00:00Z"
+    head = {"session_id": SID, "at": at}
+    events = [
+        event_from_dict({**head, "seq": 1, "type": "session.started", "session": {"id": SID}}),
+        event_from_dict({**head, "seq": 2, "type": "run.started", "run_id": "r1", "task": "fix"}),
+    ]
     for i in range(30):
-        seq += 1
-        events.append(
-            event_from_dict(
-                {"seq": seq, "type": "model.delta", "session_id": SID, "at": at, "run_id": "r1"}
-                | {"iteration": 1, "text": f"{i:02d}-------- "}
-            )
-        )
+        body = {"type": "model.delta", "run_id": "r1", "iteration": 1, "text": f"{i:02d}-------- "}
+        events.append(event_from_dict({**head, "seq": 3 + i, **body}))
     batched = Timeline(max_entries=10, max_chars=100)
     batched.apply_many(events)
     [text] = [e for e in batched if isinstance(e, TextEntry)]
     assert text.text.endswith("29-------- ") and len(text.text) == 100 and text.dropped_chars == 230
     assert text.phase is TextPhase.STREAMING and batched.dropped_count == 2  # the session and run entries
+    single = Timeline(max_entries=10, max_chars=100)
+    for event in events:
+        single.apply(event)
+    assert state(batched) == state(single)  # same revisions too: the text was cut after each delta
 
 
 def test_an_event_subclass_is_handled_as_its_base() -> None:
