@@ -413,9 +413,11 @@ class Client:
         if response.status_code >= 400:
             raise self._api_error(response, what)
         try:
-            return self._parse(response, Note)
+            note = self._parse(response, Note)
         except InvalidResponse:
             raise NoteOutcomeUnknown(cid, "the answer could not be read") from None
+        self._poll_soon(note.runtime_session_id)
+        return note
 
     async def list_notes(
         self,
@@ -449,7 +451,9 @@ class Client:
         """Cancel a note; the answer is the note as it now is: read ``state`` (only pending ones cancel)."""
         nid = require_note_id(note_id)
         response = await self._request("POST", f"/operator-notes/{nid}/cancel", what=f"note {nid}")
-        return self._parse(response, Note)
+        note = self._parse(response, Note)
+        self._poll_soon(note.runtime_session_id)
+        return note
 
     # --------------------------------------------------------------------------------------- approvals
 
@@ -497,7 +501,18 @@ class Client:
         response = await self._request(
             "POST", f"/approval-requests/{aid}/{verb}", what=f"approval {short_id(aid)}", json=body
         )
-        return self._parse(response, Approval)
+        approval = self._parse(response, Approval)
+        self._poll_soon(approval.runtime_session_id)
+        return approval
+
+    def _poll_soon(self, session_id: str | None) -> None:
+        """After a change Preloop will not push (note sent or withdrawn, approval decided), make a live
+        Preloop follower of that session poll now, so the change shows at once instead of at its timer."""
+        if self._server_kind != "preloop" or not session_id:
+            return
+        from client.preloop_live import nudge
+
+        nudge(self, session_id)
 
     # --------------------------------------------------------------------------------------- live
 

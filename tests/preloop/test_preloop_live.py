@@ -146,7 +146,7 @@ async def test_an_approval_appears_by_polling_and_is_approved(
     assert requested.approval.tool_args["command"] == "git push origin main"
     decided = await client.approve(approval_id, "ok, go ahead")
     assert decided.status == "approved"
-    nudge(client, MAIN_SESSION)  # what the TUI does after each decision
+    nudge(client, MAIN_SESSION)  # harmless twice: the Client already nudges after a decision
     await w.until(lambda w: bool(w.of_type("approval.decided")))
     (event,) = w.of_type("approval.decided")
     assert (event.approval.status, event.approval.approver_comment) == ("approved", "ok, go ahead")
@@ -350,3 +350,25 @@ async def test_the_token_travels_in_the_header_only(
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     assert fake.ws_upgrades == [("", f"Bearer {TOKEN}")]
+
+
+async def test_changes_made_through_the_client_show_at_once_not_at_the_next_poll(
+    client: Client, fake: FakePreloop, watch: WatchFactory
+) -> None:
+    """Preloop pushes neither new notes, withdrawals nor decisions: the Client makes the follower poll now.
+
+    The poll timers here are a minute long, so only the Client's own nudge can make these appear in time.
+    """
+    slow = replace(FAST, note_poll=60.0, note_idle_poll=60.0, approval_poll=60.0)
+    w = watch(follow_preloop(client, MAIN_SESSION, timing=slow))
+    await w.until(lambda w: bool(w.statuses(Live)))
+    note = await client.send_note("Use the staging database.", session_id=MAIN_SESSION)
+    await w.until(lambda w: bool(w.of_type("note.created")), within=2.0)
+    await client.withdraw_note(note.note_id)
+    await w.until(lambda w: bool(w.of_type("note.cancelled")), within=2.0)
+    approval_id = fake.request_approval("git push origin main")
+    nudge(client, MAIN_SESSION)  # stands in for the approval timer, so the follower knows it is pending
+    await w.until(lambda w: bool(w.of_type("approval.requested")), within=2.0)
+    await client.approve(approval_id)
+    await w.until(lambda w: bool(w.of_type("approval.decided")), within=2.0)
+    assert w.of_type("approval.decided")[0].approval.id == approval_id
