@@ -52,6 +52,8 @@ class PreloopApp(App[str | None]):
     COMMANDS = App.COMMANDS | {PreloopCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help", show=False, id="app.help", tooltip="All keys"),
+        # F1 also works where ? is text (the note box, the filter box).
+        Binding("f1", "help", "Help", show=False, id="app.help_f1", tooltip="All keys"),
     ]
 
     def __init__(

@@ -27,6 +27,7 @@ from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
+from tui.screens.help import HelpScreen
 from tui.screens.sessions import SessionsScreen
 from widgets.approvals_panel import ApprovalsPanel
 from widgets.banner import Banner
@@ -576,3 +577,24 @@ async def test_footer_fits_80_columns_and_regains_the_palette_hint_when_wider(
         await until(pilot, palette_hint, "the palette hint at 200 columns")
         await pilot.resize_terminal(80, 24)
         await until(pilot, lambda: not palette_hint(), "the hint gone again at 80 columns")
+
+
+async def test_help_from_the_note_box_with_f1(client: Client, agent: HarnessSession) -> None:
+    """In the note box ? is text; F1 (shown in the footer while typing) opens help, and Escape returns
+    with the draft intact. Outside the box F1 still opens help."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await attached(pilot, app)
+        await pilot.press("w", "h", "y", "question_mark")
+        assert screen.composer.text == "why?" and not isinstance(app.screen, HelpScreen)
+        assert "help_from_box" in footer_actions(app)
+        await pilot.press("f1")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help from the note box")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "back on the session")
+        assert screen.composer.text == "why?"
+        await pilot.press("escape")  # leave the box
+        await pilot.pause(0.3)
+        assert "help_from_box" not in footer_actions(app)
+        await pilot.press("f1")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help from outside the box")

@@ -100,6 +100,9 @@ class AttachScreen(Screen[None]):
         Binding("escape", "back", "Back", id="attach.back", tooltip="Back to the sessions list"),
         Binding("q", "detach", "Detach", id="attach.detach", tooltip="Leave; the session keeps running"),
         Binding("question_mark", "app.help", "Help", id="attach.help", tooltip="All keys"),
+        Binding(
+            "f1", "help_from_box", "Help", id="attach.help_f1", tooltip="All keys (? is text in the box)"
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -539,6 +542,10 @@ class AttachScreen(Screen[None]):
         """Escape in the note box: keep the draft, move to the timeline so the letter keys act."""
         self._view.focus()
 
+    def action_help_from_box(self) -> None:
+        """F1 from the note box, where ``?`` is just a character: the same help screen."""
+        self.app.action_help()
+
     def action_back(self) -> None:
         """Escape outside the note box: back to the sessions list (the session keeps running)."""
         self._leave(False)
@@ -557,7 +564,8 @@ class AttachScreen(Screen[None]):
             return not self.read_only and note is not None and note.state == NoteState.PENDING
         if action == "focus_composer":
             return not (self.read_only or self.ended or self.unavailable is not None)
-        if action == "leave_composer":
+        if action in ("leave_composer", "help_from_box"):
+            # F1 is listed only while typing (elsewhere ? is shown); the app's own F1 still answers.
             return self._composer.has_focus
         if action == "back":
             return not self._composer.has_focus

@@ -41,7 +41,11 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
     ),
     (
         "Everywhere",
-        [("?", "this help"), ("Ctrl+P", "command palette"), ("Ctrl+Q", "quit")],
+        [
+            ("? or F1", "this help (F1 also while typing a note)"),
+            ("Ctrl+P", "command palette"),
+            ("Ctrl+Q", "quit"),
+        ],
     ),
 ]
 
