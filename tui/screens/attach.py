@@ -542,9 +542,9 @@ class AttachScreen(Screen[None]):
         """Escape in the note box: keep the draft, move to the timeline so the letter keys act."""
         self._view.focus()
 
-    def action_help_from_box(self) -> None:
+    async def action_help_from_box(self) -> None:
         """F1 from the note box, where ``?`` is just a character: the same help screen."""
-        self.app.action_help()
+        await self.app.run_action("help")
 
     def action_back(self) -> None:
         """Escape outside the note box: back to the sessions list (the session keeps running)."""
