@@ -34,15 +34,15 @@ from client.harness import (
 )
 from client.models import ApprovalDecision
 from server.accounts import Operator, Runtime
-from server.bus import EventBus, Subscription
+from server.bus import EventBus
 from server.control import ControlPlane
 from server.errors import ApiError
 from server.notes import NoteTarget
-from server.store import Store, StoredEvent, now_utc
+from server.store import Store, now_utc
+from server.stream import sse_body
 
 API = "/api/v1"
 VERSION = "0.1.0"
-SSE_RETRY_MS = 3000
 NoteState = Literal[
     "pending", "claimed", "delivered", "acknowledged", "cancelled", "expired", "failed", "undeliverable"
 ]
@@ -243,7 +243,7 @@ def create_app(
         # A resume point beyond the newest event (e.g. an id from a database that was reset) must not
         # hide every new event: start from the newest one instead.
         return StreamingResponse(
-            _sse(plane, sid, min(max(start, 0), last_seq), keepalive_seconds),
+            sse_body(plane.store, plane.bus, sid, min(max(start, 0), last_seq), keepalive_seconds),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -367,56 +367,3 @@ def create_app(
         return JSONResponse({"service": "preloop local control plane", "api": API, "docs": "/docs"})
 
     return app
-
-
-def _frame(event: StoredEvent) -> str:
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.data}\n\n"
-
-
-async def _sse(plane: ControlPlane, session_id: str, after: int, keepalive: float) -> AsyncIterator[str]:
-    """The SSE body. Subscribe first, then replay storage, then drain live events skipping seen seqs;
-    a subscriber that lagged is resubscribed and catches up from storage, so there is never a gap."""
-    last = after
-    sub: Subscription = plane.bus.subscribe(session_id)
-    try:
-        yield f"retry: {SSE_RETRY_MS}\n\n"
-        while True:
-            # replay (initially, and whenever the live queue could not keep up)
-            while True:
-                batch = await plane.store.events_after(session_id, last, 500)
-                for event in batch:
-                    yield _frame(event)
-                    last = event.seq
-                    if event.type == "session.ended":
-                        return
-                if len(batch) < 500:
-                    break
-            if sub.closed or await plane.sessions.session_ended(session_id):
-                # ended: storage already has everything, including session.ended; send what is left
-                for event in await plane.store.events_after(session_id, last, 1_000_000):
-                    yield _frame(event)
-                return
-            # live
-            while True:
-                live = await sub.get(keepalive)
-                if live is None:
-                    if sub.lagged:
-                        break
-                    yield ": keepalive\n\n"
-                    continue
-                if Subscription.is_close(live):
-                    return
-                if live.seq <= last:
-                    continue
-                if live.seq != last + 1:  # should not happen; storage is the truth, so catch up from it
-                    break
-                yield _frame(live)
-                last = live.seq
-                if live.type == "session.ended":
-                    return
-                if sub.lagged and sub.queue.empty():
-                    break
-            sub.unsubscribe()
-            sub = plane.bus.subscribe(session_id)
-    finally:
-        sub.unsubscribe()

@@ -13,6 +13,8 @@ Module map (imports point down only; nothing below imports this module)::
     errors      ApiError
     store, bus  SQLite (one write transaction per change, events inside it) and live fan-out
 
+Beside it: ``app`` (HTTP routes onto the desks) and ``stream`` (the SSE body: replay, then live push).
+
 Every state change happens in one :meth:`server.store.Store.write` transaction that also appends the
 matching events, so the stream and the REST view can never disagree. The HTTP layer (``server.app``)
 only parses requests, calls one desk method and serialises the result. Refusals are :class:`ApiError`

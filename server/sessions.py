@@ -173,11 +173,6 @@ class Sessions:
         row = await own_row(self.store, "sessions", session_id, op.account_id)
         return str(row["id"]), row["ended_at"] is not None, int(row["last_seq"])
 
-    async def session_ended(self, session_id: str) -> bool:
-        """Whether a stream can stop waiting for live events."""
-        row = await self.store.fetchone("SELECT ended_at FROM sessions WHERE id = ?", (session_id,))
-        return row is None or row["ended_at"] is not None
-
     async def end_session(
         self, account_id: str, session_id: str, reason: str = "ended"
     ) -> tuple[dict[str, Any], int]:

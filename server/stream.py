@@ -1,0 +1,79 @@
+"""The body of ``GET /runtime-sessions/{id}/events``: replay from storage, then live push, as SSE text.
+
+Order matters: subscribe to the bus first, then replay storage after the resume point, then drain the
+live queue skipping seqs already sent. A subscriber that lagged (its queue overflowed) is resubscribed and
+catches up from storage, so a client never sees a gap or a duplicate. No polling on the hot path: a
+committed event reaches the queue in-process (:mod:`server.bus`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from server.bus import EventBus, Subscription
+from server.store import Store, StoredEvent
+
+SSE_RETRY_MS = 3000
+REPLAY_BATCH = 500
+
+
+async def _ended(store: Store, session_id: str) -> bool:
+    """Whether a stream can stop waiting for live events (ended, or gone)."""
+    row = await store.fetchone("SELECT ended_at FROM sessions WHERE id = ?", (session_id,))
+    return row is None or row["ended_at"] is not None
+
+
+def _frame(event: StoredEvent) -> str:
+    """One SSE frame: ``id`` the seq, ``event`` the type, ``data`` the stored wire JSON."""
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.data}\n\n"
+
+
+async def sse_body(
+    store: Store, bus: EventBus, session_id: str, after: int, keepalive: float
+) -> AsyncIterator[str]:
+    """The SSE body. Subscribe first, then replay storage, then drain live events skipping seen seqs;
+    a subscriber that lagged is resubscribed and catches up from storage, so there is never a gap."""
+    last = after
+    sub: Subscription = bus.subscribe(session_id)
+    try:
+        yield f"retry: {SSE_RETRY_MS}\n\n"
+        while True:
+            # replay (initially, and whenever the live queue could not keep up)
+            while True:
+                batch = await store.events_after(session_id, last, REPLAY_BATCH)
+                for event in batch:
+                    yield _frame(event)
+                    last = event.seq
+                    if event.type == "session.ended":
+                        return
+                if len(batch) < REPLAY_BATCH:
+                    break
+            if sub.closed or await _ended(store, session_id):
+                # ended: storage already has everything, including session.ended; send what is left
+                for event in await store.events_after(session_id, last, 1_000_000):
+                    yield _frame(event)
+                return
+            # live
+            while True:
+                live = await sub.get(keepalive)
+                if live is None:
+                    if sub.lagged:
+                        break
+                    yield ": keepalive\n\n"
+                    continue
+                if Subscription.is_close(live):
+                    return
+                if live.seq <= last:
+                    continue
+                if live.seq != last + 1:  # should not happen; storage is the truth, so catch up from it
+                    break
+                yield _frame(live)
+                last = live.seq
+                if live.type == "session.ended":
+                    return
+                if sub.lagged and sub.queue.empty():
+                    break
+            sub.unsubscribe()
+            sub = bus.subscribe(session_id)
+    finally:
+        sub.unsubscribe()
