@@ -97,7 +97,7 @@ class AttachScreen(Screen[None]):
             id="attach.leave_composer",
             tooltip="Stop typing; then a, d, w and the other keys act",
         ),
-        Binding("escape", "back", "Back", id="attach.back", tooltip="Back to the sessions list"),
+        Binding("escape", "back", "Sessions", id="attach.back", tooltip="Back to the sessions list"),
         Binding("q", "detach", "Detach", id="attach.detach", tooltip="Leave; the session keeps running"),
         Binding("question_mark", "app.help", "Help", id="attach.help", tooltip="All keys"),
         Binding(
