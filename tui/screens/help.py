@@ -64,7 +64,7 @@ def help_renderable() -> Table:
         Text("Notes"),
         Text(
             "A note waits on the server until the agent's next tool or model call picks it up; its badge "
-            "moves ◷ pending → → claimed → ✓ delivered → ✓✓ acknowledged (or ⊘ cancelled, ◌ expired, "
+            "goes ◷ pending, then → claimed, ✓ delivered, ✓✓ acknowledged (or ⊘ cancelled, ◌ expired, "
             "✗ failed, ⊗ undeliverable)."
         ),
     )
