@@ -403,6 +403,7 @@ class Timeline:
         entries = self._entries
         handlers = _HANDLERS
         streaming = TextPhase.STREAMING
+        max_chars = self.max_chars
         # The streaming text the previous delta went to, valid only while nothing but such deltas ran.
         bucket: TextEntry | None = None
         bucket_run: str | None = None
@@ -415,7 +416,10 @@ class Timeline:
             self.last_seq = seq
             applied += 1
             if type(event) is ModelDelta:  # narrows for mypy, unlike a saved type
-                if bucket is None or event.iteration != bucket_iteration or event.run_id != bucket_run:
+                if bucket is not None and event.iteration == bucket_iteration and event.run_id == bucket_run:
+                    same_text = True
+                else:
+                    same_text = False
                     run_id = event.run_id
                     if run_id is None:
                         run_id = self.current_run_id
@@ -429,7 +433,7 @@ class Timeline:
                         # the step already settled this text; a late chunk must not change it
                         bucket = None
                         if (
-                            self._chars > self.max_chars
+                            self._chars > max_chars
                             or len(entries) - (self._marker is not None) >= self.max_entries
                         ):
                             self._enforce_caps()
@@ -443,6 +447,8 @@ class Timeline:
                 self._revision += 1
                 bucket.revision = self._revision
                 updated[bucket.id] = None
+                if same_text and self._chars <= max_chars:
+                    continue  # the entry count did not change since the last check (which passed)
             else:
                 bucket = None
                 kind = type(event)
@@ -451,7 +457,7 @@ class Timeline:
                     handler = _resolve_handler(kind)
                 handler(self, event)
             # _enforce_caps' own early return, inlined: it is checked after every event.
-            if self._chars > self.max_chars or len(entries) - (self._marker is not None) >= self.max_entries:
+            if self._chars > max_chars or len(entries) - (self._marker is not None) >= self.max_entries:
                 bucket = None  # it may drop or cut texts
                 self._enforce_caps()
         return applied
