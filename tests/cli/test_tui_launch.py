@@ -82,3 +82,18 @@ def test_plain_on_a_terminal_is_coloured_and_quits_on_request(live_server) -> No
     assert code == 0
     assert b"\x1b[2msession   \x1b[0m started: Colour check" in screen  # dim label, only on a terminal
     assert b"-- detached" in screen
+
+
+def test_attach_to_an_unknown_full_id_is_refused_before_the_screen_opens(live_server) -> None:
+    unknown = "0b7e0c5e-1d2a-4c3b-9f00-123456789abc"
+    code, screen = _run_in_pty(["sessions", "attach", unknown, "--url", live_server.url], b"not found")
+    assert code == 1
+    assert b"Attaching to" not in screen
+
+
+def test_sessions_screen_with_the_server_down_opens_with_a_banner_and_quits(live_server) -> None:
+    url = live_server.url
+    live_server.stop()
+    code, screen = _run_in_pty(["--url", url], b"unreachable", b"q")
+    assert code == 0
+    assert b"Retry" in screen or b"retry" in screen

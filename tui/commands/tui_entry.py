@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from client.config import Settings, resolve_settings
+from client.errors import TransportError
+from client.ids import is_uuid
 from client.present import short_id
 from tui.commands.common import first_contact, is_tty, resolve_session, server_kind_flag, usage
 
@@ -43,6 +45,8 @@ async def _prepare(
         if execution is not None:
             return settings, await find_execution_session(client, execution)
         full = await resolve_session(client, session) if session is not None else None
+        if full is not None and session is not None and is_uuid(session.strip()):
+            await client.get_session(full)  # a full id is taken as given: make sure it exists (404 → exit 1)
     return settings, full
 
 
@@ -53,7 +57,12 @@ async def run_sessions_screen(args: argparse.Namespace) -> Callable[[], int]:
             "the sessions screen needs a terminal: use `preloop sessions list` in scripts, "
             "or `preloop --help` for all commands"
         )
-    settings, _ = await _prepare(args, None)
+    try:
+        settings, _ = await _prepare(args, None)
+    except TransportError:
+        # Server down: the screen itself shows the reason in a banner and retries (r), so an operator who
+        # starts the client before the server is up is not sent back to the shell.
+        settings = resolve_settings(args.url, args.token, args.profile)
     return lambda: launch(settings, args.server_kind, session_id=None, read_only=False)
 
 
