@@ -194,10 +194,18 @@ class RunCancelled(BaseEvent):
     reason: str = ""
 
 
+_SAID_FIELDS = ("summary", "message", "text", "title", "detail")
+
+
 class UnknownEvent(BaseEvent):
     """An event type this client does not know. Kept with its raw data so it can still be shown."""
 
     raw: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def said(self) -> str | None:
+        """The event's own words when it has some (a Preloop session warning's summary), for display."""
+        return next((v for k in _SAID_FIELDS if isinstance(v := self.raw.get(k), str) and v), None)
 
 
 KnownEvent = Annotated[

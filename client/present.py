@@ -224,9 +224,6 @@ def clock(when: datetime | None) -> str:
     return _utc(when).astimezone().strftime("%H:%M:%S")
 
 
-_UNKNOWN_TEXT_FIELDS = ("summary", "message", "text", "title", "detail")
-
-
 def event_line(event: Event) -> tuple[str, str]:
     """A short kind label and one terminal-safe line of text for an event (plain attach, logs).
 
@@ -270,12 +267,9 @@ def event_line(event: Event) -> tuple[str, str]:
             return "failed", safe_line(error) if error else "run failed"
         case RunCancelled(reason=reason):
             return "cancelled", safe_line(reason) if reason else "run cancelled"
-        case UnknownEvent(type=kind, raw=raw):
+        case UnknownEvent(type=kind, said=said):
             # A type this client does not know may still say something worth reading (a Preloop
             # session warning: "this token allows no MCP tools"): show its own words when it has some.
-            said = next(
-                (raw[k] for k in _UNKNOWN_TEXT_FIELDS if isinstance(raw.get(k), str) and raw[k]), None
-            )
             return (
                 "unknown",
                 f"{safe_line(kind)}: {safe_line(said, 300)}" if said else f"{safe_line(kind)} event",

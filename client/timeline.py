@@ -40,6 +40,7 @@ than ``max_chars`` keeps its tail and counts the characters it lost (``TextEntry
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -662,8 +663,10 @@ class Timeline:
     def _on_unknown(self, event: Event) -> None:
         self.unknown_events += 1
         raw: dict[str, Any] = event.raw if isinstance(event, UnknownEvent) else {}
+        said = event.said if isinstance(event, UnknownEvent) else None
         body = {k: v for k, v in raw.items() if k not in ("seq", "type", "session_id", "at")}
-        self._append(UnknownEntry(0, event.seq, event.at, event_type=event.type, summary=_short(body)))
+        summary = _short(said) if said else _short(json.dumps(body, ensure_ascii=False, default=str))
+        self._append(UnknownEntry(0, event.seq, event.at, event_type=event.type, summary=summary))
 
     # ------------------------------------------------------------------ bookkeeping
 

@@ -183,6 +183,16 @@ def test_unknown_event_is_an_entry_not_an_exception() -> None:
     assert timeline.unknown_events == 1
 
 
+def test_unknown_event_shows_its_own_words_when_it_has_some() -> None:
+    """A Preloop session warning is an event type we do not model, but its summary is worth reading."""
+    ev, timeline = Feed(), Timeline()
+    timeline.apply(ev("preloop.session_warning", summary="This token allows no MCP tools.", status="warning"))
+    timeline.apply(ev("agent.mood", mood="calm", level=3))
+    warning, mood = list(timeline)
+    assert isinstance(warning, UnknownEntry) and warning.summary == "This token allows no MCP tools."
+    assert isinstance(mood, UnknownEntry) and mood.summary == '{"mood": "calm", "level": 3}'
+
+
 def test_duplicate_seq_is_ignored() -> None:
     ev, timeline = Feed(), Timeline()
     delta = ev("model.delta", run_id="r1", iteration=1, text="once ")
