@@ -119,13 +119,13 @@ class PreloopApp(App[str | None]):
         if isinstance(below, SessionsScreen):
             self.pop_screen()
             if detach:
-                self.notify(message, title="Left the session")
+                self.notify(message, title="Left the session", markup=False)
             below.load()
         elif detach:
             self.exit(message)
         else:
             self.switch_screen(self._sessions_screen())
-            self.notify(message, title="Left the session")
+            self.notify(message, title="Left the session", markup=False)
 
     def action_help(self) -> None:
         """Show every key; a second ``?`` closes it."""

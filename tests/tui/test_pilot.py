@@ -598,3 +598,22 @@ async def test_help_from_the_note_box_with_f1(client: Client, agent: HarnessSess
         assert "help_from_box" not in footer_actions(app)
         await pilot.press("f1")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help from outside the box")
+
+
+async def test_notices_show_an_agents_tool_name_literally(client: Client, agent: HarnessSession) -> None:
+    """A tool name is the agent's text: in a notice its brackets are shown, never read as markup (an
+    unbalanced tag used to take the app down; a click tag could have run an action)."""
+    hostile = "[@click=app.quit]Bash[/] [/]"
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = await attached(pilot, app)
+        panel = screen.query_one(ApprovalsPanel)
+        task = asyncio.create_task(agent.permission_check(hostile, {"command": "make deploy"}))
+        await until(pilot, lambda: panel.count == 1, "the approval")
+        await pilot.press("escape", "a")
+        assert (await asyncio.wait_for(task, 10)).decision == "allow"
+        await until(pilot, lambda: any("Approved" in n.message for n in app._notifications), "the notice")
+        await pilot.pause(0.2)  # the toast renders
+        toasts = [str(t.render()) for t in app.screen.query("Toast")]
+        assert any(hostile in text for text in toasts), toasts
+        assert app.is_running

@@ -298,17 +298,21 @@ class AttachScreen(Screen[None]):
         elif isinstance(status, Refused):
             code = f" ({status.status})" if status.status else ""
             self.banner.show(f"The server refused the stream{code}: {status.reason}", "error")
-            self.notify(status.reason, title="Stream refused", severity="error")
+            self.notify(status.reason, title="Stream refused", severity="error", markup=False)
         elif isinstance(status, Ended):
             self._flush()
             self._mark_ended(None)
         elif isinstance(status, Missed):
             self.notify(
-                f"{status.count} event(s) could not be recovered after reconnecting.", severity="warning"
+                f"{status.count} event(s) could not be recovered after reconnecting.",
+                severity="warning",
+                markup=False,
             )
         elif isinstance(status, Skipped):
             self.notify(
-                f"Skipped an unreadable event ({status.reason}); {status.total} so far.", severity="warning"
+                f"Skipped an unreadable event ({status.reason}); {status.total} so far.",
+                severity="warning",
+                markup=False,
             )
 
     def _refuse(self, exc: ApiError) -> None:
@@ -359,7 +363,9 @@ class AttachScreen(Screen[None]):
         tool = safe_line(approval.tool_name or "tool", 40)
         status = safe_line(approval.status, 20)
         where = " elsewhere" if status in ("approved", "declined") else ""
-        self.notify(f"The {tool} approval was {status}{where}.", title="Approval no longer pending")
+        self.notify(
+            f"The {tool} approval was {status}{where}.", title="Approval no longer pending", markup=False
+        )
 
     def _pending_changed(self) -> None:
         count = self.approvals_panel.count
@@ -432,14 +438,15 @@ class AttachScreen(Screen[None]):
                     f"The {tool} approval was already {safe_line(current.status, 20)} elsewhere.",
                     title="Approval no longer pending",
                     severity="warning",
+                    markup=False,
                 )
             else:
-                self.notify(str(exc), title=f"Could not {decision} {tool}", severity="error")
+                self.notify(str(exc), title=f"Could not {decision} {tool}", severity="error", markup=False)
             return
         self.approvals_panel.upsert(result)
         self._pending_changed()
         word = "Approved" if decision == "approve" else "Declined"
-        self.notify(f"{word}: {tool}", title="Approval decided")
+        self.notify(f"{word}: {tool}", title="Approval decided", markup=False)
 
     # ------------------------------------------------------------------ notes
 
@@ -489,7 +496,9 @@ class AttachScreen(Screen[None]):
         self._show_send_error("")
         self.notes_panel.upsert(note)
         self._bindings_changed()
-        self.notify("Note sent; the agent reads it at its next tool or model call.", title="Note queued")
+        self.notify(
+            "Note sent; the agent reads it at its next tool or model call.", title="Note queued", markup=False
+        )
 
     def action_withdraw(self) -> None:
         """Withdraw the highlighted note after a confirmation (only a pending note can be withdrawn)."""
@@ -498,7 +507,9 @@ class AttachScreen(Screen[None]):
             return
         if note.state != NoteState.PENDING:
             self.notify(
-                f"Only a pending note can be withdrawn; this one is {note.state}.", severity="warning"
+                f"Only a pending note can be withdrawn; this one is {note.state}.",
+                severity="warning",
+                markup=False,
             )
             return
         preview = safe_line(note.text, 160)
@@ -518,17 +529,18 @@ class AttachScreen(Screen[None]):
         try:
             result = await self.backend.withdraw_note(note.note_id)
         except ClientError as exc:
-            self.notify(str(exc), title="Note not withdrawn", severity="error")
+            self.notify(str(exc), title="Note not withdrawn", severity="error", markup=False)
             return
         self.notes_panel.upsert(result)
         self._bindings_changed()
         if result.state == NoteState.CANCELLED:
-            self.notify("Note withdrawn; the agent will not see it.", title="Withdrawn")
+            self.notify("Note withdrawn; the agent will not see it.", title="Withdrawn", markup=False)
         else:
             self.notify(
                 f"Too late: the note was already {safe_line(result.state, 20)}, so it was not withdrawn.",
                 title="Note not withdrawn",
                 severity="warning",
+                markup=False,
             )
 
     # ------------------------------------------------------------------ navigation and gating
