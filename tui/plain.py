@@ -4,7 +4,7 @@ Used by ``preloop sessions attach`` with ``--plain`` / ``--json`` or when stdout
 attach can be piped into ``grep``, ``jq`` or ``head``. Standard output carries only events; connection
 notices and the answers to typed commands go to standard error.
 
-Typed lines (``parse_input``) are notes, except:
+Typed lines (``tui.plain_input.parse_input``) are notes, except:
 
 * a line ending in ``\\`` continues on the next line (multi-line notes);
 * ``/approve [ID]``, ``/decline [ID] [COMMENT]``, ``/withdraw NOTE_ID``, ``/help``, ``/quit``;
@@ -24,7 +24,6 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
@@ -48,7 +47,6 @@ from client.models import Approval
 from client.present import (
     clock,
     event_line,
-    looks_like_id_prefix,
     session_title,
     short_id,
     withdraw_outcome,
@@ -56,14 +54,17 @@ from client.present import (
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from client.textsafe import safe_line
 from tui.cli import EXIT_FAILED, EXIT_OK
-
-HELP = (
-    "Type a line to send it as a note (end a line with \\ to continue it). Commands:\n"
-    "  /approve [ID]            approve the pending approval\n"
-    "  /decline [ID] [COMMENT]  decline it, optionally saying why\n"
-    "  /withdraw NOTE_ID        withdraw a note that was not delivered yet\n"
-    "  //text                   send a note that starts with '/'\n"
-    "  /help, /quit"
+from tui.plain_input import (
+    HELP,
+    Command,
+    Decide,
+    LineJoiner,
+    Quit,
+    Refuse,
+    SendNote,
+    ShowHelp,
+    Withdraw,
+    parse_input,
 )
 
 _KIND_STYLE = {
@@ -83,107 +84,6 @@ _KIND_STYLE = {
 
 
 # -------------------------------------------------------------------------------------------- input
-
-
-@dataclass(frozen=True, slots=True)
-class SendNote:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Decide:
-    verb: str  # "approve" | "decline"
-    approval: str | None
-    comment: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Withdraw:
-    note: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShowHelp:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class Quit:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class Refuse:
-    reason: str
-
-
-Command = SendNote | Decide | Withdraw | ShowHelp | Quit | Refuse
-
-
-def parse_input(text: str) -> Command | None:
-    """Turn one complete input (continuations already joined) into a command; None for a blank line."""
-    if not text.strip():
-        return None
-    if text.startswith("//"):
-        return SendNote(text[1:])
-    if not text.startswith("/"):
-        return SendNote(text)
-    head, _, rest = text[1:].partition(" ")
-    verb = head.strip().lower()
-    rest = rest.strip()
-    if "\n" in rest and verb != "decline":
-        return Refuse(f"/{verb} takes a single line")
-    if verb in ("approve", "decline"):
-        first, _, tail = rest.partition(" ")
-        if first and looks_like_id_prefix(first):
-            approval, comment = first, tail.strip() or None
-        else:
-            approval, comment = None, rest or None
-        if verb == "approve" and comment:
-            return Refuse("/approve takes only an approval id; to comment, decline or send a note")
-        return Decide(verb, approval, comment)
-    if verb == "withdraw":
-        if not rest or " " in rest:
-            return Refuse("/withdraw needs one note id, e.g. /withdraw 3f2a")
-        return Withdraw(rest)
-    if verb in ("help", "?"):
-        return ShowHelp()
-    if verb in ("quit", "exit", "q"):
-        return Quit()
-    return Refuse(
-        f"unknown command /{safe_line(verb, 30)}: not sent. /help lists commands; start with // to send a "
-        "note that begins with '/'"
-    )
-
-
-class LineJoiner:
-    """Joins lines that end in a backslash into one multi-line input."""
-
-    def __init__(self) -> None:
-        self._parts: list[str] = []
-
-    @property
-    def pending(self) -> bool:
-        return bool(self._parts)
-
-    def flush(self) -> str:
-        """Whatever was being continued when input ended ("" if nothing)."""
-        text = "\n".join(self._parts)
-        self._parts = []
-        return text
-
-    def feed(self, line: str) -> str | None:
-        """Return the complete input once a line does not end in ``\\``; None while it continues."""
-        line = line.rstrip("\r\n")
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            self._parts.append(line[:-1])
-            return None
-        if line.endswith("\\\\"):
-            line = line[:-1]  # an escaped backslash at the end: keep one, do not continue
-        self._parts.append(line)
-        text = "\n".join(self._parts)
-        self._parts = []
-        return text
 
 
 def _start_stdin_reader(queue: asyncio.Queue[str | None]) -> Callable[[], None]:
