@@ -312,7 +312,9 @@ async def follow_local(
         if immediate:
             delay = 0.0
         else:
-            initial = server_retry if server_retry is not None else client.backoff_initial
+            # ``retry: 0`` cannot be grown from (0·2^n stays 0: a busy loop against a dead server), so a
+            # zero falls back to our own start like no ``retry:`` at all.
+            initial = server_retry or client.backoff_initial
             delay = backoff_delay(attempt, initial=initial, maximum=client.backoff_max)
         yield Reconnecting(attempt, delay, reason)
         if delay:

@@ -197,3 +197,17 @@ async def test_an_undecodable_frame_without_id_still_counts_its_seq_from_the_bod
     assert seqs(items) == [1, 3]
     assert [i.total for i in items if isinstance(i, Skipped)] == [1]
     assert len(transport.requests) == 1  # seq 2 was seen (though skipped): no gap, no refetch
+
+
+async def test_a_zero_retry_field_does_not_make_reconnects_a_busy_loop() -> None:
+    scripts = [
+        Script(steps=[b"retry: 0\n\n", frame(1)]),  # then closes
+        Script(status=503),
+        Script(status=503),
+        Script(steps=[frame(2, "session.ended")]),
+    ]
+    items, _ = await run(scripts, backoff_initial=0.01, backoff_max=0.05)
+    assert seqs(items) == [1, 2]
+    delays = [i.delay for i in items if isinstance(i, Reconnecting)]
+    assert len(delays) == 3
+    assert all(d >= 0.01 for d in delays)  # before the fix every delay was 0: reconnects back to back
