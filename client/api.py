@@ -215,7 +215,7 @@ class Client:
         except httpx.TransportError as exc:
             raise self._transport_error(exc, method, url) from None
         if response.status_code >= 400:
-            raise self._api_error(response, what)
+            raise self.api_error(response, what)
         if response.status_code >= 300:
             raise self._redirected(response)
         return response
@@ -230,7 +230,9 @@ class Client:
             "use that address as the server URL"
         )
 
-    def _api_error(self, response: httpx.Response, what: str) -> ApiError:
+    def api_error(self, response: httpx.Response, what: str) -> ApiError:
+        """The error an error answer means, with the token scrubbed from the server's text; the SSE
+        follower uses it too, so a refused stream reads exactly like a refused REST call."""
         try:
             body: Any = response.json()
         except ValueError:
@@ -411,7 +413,7 @@ class Client:
             # a proxy gave up waiting: the server behind it may well have created the note
             raise NoteOutcomeUnknown(cid, f"a proxy answered {response.status_code}")
         if response.status_code >= 400:
-            raise self._api_error(response, what)
+            raise self.api_error(response, what)
         try:
             note = self._parse(response, Note)
         except InvalidResponse:

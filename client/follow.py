@@ -29,6 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from client.errors import ClientError
 from client.events import Event, EventDecodeError, KnownEvent, SessionEnded, parse_event
+from client.ids import short_id
 from client.sse import SSEDecoder, SSEFrame
 from client.status import (
     Connecting,
@@ -189,6 +190,41 @@ class EventOrderer:
 _SENTINEL = object()
 
 
+def _through_end(events: list[Event]) -> tuple[list[Event], bool]:
+    """The events up to and including a session end (nothing after it is shown), and whether one came."""
+    for i, event in enumerate(events):
+        if isinstance(event, SessionEnded):
+            return events[: i + 1], True
+    return events, False
+
+
+def _release(
+    order: EventOrderer, frames: list[SSEFrame], skipped: int
+) -> tuple[list[Event | StreamStatus], int, int | None]:
+    """One chunk's frames through the orderer: what to yield (events, and Skipped where a frame could not be
+    decoded), the new skipped total, and the last seq if the session ended (frames after that are ignored).
+    """
+    batch = decode_batch(frames)
+    if batch is not None:  # the common case: all good, in one pydantic call
+        released, ended = _through_end(order.push_many(batch))
+        return cast("list[Event | StreamStatus]", released), skipped, order.last_seq if ended else None
+    out: list[Event | StreamStatus] = []
+    for frame, decoded in zip(frames, decode_frames(frames), strict=True):
+        if isinstance(decoded, EventDecodeError):
+            skipped += 1
+            out.append(Skipped(str(decoded), skipped))
+            seq = _frame_seq(frame)
+            if seq is None:
+                continue
+            released, ended = _through_end(order.push(seq, None))
+        else:
+            released, ended = _through_end(order.push(decoded.seq, decoded))
+        out += released
+        if ended:
+            return out, skipped, order.last_seq
+    return out, skipped, None
+
+
 async def _session_over(client: Client, session_id: str) -> bool:
     """Ask REST whether the session has ended (a stream that closes cleanly with nothing new may mean so)."""
     try:
@@ -222,7 +258,7 @@ async def follow_local(
                 status = response.status_code
                 if 400 <= status < 500 and status not in _RETRY_4XX:
                     await response.aread()
-                    err = client._api_error(response, f"session {session_id[:8]}")
+                    err = client.api_error(response, f"session {short_id(session_id)}")
                     yield Refused(err.hint, status)
                     return
                 if status >= 400:
@@ -234,7 +270,6 @@ async def follow_local(
                 yield Live(order.last_seq)
                 decoder = SSEDecoder()
                 chunks = response.aiter_bytes().__aiter__()
-                got_bytes = False
                 released_here = 0
                 while True:
                     try:
@@ -250,39 +285,17 @@ async def follow_local(
                         raise _Reconnect(
                             f"stalled: nothing received for {client.stall_timeout:g} s"
                         ) from None
-                    if not got_bytes:
-                        got_bytes = True
-                        attempt = 0
+                    attempt = 0  # bytes flow again: the next drop starts the backoff afresh
                     frames = decoder.feed(chunk)
                     if decoder.retry_ms is not None:
                         server_retry = decoder.retry_ms / 1000
                     released_here += len(frames)
-                    batch = decode_batch(frames)
-                    if batch is not None:  # the common case: all good, in one pydantic call
-                        for released in order.push_many(batch):
-                            yield released
-                            if isinstance(released, SessionEnded):
-                                yield Ended(order.last_seq)
-                                return
-                        decoded_all: list[Event | EventDecodeError] = []
-                    else:
-                        decoded_all = decode_frames(frames)
-                    for frame, decoded in zip(frames, decoded_all, strict=False):
-                        event: Event | None
-                        if isinstance(decoded, EventDecodeError):
-                            skipped += 1
-                            yield Skipped(str(decoded), skipped)
-                            frame_seq = _frame_seq(frame)
-                            if frame_seq is None:
-                                continue
-                            seq, event = frame_seq, None
-                        else:
-                            seq, event = decoded.seq, decoded
-                        for released in order.push(seq, event):
-                            yield released
-                            if isinstance(released, SessionEnded):
-                                yield Ended(order.last_seq)
-                                return
+                    items, skipped, end_seq = _release(order, frames, skipped)
+                    for item in items:
+                        yield item
+                    if end_seq is not None:
+                        yield Ended(end_seq)
+                        return
                     if order.gap:
                         lo, hi = order.missing or (0, 0)
                         if gap_mark == order.last_seq:
@@ -293,11 +306,12 @@ async def follow_local(
                             missed, released_all = order.give_up_gap()
                             yield Missed(missed)
                             gap_mark, gap_refills = None, 0
-                            for released in released_all:
-                                yield released
-                                if isinstance(released, SessionEnded):
-                                    yield Ended(order.last_seq)
-                                    return
+                            released, ended = _through_end(released_all)
+                            for event in released:
+                                yield event
+                            if ended:
+                                yield Ended(order.last_seq)
+                                return
                         else:
                             raise _Reconnect(f"gap: events {lo}-{hi} missing, fetching them", immediate=True)
         except _Reconnect as exc:
