@@ -12,10 +12,16 @@ from functools import partial
 from rich.text import Text
 from textual.command import Hit, Hits, Provider
 
+from client.present import ACTIVE_WINDOW_MINUTES
+
 COMMANDS: list[tuple[str, str, str]] = [
     ("Attach to the highlighted session", "attach", "Open the live view of the session under the cursor"),
     ("Filter sessions", "filter", "Show only sessions whose id, agent or title contains some text"),
-    ("Toggle active-only sessions", "toggle_active", "Only sessions active in the last 10 minutes"),
+    (
+        "Toggle active-only sessions",
+        "toggle_active",
+        f"Only sessions active in the last {ACTIVE_WINDOW_MINUTES} minutes",
+    ),
     ("Refresh sessions", "refresh", "Ask the server for the session list now"),
     ("Write a note", "focus_composer", "Put the cursor in the note composer"),
     ("Approve the highlighted approval", "approve", "Let the agent's tool call go ahead"),

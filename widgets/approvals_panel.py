@@ -117,6 +117,7 @@ class ApprovalsPanel(Vertical):
 
     @property
     def option_list(self) -> OptionList:
+        """The list itself, for focus and the highlight (the panel also holds buttons and a hint)."""
         return self.query_one("#approvals-list", OptionList)
 
     @property
@@ -129,6 +130,7 @@ class ApprovalsPanel(Vertical):
 
     @property
     def count(self) -> int:
+        """How many approvals wait for a decision (the header and the key gating show it)."""
         return len(self.approvals)
 
     def set_pending(self, approvals: Iterable[Approval]) -> None:

@@ -99,6 +99,7 @@ async def resolve_session(backend: Backend, value: str) -> str:
 
 
 def is_tty(stream: TextIO) -> bool:
+    """Whether to draw for a person (a closed or replaced stream, as in tests, counts as not a terminal)."""
     try:
         return stream.isatty()
     except (AttributeError, ValueError):

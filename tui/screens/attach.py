@@ -188,26 +188,32 @@ class AttachScreen(Screen[None]):
 
     @property
     def composer(self) -> Composer:
+        """The note box (kept by reference: it answers even while the screen is torn down)."""
         return self._composer
 
     @property
     def notes_panel(self) -> NotesPanel:
+        """Every note sent to this session, by reference like the other parts."""
         return self._notes
 
     @property
     def approvals_panel(self) -> ApprovalsPanel:
+        """The approvals waiting for a decision, by reference like the other parts."""
         return self._approvals
 
     @property
     def header(self) -> SessionHeader:
+        """Who, session state and connection state, by reference like the other parts."""
         return self._header
 
     @property
     def banner(self) -> Banner:
+        """The line for states that must not be missed, by reference like the other parts."""
         return self._banner
 
     @property
     def view(self) -> TimelineView:
+        """The timeline view, by reference like the other parts."""
         return self._view
 
     # ------------------------------------------------------------------ loading and streaming
@@ -298,7 +304,7 @@ class AttachScreen(Screen[None]):
         elif isinstance(status, Refused):
             code = f" ({status.status})" if status.status else ""
             self.banner.show(f"The server refused the stream{code}: {status.reason}", "error")
-            self.notify(status.reason, title="Stream refused", severity="error", markup=False)
+            self.notify(safe_line(status.reason, 300), title="Stream refused", severity="error", markup=False)
         elif isinstance(status, Ended):
             self._flush()
             self._mark_ended(None)
@@ -310,7 +316,7 @@ class AttachScreen(Screen[None]):
             )
         elif isinstance(status, Skipped):
             self.notify(
-                f"Skipped an unreadable event ({status.reason}); {status.total} so far.",
+                f"Skipped an unreadable event ({safe_line(status.reason, 120)}); {status.total} so far.",
                 severity="warning",
                 markup=False,
             )
@@ -567,6 +573,7 @@ class AttachScreen(Screen[None]):
         self._leave(True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer a key (footer, palette) only when it can do something in the screen's current state."""
         if action in ("approve", "decline"):
             return not self.read_only and self.approvals_panel.count > 0
         if action == "expand_args":

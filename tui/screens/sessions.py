@@ -124,6 +124,7 @@ class SessionTable(DataTable[Text]):
     ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enter is offered only when there is a row to attach to."""
         if action == "select_cursor":
             return self.row_count > 0
         return True
@@ -142,7 +143,14 @@ class SessionsScreen(Screen[None]):
             tooltip=f"Only sessions active in the last {ACTIVE_WINDOW_MINUTES} minutes",
         ),
         Binding("r", "refresh", "Refresh", id="sessions.refresh", tooltip="Ask the server again now"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, id="sessions.clear_filter"),
+        Binding(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            show=False,
+            id="sessions.clear_filter",
+            tooltip="Close the filter box and drop its text",
+        ),
         Binding("question_mark", "app.help", "Help", id="sessions.help", tooltip="All keys"),
         Binding("q", "app.quit", "Quit", id="sessions.quit", tooltip="Leave the app"),
     ]
@@ -347,6 +355,7 @@ class SessionsScreen(Screen[None]):
     # ------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Attach needs a row; Escape (clear filter) is offered only while there is a filter to clear."""
         if action == "attach":
             return self.query_one(DataTable).row_count > 0
         if action == "clear_filter":
