@@ -617,3 +617,25 @@ async def test_notices_show_an_agents_tool_name_literally(client: Client, agent:
         toasts = [str(t.render()) for t in app.screen.query("Toast")]
         assert any(hostile in text for text in toasts), toasts
         assert app.is_running
+
+
+async def test_approving_twice_quickly_decides_once_and_says_nothing_false(
+    client: Client, agent: HarnessSession
+) -> None:
+    """A second ``a`` before the first answer arrives must not report the approval as decided elsewhere."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = await attached(pilot, app)
+        panel = screen.query_one(ApprovalsPanel)
+        task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
+        await until(pilot, lambda: panel.count == 1, "the approval")
+        approval = panel.selected
+        assert approval is not None
+        screen.decide(approval, "approve", None)
+        screen.decide(approval, "approve", None)
+        assert (await asyncio.wait_for(task, 10)).decision == "allow"
+        await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
+        await pilot.pause(0.5)
+        messages = [n.message for n in app._notifications]
+        assert messages.count("Approved: Bash") == 1, messages
+        assert not any("elsewhere" in m or "Could not" in m for m in messages), messages

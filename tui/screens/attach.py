@@ -140,6 +140,8 @@ class AttachScreen(Screen[None]):
         self._buffer: list[Event] = []
         self._flush_scheduled = False
         self._decided_here: set[str] = set()
+        self._deciding: set[str] = set()
+        """Approvals with a decision on its way: a second key press meanwhile must not send another."""
         self._attached_at = clock()
         self._bindings_refresh_scheduled = False
         self._refusal_shown = False
@@ -422,16 +424,18 @@ class AttachScreen(Screen[None]):
     @work(group="attach-decide")
     async def decide(self, approval: Approval, decision: str, comment: str | None) -> None:
         """Send a decision; a decision that lost a race is shown as such and the approval leaves the list."""
-        if self.read_only:
+        if self.read_only or approval.id in self._deciding:
             return
         tool = safe_line(approval.tool_name or "tool", 40)
         self._decided_here.add(approval.id)
+        self._deciding.add(approval.id)
         try:
             if decision == "approve":
                 result = await self.backend.approve(approval.id, comment)
             else:
                 result = await self.backend.decline(approval.id, comment)
         except ClientError as exc:
+            self._deciding.discard(approval.id)
             self._decided_here.discard(approval.id)
             try:
                 current = await self.backend.get_approval(approval.id)
@@ -449,6 +453,7 @@ class AttachScreen(Screen[None]):
             else:
                 self.notify(str(exc), title=f"Could not {decision} {tool}", severity="error", markup=False)
             return
+        self._deciding.discard(approval.id)
         self.approvals_panel.upsert(result)
         self._pending_changed()
         word = "Approved" if decision == "approve" else "Declined"
