@@ -28,16 +28,18 @@ import json
 import random
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from client.backend import ApprovalPage
+from client.errors import ApiError, ClientError
 from client.events import Event
-from client.models import ActivityItem, Approval, NoteList, NoteState, Session
+from client.models import Approval, NoteList, NoteState, Session
 from client.preloop_map import (
     Draft,
     Sequencer,
@@ -50,42 +52,11 @@ from client.preloop_map import (
 )
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 
+if TYPE_CHECKING:
+    from client.api import Client
+
 REFUSAL_HTTP_STATUSES = frozenset({401, 403, 404})
-
-
-class PreloopRest(Protocol):
-    """The part of ``client.api.Client`` the follower needs (kept narrow so there is no import cycle)."""
-
-    @property
-    def base_url(self) -> Any: ...
-
-    def auth_headers(self) -> Mapping[str, str]: ...
-
-    async def get_session(self, session_id: str) -> Session: ...
-
-    async def session_activity(self, session_id: str) -> list[ActivityItem]: ...
-
-    async def list_notes(
-        self,
-        *,
-        session_id: str | None = None,
-        agent_id: str | None = None,
-        execution_id: str | None = None,
-        state: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> NoteList: ...
-
-    async def list_approvals(
-        self,
-        *,
-        session_id: str | None = None,
-        status: str | None = "pending",
-        limit: int = 100,
-        skip: int = 0,
-    ) -> ApprovalPage: ...
-
-    async def get_approval(self, approval_id: str) -> Approval: ...
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,34 +125,19 @@ class _Refusal(Exception):
         self.status = status
 
 
-def _http_status(exc: BaseException) -> int | None:
-    """The HTTP status an error from the REST client carries, whatever its class tree."""
-    for name in ("status_code", "status"):
-        value = getattr(exc, name, None)
-        if isinstance(value, int):
-            return value
-    response = getattr(exc, "response", None)
-    value = getattr(response, "status_code", None)
-    return value if isinstance(value, int) else None
-
-
 def _is_rest_error(exc: Exception) -> bool:
     """REST failures the follower can survive (transport trouble, a 5xx) or must stop on (401/403/404)."""
-    if isinstance(exc, (OSError, TimeoutError, ValueError)):
-        return True
-    module = type(exc).__module__
-    return module.startswith(("client.", "httpx")) or _http_status(exc) is not None
+    return isinstance(exc, ClientError | httpx.HTTPError | OSError | TimeoutError | ValueError)
 
 
 def _refusal_from(exc: Exception) -> _Refusal | None:
-    status = _http_status(exc)
-    if status in REFUSAL_HTTP_STATUSES:
-        return _Refusal(str(exc) or f"HTTP {status}", status)
+    if isinstance(exc, ApiError) and exc.status in REFUSAL_HTTP_STATUSES:
+        return _Refusal(str(exc), exc.status)
     return None
 
 
 class _Follower:
-    def __init__(self, client: PreloopRest, session_id: str, after: int, timing: PreloopTiming) -> None:
+    def __init__(self, client: Client, session_id: str, after: int, timing: PreloopTiming) -> None:
         self.client = client
         self.session_id = session_id
         self.after = after
@@ -210,7 +166,8 @@ class _Follower:
 
     # ---------------------------------------------------------------- REST (replay and polls)
 
-    async def _rest(self, call: Any) -> Any:
+    async def _rest(self, call: Awaitable[_T]) -> _T:
+        """A REST call whose 401/403/404 ends the follow (as a refusal) rather than being retried."""
         try:
             return await call
         except Exception as exc:
@@ -519,18 +476,14 @@ class _Follower:
 
 
 async def follow_preloop(
-    client: PreloopRest, session_id: str, *, after: int = 0, timing: PreloopTiming | None = None
+    client: Client, session_id: str, *, after: int = 0, timing: PreloopTiming | None = None
 ) -> AsyncIterator[Event | StreamStatus]:
     """Live events of one session on a Preloop server, as ``Event | StreamStatus`` like our SSE follower.
 
     ``after`` hides events up to that local seq (seq is synthesized here, contiguous per follow).
     """
-    if timing is None:
-        # Honour the client's own reconnect settings when it has them (client.api.Client does).
-        timing = PreloopTiming(
-            backoff_initial=float(getattr(client, "backoff_initial", 1.0)),
-            backoff_max=float(getattr(client, "backoff_max", 30.0)),
-        )
+    if timing is None:  # the client's own reconnect settings apply here too
+        timing = PreloopTiming(backoff_initial=client.backoff_initial, backoff_max=client.backoff_max)
     follower = _Follower(client, session_id, after, timing)
     async for item in follower.run():
         yield item
