@@ -236,7 +236,9 @@ class Client:
         try:
             body: Any = response.json()
         except ValueError:
-            body = response.text[:300]
+            # Not cut here: ``error_for_status`` scrubs the token first and then shortens (a cut first
+            # could leave the start of an echoed token that no longer matches the whole one).
+            body = response.text
         return error_for_status(
             response.status_code,
             body,

@@ -169,3 +169,22 @@ async def test_a_gateway_timeout_or_garbled_answer_to_a_note_is_outcome_unknown(
             await c.send_note("hi", session_id=sid)
     assert b'"correlation_id":"c-1"' in sent[0]
     assert len(sent) == 3  # never re-sent behind the caller's back
+
+
+async def test_a_token_cut_by_the_length_limit_of_a_non_json_error_page_does_not_leak_its_start() -> None:
+    import httpx
+
+    from client.api import Client
+
+    token = "tok-" + "s3cr3t" * 6
+    page = "x" * 270 + f" echoed {token} back"  # an HTML error page that quotes the request, past the cut
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(502, text=page, headers={"content-type": "text/html"})
+
+    async with Client("http://test", token, transport=httpx.MockTransport(handler)) as client:
+        with pytest.raises(ServerError) as info:
+            await client.list_sessions()
+    message = str(info.value)
+    assert token[:8] not in message  # before the fix the page was cut at 300 first, then scrubbed
+    assert token not in repr(info.value)
