@@ -557,9 +557,8 @@ class AttachScreen(Screen[None]):
     # ------------------------------------------------------------------ navigation and gating
 
     def action_toggle_commentary(self) -> None:
-        """Fold the agent's narration to one line per step (or unfold it)."""
-        view = self._view
-        view.collapse_commentary = not view.collapse_commentary
+        """``c`` from the side panels too (the timeline answers ``c`` itself when it has the focus)."""
+        self._view.action_toggle_commentary()
 
     def action_leave_composer(self) -> None:
         """Escape in the note box: keep the draft, move to the timeline so the letter keys act."""
