@@ -36,7 +36,7 @@ SESSION_BADGES: dict[str, tuple[str, str]] = {
 def note_badge(state: str) -> Text:
     """``◷ pending`` etc.; an unknown state (newer server) still shows its word behind a ``?``."""
     icon, style = NOTE_BADGES.get(state, ("?", "bold magenta"))
-    return Text(f"{icon} {state}", style=style)
+    return Text(f"{icon} {safe_line(state, 24)}", style=style)
 
 
 def session_badge(state: str) -> Text:

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from client.models import Note
 from client.timeline import NoteEntry
-from widgets.badges import NOTE_BADGES, delivery_route
+from widgets.badges import NOTE_BADGES, delivery_route, note_badge
 from widgets.notes_panel import note_prompt
 from widgets.timeline_render import NOTE_LOOK, line_plain, render_entry
 
@@ -81,3 +81,10 @@ def test_timeline_and_panel_share_note_glyphs() -> None:
     assert {state: icon for state, (icon, _) in NOTE_LOOK.items()} == {
         state: icon for state, (icon, _) in NOTE_BADGES.items()
     }
+
+
+def test_an_unknown_note_state_shows_its_word_but_cannot_drive_the_terminal() -> None:
+    """A newer (or hostile) server's state word is shown, but its escapes and bidi controls are not."""
+    plain = note_badge("\x1b]0;pwned\x07queued\u202e").plain
+    assert plain.startswith("? ") and "queued" in plain
+    assert "\x1b" not in plain and "\x07" not in plain and "\u202e" not in plain
