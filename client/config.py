@@ -139,6 +139,8 @@ class Config:
         return None
 
     def profile_for_url(self, url: str) -> Profile | None:
+        """The profile already naming this server (URLs compared normalised), so a login or a detected
+        server kind updates it instead of creating a twin."""
         wanted = normalise_url(url)
         for prof in self.profiles.values():
             if normalise_url(prof.url) == wanted:

@@ -204,22 +204,32 @@ class ApiError(ClientError):
 
 
 class BadRequest(ApiError):
+    """400: the server understood but will not do it (e.g. deciding an approval twice)."""
+
     title = "bad request"
 
 
 class AuthError(ApiError):
+    """401: no token, or one the server no longer accepts; logging in again fixes it."""
+
     title = "not authorised"
 
 
 class PermissionDenied(ApiError):
+    """403: the token is valid but this account may not do that; only an owner can help."""
+
     title = "permission denied"
 
 
 class NotFound(ApiError):
+    """404: the thing asked for does not exist or this account cannot see it."""
+
     title = "not found"
 
 
 class Conflict(ApiError):
+    """409: the request clashes with the current state (e.g. a session that already ended)."""
+
     title = "conflict"
 
 
@@ -247,6 +257,8 @@ class RateLimited(ApiError):
 
 
 class ServerError(ApiError):
+    """5xx: the server failed; trying again later may work, its logs say why."""
+
     title = "server error"
 
 

@@ -148,6 +148,7 @@ class TextEntry(Entry):
 
     @property
     def chars(self) -> int:
+        """Characters held, counted towards the model's memory cap (kept up to date, never re-summed)."""
         return self._len
 
     def _append(self, chunk: str) -> None:
@@ -357,6 +358,7 @@ class Timeline:
 
     @property
     def retained_chars(self) -> int:
+        """Characters held in all entries: what the memory cap is measured against (benchmarks print it)."""
         return self._chars
 
     @property
