@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import json
 import random
-import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from client.backend import ApprovalPage
 from client.errors import ApiError, ClientError
 from client.events import Event
+from client.ids import is_uuid
 from client.models import Approval, NoteList, NoteState, Session
 from client.preloop_map import (
     Draft,
@@ -80,11 +80,7 @@ class PreloopTiming:
 
 def is_session_id(value: str) -> bool:
     """Preloop answers a non-UUID session id with a 500 and drops the connection: check first."""
-    try:
-        uuid.UUID(value)
-    except (ValueError, AttributeError, TypeError):
-        return False
-    return True
+    return isinstance(value, str) and is_uuid(value)
 
 
 def websocket_url(base_url: Any, session_id: str) -> str:

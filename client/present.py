@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from client import ids
 from client.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -33,6 +34,7 @@ from client.events import (
     ToolStarted,
     UnknownEvent,
 )
+from client.ids import MIN_PREFIX
 from client.models import Note, NoteState, Session
 from client.textsafe import safe_line
 
@@ -44,10 +46,6 @@ LIVE_WINDOW = timedelta(minutes=2)
 ACTIVE_WINDOW_MINUTES = 10
 """``sessions list --active`` means activity within this many minutes (the server filters)."""
 
-MIN_PREFIX = 4
-"""A short session id needs at least this many hex characters to be looked up."""
-
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _PREFIX = re.compile(r"^[0-9a-fA-F-]+$")
 
 _KIND_LABELS = {
@@ -131,7 +129,7 @@ def short_id(value: str | None, length: int = 8) -> str:
 
 def is_uuid(value: str) -> bool:
     """True for a full UUID; the CLI checks before asking (Preloop answers a malformed id with a 500)."""
-    return bool(_UUID.match(value.strip()))
+    return ids.is_uuid(value.strip())
 
 
 def looks_like_id_prefix(value: str) -> bool:

@@ -188,3 +188,16 @@ async def test_a_token_cut_by_the_length_limit_of_a_non_json_error_page_does_not
     message = str(info.value)
     assert token[:8] not in message  # before the fix the page was cut at 300 first, then scrubbed
     assert token not in repr(info.value)
+
+
+def test_only_canonical_uuids_pass_so_an_oddly_dashed_id_never_reaches_a_url() -> None:
+    # uuid.UUID() reads all of these; a server (Preloop) may not, and the text would go into the path as typed
+    for odd in (
+        "0123456789abcdef0123456789abcdef----",
+        "0123-4567-89ab-cdef-0123456789abcdef",
+        "{01234567-89ab-cdef-0123-456789abcd}",
+    ):
+        assert not is_uuid(odd)
+        with pytest.raises(UsageError):
+            require_uuid(odd)
+    assert require_uuid(" 01234567-89AB-cdef-0123-456789ABCDEF ") == "01234567-89ab-cdef-0123-456789abcdef"
