@@ -46,6 +46,8 @@ class FakeBackend:
         self.script = list(script)
         self.fail = fail
         self.sent: list[str] = []
+        self.script_consumed = False
+        """True once the follower has taken every scripted item (the screen has handled the last one)."""
 
     def _check(self) -> None:
         if self.fail is not None:
@@ -116,6 +118,7 @@ class FakeBackend:
     async def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]:
         for item in self.script:
             yield item
+        self.script_consumed = True
         await asyncio.Event().wait()
 
     async def aclose(self) -> None:

@@ -7,9 +7,11 @@ server is covered by ``test_pilot.py``.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.widgets import Input, TextArea
 
 from client.errors import ServerUnreachable
 from client.status import Ended, Live, Reconnecting
@@ -25,10 +27,43 @@ def _app(backend: FakeBackend, **kwargs: Any) -> PreloopApp:
     return PreloopApp(backend, clock=frozen_clock, refresh_interval=0, **kwargs)
 
 
+def _quiet(app: PreloopApp) -> bool:
+    """Nothing left that would still change the picture: loads done, the script taken and applied, and no
+    deferred key re-check waiting (the stream worker itself never finishes: it waits for more)."""
+    if any(w.group != "attach-stream" and not w.is_finished for w in app.workers):
+        return False
+    screen = app.screen
+    if not isinstance(screen, AttachScreen):
+        return True
+    following = any(w.group == "attach-stream" and not w.is_finished for w in app.workers)
+    backend = screen.backend
+    streamed = not following or not isinstance(backend, FakeBackend) or backend.script_consumed
+    return (
+        streamed
+        and not screen._buffer
+        and not screen._flush_scheduled
+        and not screen._bindings_refresh_scheduled
+    )
+
+
+async def _wait_quiet(pilot: Pilot[Any]) -> None:
+    """Wait on the condition, not on the clock: under CPU load the workers and timers run late.
+
+    Text cursors are made steady: a blinking one is drawn or not depending on when (within its 0.5 s
+    blink) the picture is taken, which under load is any time.
+    """
+    async with asyncio.timeout(60):
+        while not _quiet(pilot.app):
+            await pilot.pause(0.02)
+    for field in pilot.app.screen.query("TextArea, Input"):
+        if isinstance(field, TextArea | Input):
+            field.cursor_blink = False
+    await pilot.pause()
+
+
 async def _settle(pilot: Pilot[Any]) -> None:
     """Let the load and stream workers run, then paint the timeline now."""
-    for _ in range(3):
-        await pilot.pause(0.05)
+    await _wait_quiet(pilot)
     screen = pilot.app.screen
     if isinstance(screen, AttachScreen):
         screen.query_one(TimelineView).flush()
@@ -126,7 +161,7 @@ def test_attach_multiline_draft(snap_compare: Any) -> None:
         await _settle(pilot)
         pilot.app.screen.query_one(Composer).focus()
         await pilot.press(*"stop", "ctrl+j", *"use", "ctrl+j", *"staging")
-        await pilot.pause()
+        await _wait_quiet(pilot)
 
     app = _attach_app([Live(), *data.streaming_script()])
     assert snap_compare(app, run_before=_type)
@@ -153,7 +188,7 @@ def test_help_screen(snap_compare: Any) -> None:
     async def _help(pilot: Pilot[Any]) -> None:
         await _settle(pilot)
         await pilot.press("question_mark")
-        await pilot.pause()
+        await _wait_quiet(pilot)
 
     assert snap_compare(_app(FakeBackend(sessions=data.sessions())), run_before=_help)
 
@@ -173,7 +208,7 @@ def test_attach_keys_at_80_columns(snap_compare: Any) -> None:
     async def _leave_box(pilot: Pilot[Any]) -> None:
         await _settle(pilot)
         await pilot.press("escape")
-        await pilot.pause(0.3)  # key availability is re-checked a moment after a change
+        await _wait_quiet(pilot)  # key availability is re-checked a moment after a change
 
     app = _attach_app(
         [Live(), *data.streaming_script()], approvals=[data.approval()], notes=data.notes_all_states()[:1]
@@ -195,7 +230,7 @@ def test_decline_comment_dialog(snap_compare: Any) -> None:
         await pilot.press("escape", "d")
         await pilot.pause()
         await pilot.press(*"not on prod")
-        await pilot.pause()
+        await _wait_quiet(pilot)
 
     app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()])
     assert snap_compare(app, run_before=_decline)
@@ -208,7 +243,7 @@ def test_attach_expanded_arguments(snap_compare: Any) -> None:
     async def _expand(pilot: Pilot[Any]) -> None:
         await _settle(pilot)
         await pilot.press("escape", "x")
-        await pilot.pause()
+        await _wait_quiet(pilot)
 
     args = {"command": "alembic upgrade head", "cwd": "/srv/repos/payments", "env": {"DB": "staging"}}
     app = _attach_app(
