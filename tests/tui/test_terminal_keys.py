@@ -38,7 +38,10 @@ class Pty:
             os.execv(PRELOOP, [PRELOOP, *argv])
         self.screen = b""
 
-    def pump(self, seconds: float, until: bytes | None = None) -> bool:
+    def pump(self, seconds: float, until: bytes | None = None, since: int = 0) -> bool:
+        """Read output for ``seconds``, or until ``until`` shows in what came after offset ``since``."""
+        if until is not None and until in self.screen[since:]:
+            return True
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.fd], [], [], 0.05)
@@ -51,7 +54,7 @@ class Pty:
             if not chunk:
                 return False
             self.screen += chunk
-            if until is not None and until in self.screen:
+            if until is not None and until in self.screen[since:]:
                 return True
         return until is None
 
@@ -78,14 +81,17 @@ async def test_shift_enter_ctrl_j_and_paste_as_terminal_bytes(live_server: LiveS
             assert (await client.list_notes(session_id=agent.session_id)).notes == [], "sent before Enter"
             await asyncio.to_thread(term.type, b"\r")  # Enter sends
             texts: list[str] = []
-            for _ in range(50):
+            for _ in range(300):  # up to 30 s: the app may be slow under load; found sooner, done sooner
                 texts = [n.text for n in (await client.list_notes(session_id=agent.session_id)).notes]
                 if texts:
                     break
                 await asyncio.sleep(0.1)
         assert texts == ["a\nb\nc\nde\nf"]
+        mark = len(term.screen)
         await asyncio.to_thread(term.type, b"\x1b")  # out of the composer (a lone Escape)
-        await asyncio.to_thread(term.pump, 0.5)
+        # Wait for the footer to offer Escape = Sessions (only out of the box): a 'q' read together
+        # with the Escape would be Alt+Q, not a detach.
+        assert await asyncio.to_thread(term.pump, 20, b"Sessions", mark), term.screen[mark:][-2000:]
         await asyncio.to_thread(term.type, b"q")
         await asyncio.to_thread(term.pump, 5)
     finally:
