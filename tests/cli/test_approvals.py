@@ -13,7 +13,7 @@ from tui.cli import main
 
 async def _wait_pending(url: str, token: str, count: int) -> list[str]:
     async with Client(url, token) as client:
-        for _ in range(200):
+        for _ in range(600):
             page = await client.list_approvals(status="pending")
             if len(page.items) >= count:
                 return [a.id for a in page.items]

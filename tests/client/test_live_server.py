@@ -241,7 +241,7 @@ async def test_note_to_a_dead_server_says_not_sent(harness: HarnessClient, live_
 
 
 async def wait_for_pending(client: Client, session_id: str, count: int) -> list[str]:
-    for _ in range(200):
+    for _ in range(1500):
         page = await client.list_approvals(session_id=session_id)
         if len(page.items) >= count:
             assert page.total == len(page.items)

@@ -51,7 +51,7 @@ async def test_a_recorded_session_reads_as_a_timeline(live_server: Any) -> None:
 
         decision = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf build"}))
         pending: list[Any] = []
-        for _ in range(100):
+        for _ in range(600):
             pending = (await client.list_approvals(session_id=agent.session_id)).items
             if pending:
                 break

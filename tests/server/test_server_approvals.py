@@ -19,7 +19,7 @@ async def http(live_server) -> httpx.AsyncClient:
 
 
 async def _wait_pending(http: httpx.AsyncClient, session_id: str, count: int = 1) -> list[dict[str, Any]]:
-    for _ in range(500):
+    for _ in range(3000):
         items: list[dict[str, Any]] = (
             await http.get(
                 "/api/v1/approval-requests", params={"status": "pending", "runtime_session_id": session_id}

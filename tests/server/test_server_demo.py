@@ -22,7 +22,7 @@ async def test_demo_agents_work_take_notes_and_change_plan_on_decline(live_serve
     handle = start_demo_agents(live_server.url, live_server.token, pace=40.0, seed=3)
     try:
         async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
-            for _ in range(200):
+            for _ in range(600):
                 sessions = await _sessions(http)
                 if {s["agent_name"] for s in sessions} >= {"builder", "reviewer", "migrator"}:
                     break
@@ -35,7 +35,7 @@ async def test_demo_agents_work_take_notes_and_change_plan_on_decline(live_serve
             assert note.status_code == 201
             declined: set[str] = set()
             ended = False
-            for _ in range(400):  # decline every approval the agents ask for, until the migrator ends
+            for _ in range(1200):  # decline every approval the agents ask for, until the migrator ends
                 for approval in (
                     await http.get("/api/v1/approval-requests", params={"status": "pending"})
                 ).json():
@@ -87,7 +87,7 @@ async def test_same_seed_same_work(live_server) -> None:
         handle = start_demo_agents(live_server.url, live_server.token, pace=100.0, seed=5, agents=1)
         try:
             async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
-                for _ in range(200):
+                for _ in range(600):
                     mine = [s for s in await _sessions(http) if s["id"] not in {r[0] for r in runs}]
                     if mine:
                         break

@@ -117,7 +117,7 @@ async def test_approval_shapes_match_captures(http, harness) -> None:
         )
     )
     pending: list[dict[str, Any]] = []
-    for _ in range(200):
+    for _ in range(1500):
         listing = await http.get("/api/v1/approval-requests", params={"status": "pending"})
         pending = listing.json()
         if pending:
