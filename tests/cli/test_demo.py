@@ -58,7 +58,7 @@ def test_demo_without_tui_prints_working_instructions(isolated_dirs: Path) -> No
         assert sent.returncode == 0, sent.stderr
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "Demo stopped." in err and "Traceback" not in err
 

@@ -36,7 +36,7 @@ def test_serve_then_use_it_then_ctrl_c(isolated_dirs: Path) -> None:
         assert match.group(0) in status.stdout and "ok, local server" in status.stdout
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "Stopped." in out and "Traceback" not in err
     assert db.exists()
