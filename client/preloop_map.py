@@ -59,6 +59,12 @@ class Draft:
     model_call_id: str | None = None
 
 
+def _single(kind: str, session_id: str, at: datetime, key: str, **payload: Any) -> Draft:
+    """One Preloop fact that is one of our events: the common fields once, then the event's own."""
+    body = {"type": kind, "session_id": session_id, "at": _iso(at), **payload}
+    return Draft(key=key, at=at, bodies=(body,))
+
+
 def parse_time(value: Any) -> datetime | None:
     """Preloop timestamps: ISO strings, with ``Z``, an offset or (naive columns) no zone = UTC."""
     if isinstance(value, datetime):
@@ -189,14 +195,10 @@ def note_draft(session_id: str, note: Note, *, first_seen: bool) -> Draft | None
     )
     if kind == "note.created":
         at = note.created_at or at
-    body = {
-        "type": kind,
-        "session_id": session_id,
-        "at": _iso(at),
-        "note": note.model_dump(mode="json"),
-    }
     # "created" and "pending" are the same fact: key both as the state the note was in.
-    return Draft(key=f"note:{note.note_id}:{note.state}", at=at, bodies=(body,))
+    return _single(
+        kind, session_id, at, f"note:{note.note_id}:{note.state}", note=note.model_dump(mode="json")
+    )
 
 
 def _delivered_note_draft(
@@ -219,13 +221,9 @@ def _delivered_note_draft(
         delivery_event=_str(metadata.get("delivery_event")),
         delivered_turn_index=_int(metadata.get("turn_index")),
     )
-    body = {
-        "type": "note.delivered",
-        "session_id": session_id,
-        "at": _iso(at),
-        "note": note.model_dump(mode="json"),
-    }
-    return Draft(key=f"note:{note_id}:delivered", at=at, bodies=(body,))
+    return _single(
+        "note.delivered", session_id, at, f"note:{note_id}:delivered", note=note.model_dump(mode="json")
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -236,25 +234,25 @@ def _delivered_note_draft(
 def approval_requested_draft(session_id: str, approval: Approval) -> Draft:
     """A pending approval the poll found for the first time."""
     at = approval.requested_at or _now()
-    body = {
-        "type": "approval.requested",
-        "session_id": session_id,
-        "at": _iso(at),
-        "approval": approval.model_dump(mode="json"),
-    }
-    return Draft(key=f"approval:{approval.id}:requested", at=at, bodies=(body,))
+    return _single(
+        "approval.requested",
+        session_id,
+        at,
+        f"approval:{approval.id}:requested",
+        approval=approval.model_dump(mode="json"),
+    )
 
 
 def approval_decided_draft(session_id: str, approval: Approval) -> Draft:
     """An approval that left the pending list, as the server now has it."""
     at = approval.resolved_at or _now()
-    body = {
-        "type": "approval.decided",
-        "session_id": session_id,
-        "at": _iso(at),
-        "approval": approval.model_dump(mode="json"),
-    }
-    return Draft(key=f"approval:{approval.id}:decided", at=at, bodies=(body,))
+    return _single(
+        "approval.decided",
+        session_id,
+        at,
+        f"approval:{approval.id}:decided",
+        approval=approval.model_dump(mode="json"),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -349,27 +347,23 @@ def session_ended_draft(
     ended = row.ended_at or at or _now()
     if row.ended_at is None:
         row = row.model_copy(update={"ended_at": ended, "is_active_now": False, "activity_status": "ended"})
-    body = {
-        "type": "session.ended",
-        "session_id": session_id,
-        "at": _iso(ended),
-        "session": row.model_dump(mode="json"),
-        "reason": reason,
-    }
-    return Draft(key="session:ended", at=ended, bodies=(body,))
+    return _single(
+        "session.ended",
+        session_id,
+        ended,
+        "session:ended",
+        session=row.model_dump(mode="json"),
+        reason=reason,
+    )
 
 
 def session_started_draft(session_id: str, session: Session | None, at: datetime | None = None) -> Draft:
     """The session's start as a timeline event (the activity list's oldest item)."""
     row = _session_row(session_id, session)
     started = row.started_at or at or _now()
-    body = {
-        "type": "session.started",
-        "session_id": session_id,
-        "at": _iso(started),
-        "session": row.model_dump(mode="json"),
-    }
-    return Draft(key="session:started", at=started, bodies=(body,))
+    return _single(
+        "session.started", session_id, started, "session:started", session=row.model_dump(mode="json")
+    )
 
 
 def _unknown_draft(session_id: str, kind: str, key: str, at: datetime, raw: dict[str, Any]) -> Draft:
