@@ -108,10 +108,13 @@ class NotesPanel(OptionList):
             highlighted = self.highlighted_note
             ordered = sorted(self.notes.values(), key=_created_key, reverse=True)
             self.set_options([Option(note_prompt(n, now), id=n.note_id) for n in ordered])
-            if highlighted is not None:
+            if highlighted is not None and self.has_focus:
+                # The operator is moving through the list: the cursor stays on their note.
                 self.highlighted = self.get_option_index(highlighted.note_id)
             elif self.option_count:
+                # Otherwise the newest note (the one just sent) is the one in view and under the cursor.
                 self.highlighted = 0
+                self.scroll_to(y=0, animate=False)
         else:
             for note in replaced:
                 self.replace_option_prompt(note.note_id, note_prompt(note, now))
@@ -129,6 +132,12 @@ class NotesPanel(OptionList):
         if option is None or option.id is None:
             return None
         return self.notes.get(option.id)
+
+    @property
+    def pending_notes(self) -> list[Note]:
+        """Notes that can still be withdrawn, newest first."""
+        pending = [n for n in self.notes.values() if n.state == NoteState.PENDING]
+        return sorted(pending, key=_created_key, reverse=True)
 
     def _redraw_all(self) -> None:
         now = self._clock()

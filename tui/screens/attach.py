@@ -48,6 +48,7 @@ from client.textsafe import safe_line
 from client.timeline import Timeline
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
+from tui.screens.withdraw_pick import WithdrawPickScreen
 from widgets.approvals_panel import ApprovalsPanel
 from widgets.banner import Banner
 from widgets.composer import Composer
@@ -87,7 +88,9 @@ class AttachScreen(Screen[None]):
             id="attach.expand",
             tooltip="Expand or collapse tool arguments",
         ),
-        Binding("w", "withdraw", "Withdraw", id="attach.withdraw", tooltip="Withdraw the highlighted note"),
+        Binding("w", "withdraw", "Withdraw", id="attach.withdraw", tooltip="Withdraw a pending note"),
+        # With nothing pending, w still answers (and says so) but is not offered in the footer.
+        Binding("w", "withdraw_none", "Withdraw", show=False, id="attach.withdraw_none"),
         Binding("n", "focus_composer", "Note", id="attach.note", tooltip="Write a note to the agent"),
         Binding("c", "toggle_commentary", "Commentary", id="attach.commentary", tooltip="Collapse narration"),
         Binding(
@@ -512,17 +515,37 @@ class AttachScreen(Screen[None]):
         )
 
     def action_withdraw(self) -> None:
-        """Withdraw the highlighted note after a confirmation (only a pending note can be withdrawn)."""
-        note = self.notes_panel.highlighted_note
-        if note is None:
+        """Withdraw a pending note: the highlighted one if the notes list has the focus, else the only
+        pending one, else ask which; a yes/no question comes first (the picker is one itself)."""
+        pending = self.notes_panel.pending_notes
+        if not pending:
+            self.action_withdraw_none()
             return
-        if note.state != NoteState.PENDING:
-            self.notify(
-                f"Only a pending note can be withdrawn; this one is {note.state}.",
-                severity="warning",
-                markup=False,
-            )
-            return
+        highlighted = self.notes_panel.highlighted_note
+        if self.notes_panel.has_focus and highlighted is not None:
+            if highlighted.state != NoteState.PENDING:
+                self.notify(
+                    f"Only a pending note can be withdrawn; this one is {highlighted.state}.",
+                    severity="warning",
+                    markup=False,
+                )
+                return
+            self._confirm_withdraw(highlighted)
+        elif len(pending) == 1:
+            self._confirm_withdraw(pending[0])
+        else:
+
+            def _picked(note: Note | None) -> None:
+                if note is not None:
+                    self.withdraw(note)
+
+            self.app.push_screen(WithdrawPickScreen(pending, self._clock()), _picked)
+
+    def action_withdraw_none(self) -> None:
+        """``w`` with no pending note: say so rather than do nothing."""
+        self.notify("Nothing pending to withdraw.", markup=False)
+
+    def _confirm_withdraw(self, note: Note) -> None:
         preview = safe_line(note.text, 160)
 
         def _answered(yes: bool | None) -> None:
@@ -583,8 +606,9 @@ class AttachScreen(Screen[None]):
         if action == "expand_args":
             return self.approvals_panel.count > 0
         if action == "withdraw":
-            note = self.notes_panel.highlighted_note
-            return not self.read_only and note is not None and note.state == NoteState.PENDING
+            return not self.read_only and bool(self.notes_panel.pending_notes)
+        if action == "withdraw_none":
+            return not self.read_only and not self.notes_panel.pending_notes
         if action == "focus_composer":
             return not (self.read_only or self.ended or self.unavailable is not None)
         if action in ("leave_composer", "help_from_box"):

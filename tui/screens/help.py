@@ -32,7 +32,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("Ctrl+S", "send the note"),
             ("a / d", "approve / decline the highlighted approval (d asks for a comment); also by mouse"),
             ("x", "expand or collapse the approval's arguments"),
-            ("w", "withdraw the highlighted note, if still pending"),
+            ("w", "withdraw a pending note (asks which when several are pending)"),
             ("c", "collapse or show the agent's commentary"),
             ("Tab", "move between composer, notes and approvals"),
             ("Escape", "leave the note box (keys a, d, w… act outside it); again: back to the list"),
