@@ -41,7 +41,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
@@ -96,6 +96,12 @@ class TimelineView(ScrollView, can_focus=True):
 
     collapse_commentary: reactive[bool] = reactive(False)
     """Show each commentary block as one ``▸ commentary (N lines)`` line."""
+
+    following: var[bool] = var(True)
+    """True while the view sticks to the newest output; False once the reader scrolled up (paused)."""
+
+    unseen: var[int] = var(0)
+    """Entries that arrived below the visible part while following was paused (the "↓ N new" hint)."""
 
     def __init__(
         self,
@@ -179,6 +185,8 @@ class TimelineView(ScrollView, can_focus=True):
             if not changes:
                 return
             removed = self._apply(changes)
+            if not follow:
+                self.unseen += len(changes.appended)
         self.flushes += 1
         removed += self._enforce_max_lines()
         if had_marker != self._has_marker:
@@ -201,6 +209,19 @@ class TimelineView(ScrollView, can_focus=True):
         self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     # ------------------------------------------------------------------ Textual hooks
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._update_following()
+
+    def watch_virtual_size(self) -> None:
+        self._update_following()
+
+    def _update_following(self) -> None:
+        following = self.is_vertical_scroll_end
+        self.following = following
+        if following:
+            self.unseen = 0
 
     def watch_collapse_commentary(self, _value: bool) -> None:
         self._needs_full = True

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.widgets import Static
+
 from client.api import Client
 from server.harness_client import HarnessSession
 from tests.tui import test_pilot
@@ -75,3 +77,34 @@ async def test_withdraw_asks_which_when_several_are_pending(client: Client, agen
             ),
             f"only the first note withdrawn (was {by_text})",
         )
+
+
+async def _tools(agent: HarnessSession, count: int, tag: str) -> None:
+    for i in range(count):
+        call = await agent.tool_started("Bash", {"command": f"echo {tag} {i}"})
+        await agent.tool_completed(call, "Bash", duration_ms=5)
+
+
+async def test_paused_following_says_how_much_is_new_and_end_resumes(
+    client: Client, agent: HarnessSession
+) -> None:
+    """PageUp pauses following: a "↓ N new · End to follow" line counts what arrives below; End resumes."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        hint = screen.query_one("#follow-hint", Static)
+        view = screen.view
+        await _tools(agent, 40, "first")
+        await until(pilot, lambda: any("first 39" in line for line in view.lines_text), "the first batch")
+        assert not hint.display  # following: no hint
+        await pilot.press("escape", "pageup")
+        await until(pilot, lambda: bool(hint.display), "the paused hint")
+        assert "following paused · End to follow" in str(hint.render())
+        await _tools(agent, 3, "later")
+        await until(
+            pilot, lambda: "↓ 3 new · End to follow" in str(hint.render()), "the count of new entries"
+        )
+        assert not view.at_bottom  # the reader is not yanked down
+        await pilot.press("end")
+        await until(pilot, lambda: not hint.display, "the hint gone once following again")
+        assert view.at_bottom

@@ -110,7 +110,13 @@ class AttachScreen(Screen[None]):
 
     DEFAULT_CSS = """
     AttachScreen #body { height: 1fr; }
+    AttachScreen #main { width: 1fr; height: 1fr; }
     AttachScreen TimelineView { width: 1fr; height: 1fr; }
+    AttachScreen #follow-hint {
+        display: none; height: 1; width: 1fr; padding: 0 1; background: $accent-muted; color: $text;
+        text-style: bold;
+    }
+    AttachScreen #follow-hint.-shown { display: block; }
     AttachScreen #side { width: 40%; min-width: 30; max-width: 70; height: 1fr; }
     AttachScreen #send-error { display: none; height: auto; padding: 0 1; color: $error; }
     AttachScreen #send-error.-shown { display: block; }
@@ -166,8 +172,11 @@ class AttachScreen(Screen[None]):
         self._composer.can_focus = not self.read_only
         yield self._header
         yield self._banner
+        self._follow_hint = Static("", id="follow-hint")
         with Horizontal(id="body"):
-            yield self._view
+            with Vertical(id="main"):
+                yield self._view
+                yield self._follow_hint
             with Vertical(id="side"):
                 yield self._approvals
                 yield self._notes
@@ -186,6 +195,8 @@ class AttachScreen(Screen[None]):
             footer.refresh(recompose=True)  # the Footer reads show_command_palette only when composing
 
     def on_mount(self) -> None:
+        self.watch(self._view, "following", self._show_follow_hint)
+        self.watch(self._view, "unseen", self._show_follow_hint)
         self._update_composer_visibility()
         if self.read_only:
             self._view.focus()
@@ -325,6 +336,16 @@ class AttachScreen(Screen[None]):
                 severity="warning",
                 markup=False,
             )
+
+    def _show_follow_hint(self) -> None:
+        """Scrolled up to read: say that following is paused, how much arrived below, and how to resume."""
+        view = self._view
+        unseen = view.unseen
+        if unseen:
+            self._follow_hint.update(Text(f"↓ {unseen} new · End to follow"))
+        else:
+            self._follow_hint.update(Text("⏸ following paused · End to follow"))
+        self._follow_hint.set_class(not view.following, "-shown")
 
     def _refuse(self, exc: ApiError) -> None:
         """The session cannot be watched at all: one banner says why and where to go; no stream, no box."""

@@ -34,6 +34,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("x", "expand or collapse the approval's arguments"),
             ("w", "withdraw a pending note (asks which when several are pending)"),
             ("c", "collapse or show the agent's commentary"),
+            ("PageUp, Up, Home", "scroll back; following pauses and ↓ N new counts what arrives"),
+            ("End", "jump to the newest output and follow it again (outside the note box)"),
             ("Tab", "move between composer, notes and approvals"),
             ("Escape", "leave the note box (keys a, d, w… act outside it); again: back to the list"),
             ("q", "detach: the session keeps running"),
