@@ -19,7 +19,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC
+from datetime import UTC, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -46,6 +46,7 @@ from client.models import (
     ActivityList,
     Approval,
     ApprovalDecision,
+    AttentionSnapshot,
     Health,
     Note,
     NoteCreate,
@@ -539,6 +540,40 @@ class Client:
             "GET", self.events_path(session_id), headers=headers, params=params, timeout=timeout
         ) as response:
             yield response
+
+    @asynccontextmanager
+    async def open_attention_stream(self, notes_since_minutes: int) -> AsyncIterator[httpx.Response]:
+        """Low-level: open our server's account-wide attention stream; the response is not yet checked."""
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
+        async with self._http.stream(
+            "GET",
+            f"{API_PREFIX}/attention/events",
+            headers=headers,
+            params={"notes_since_minutes": notes_since_minutes},
+            timeout=timeout,
+        ) as response:
+            yield response
+
+    async def watch_attention(
+        self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
+    ) -> AsyncIterator[AttentionSnapshot | Event | StreamStatus]:
+        """Every session's pending approvals and failed notes: pushed by our server, polled from Preloop.
+
+        Yields a snapshot first (and again after every reconnect or poll), events in between; never ends
+        on its own except on a refusal. Feed it to :class:`client.inbox.Inbox`.
+        """
+        from client.attention_live import follow_attention_local, poll_attention
+
+        if self._server_kind is None:
+            with contextlib.suppress(ClientError):
+                await self.detect_server_kind()
+        if self._server_kind == "preloop":
+            async for item in poll_attention(self, notes_window, interval=poll_interval):
+                yield item
+            return
+        async for item in follow_attention_local(self, notes_window, poll_interval=poll_interval):
+            yield item
 
     async def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]:
         """Live events of a session after seq ``after``, in order, exactly once, with connection states.

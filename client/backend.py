@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from client.events import Event
-from client.models import ActivityItem, Approval, Health, Note, NoteList, Session, SessionList
+from client.models import (
+    ActivityItem,
+    Approval,
+    AttentionSnapshot,
+    Health,
+    Note,
+    NoteList,
+    Session,
+    SessionList,
+)
 from client.status import StreamStatus
 
 ServerKind = Literal["local", "preloop"]
@@ -106,5 +115,9 @@ class Backend(Protocol):
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval: ...
 
     def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]: ...
+
+    def watch_attention(
+        self, *, notes_window: timedelta = ..., poll_interval: float = ...
+    ) -> AsyncIterator[AttentionSnapshot | Event | StreamStatus]: ...
 
     async def aclose(self) -> None: ...

@@ -339,6 +339,27 @@ class ApprovalDecision(WireModel):
 
 
 # --------------------------------------------------------------------------------------------------
+# Attention (ours): what waits for a human across every session
+# --------------------------------------------------------------------------------------------------
+
+
+class AttentionSnapshot(WireModel):
+    """Everything that needs an operator right now, across all the account's sessions.
+
+    ``GET /api/v1/attention`` answers it and the attention stream starts with it: every pending approval
+    (oldest first) and the notes that ended ``expired``, ``failed`` or ``undeliverable`` since
+    ``notes_since`` (newest first). A client replaces its whole view with it, so a reconnect never needs
+    a resume point.
+    """
+
+    type: Literal["attention.snapshot"] = "attention.snapshot"
+    at: UtcDatetime | None = None
+    notes_since: UtcDatetime | None = None
+    approvals: list[Approval] = Field(default_factory=list)
+    notes: list[Note] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------------
 # Errors and health
 # --------------------------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from client.harness import (
 )
 from client.models import ApprovalDecision
 from server.accounts import Operator, Runtime
+from server.attention import window_of
 from server.bus import EventBus
 from server.control import ControlPlane
 from server.errors import ApiError
@@ -118,6 +119,7 @@ async def _runtime(request: Request, authorization: Annotated[str | None, Header
 Op = Annotated[Operator, Depends(_operator)]
 Rt = Annotated[Runtime, Depends(_runtime)]
 DecisionBody = Annotated[ApprovalDecision | None, Body()]  # approve/decline: the body is optional
+NotesWindow = Annotated[int | None, Query(ge=1, le=10080)]  # attention: how far back failed notes count
 
 
 def _text(value: uuid.UUID | None) -> str | None:
@@ -322,6 +324,23 @@ def create_app(
         """Refuse the waiting tool call; the agent gets the comment as its reason."""
         return await plane.approvals.decide(
             op, approval_id, approve=False, comment=body.comment if body else None
+        )
+
+    # -- attention (ours) ------------------------------------------------------------------------
+
+    @app.get(f"{API}/attention")
+    async def attention(op: Op, notes_since_minutes: NotesWindow = None) -> dict[str, Any]:
+        """What needs a human across every session: pending approvals and notes that never arrived."""
+        snap = await plane.attention.snapshot(op, window_of(notes_since_minutes))
+        return snap.model_dump(mode="json")
+
+    @app.get(f"{API}/attention/events")
+    async def attention_events(op: Op, notes_since_minutes: NotesWindow = None) -> StreamingResponse:
+        """The attention snapshot, then live approval and failed-note events of every session."""
+        return StreamingResponse(
+            plane.attention.stream(op, window_of(notes_since_minutes), keepalive_seconds),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     # -- harness API -----------------------------------------------------------------------------

@@ -19,16 +19,21 @@ _CLOSE = StoredEvent("", 0, "", "")
 class Subscription:
     """One live listener on one session's events."""
 
-    def __init__(self, bus: EventBus, session_id: str, maxsize: int) -> None:
+    def __init__(
+        self, bus: EventBus, session_id: str | None, maxsize: int, types: frozenset[str] | None = None
+    ) -> None:
         self.bus = bus
         self.session_id = session_id
+        """The session listened to, or None for every session (see :meth:`EventBus.subscribe_all`)."""
+        self.types = types
+        """Only these event types are queued (None: all of them)."""
         self.queue: asyncio.Queue[StoredEvent] = asyncio.Queue(maxsize=maxsize)
         self.lagged = False
         self.closed = False
 
     def offer(self, event: StoredEvent) -> None:
         """Queue without blocking the writer; on overflow mark the subscriber lagged instead."""
-        if self.lagged or self.closed:
+        if self.lagged or self.closed or (self.types is not None and event.type not in self.types):
             return
         try:
             self.queue.put_nowait(event)
@@ -61,10 +66,11 @@ class Subscription:
 
 
 class EventBus:
-    """Fan committed events out to the subscribers of their session."""
+    """Fan committed events out to the subscribers of their session, and to the all-sessions listeners."""
 
     def __init__(self, queue_size: int = 10_000) -> None:
         self._subs: defaultdict[str, set[Subscription]] = defaultdict(set)
+        self._everywhere: set[Subscription] = set()
         self._queue_size = queue_size
         self.closed = False
 
@@ -77,8 +83,21 @@ class EventBus:
             self._subs[session_id].add(sub)
         return sub
 
+    def subscribe_all(self, types: frozenset[str]) -> Subscription:
+        """Listen to these event types on every session (the attention stream filters by account itself);
+        take it before reading the snapshot so nothing falls in between."""
+        sub = Subscription(self, None, self._queue_size, types)
+        if self.closed:
+            sub.close()
+        else:
+            self._everywhere.add(sub)
+        return sub
+
     def unsubscribe(self, sub: Subscription) -> None:
         """Stop receiving (idempotent)."""
+        if sub.session_id is None:
+            self._everywhere.discard(sub)
+            return
         subs = self._subs.get(sub.session_id)
         if subs is not None:
             subs.discard(sub)
@@ -90,15 +109,22 @@ class EventBus:
         for event in events:
             for sub in tuple(self._subs.get(event.session_id, ())):
                 sub.offer(event)
+            for sub in tuple(self._everywhere):
+                sub.offer(event)
 
     def subscriber_count(self, session_id: str) -> int:
         """How many live streams follow a session (tests check cleanup with it)."""
         return len(self._subs.get(session_id, ()))
 
+    def everywhere_count(self) -> int:
+        """How many all-sessions listeners are open (tests check cleanup with it)."""
+        return len(self._everywhere)
+
     def close_all(self) -> None:
         """End every live stream (shutdown), so the server can stop without waiting on open streams."""
         self.closed = True
-        for subs in list(self._subs.values()):
+        for subs in [*self._subs.values(), self._everywhere]:
             for sub in tuple(subs):
                 sub.close()
         self._subs.clear()
+        self._everywhere.clear()

@@ -4,6 +4,7 @@ Module map (imports point down only; nothing below imports this module)::
 
     control     ControlPlane: builds the desks, starts/stops them, runs the expiry sweep
     sessions    Sessions: mint, list, detail, activity, agent events, end
+    attention   Attention: pending approvals and failed notes of every session, snapshot and stream
     approvals   Approvals: list, decide, the blocking permission check (owns the waiters)
     notes       Notes: create, list, cancel, claim, ack, expire
     accounts    Accounts, Operator, Runtime: tokens and who is calling
@@ -27,6 +28,7 @@ from datetime import datetime
 
 from server.accounts import Accounts, Operator, Runtime, mask_token
 from server.approvals import Approvals
+from server.attention import Attention
 from server.bus import EventBus
 from server.errors import ApiError
 from server.expiry import ExpiryTimer
@@ -51,6 +53,7 @@ class ControlPlane:
         self.notes = Notes(store, self.expiry)
         self.approvals = Approvals(store, self.notes, self.expiry, timeout_seconds=permission_timeout_seconds)
         self.sessions = Sessions(store, self.notes, self.approvals)
+        self.attention = Attention(store, bus, self.approvals, self.expiry)
         store.set_publisher(bus.publish)
 
     async def start(self) -> None:

@@ -1,0 +1,211 @@
+"""Feeds for the attention inbox: the local server's push stream, and bounded polling for the rest.
+
+``Backend.watch_attention()`` yields ``AttentionSnapshot | Event | StreamStatus`` for
+:class:`client.inbox.Inbox`:
+
+* :func:`follow_attention_local` reads our server's ``GET /api/v1/attention/events`` (docs/protocol.md):
+  a snapshot first, then approval and failed-note events of every session as they are committed. A
+  dropped connection, a 5xx or a stall is a reconnect after a jittered backoff, and every (re)connection
+  starts with a fresh snapshot, so nothing that happened while away is lost. 401/403 stop it
+  (``Refused``); a server without the endpoint (404) is polled instead.
+* :func:`poll_attention` works on any :class:`~client.backend.Backend` (a Preloop server pushes no
+  account-wide feed): pending approvals every ``interval`` seconds, the failed notes of recently active
+  sessions every ``notes_every`` polls, each round yielded as a snapshot. Failures back off up to
+  ``backoff_max``; an auth refusal stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import httpx
+from pydantic import ValidationError
+
+from client.backend import Backend, SessionFilter
+from client.errors import AuthError, ClientError, PermissionDenied
+from client.events import Event, EventDecodeError
+from client.follow import backoff_delay, decode_frame
+from client.inbox import ENDED_BADLY, note_ended_at
+from client.models import Approval, AttentionSnapshot, Note
+from client.sse import SSEDecoder
+from client.status import Connecting, Live, Reconnecting, Refused, Skipped, StreamStatus
+
+if TYPE_CHECKING:
+    from client.api import Client
+
+__all__ = ["AttentionItem", "failed_notes", "follow_attention_local", "pending_approvals", "poll_attention"]
+
+AttentionItem = AttentionSnapshot | Event | StreamStatus
+"""What an attention feed yields."""
+
+SNAPSHOT_EVENT = "attention.snapshot"
+_MAX_APPROVALS = 1000
+_MAX_SESSIONS = 200
+_PARALLEL = 4
+
+
+def window_minutes(window: timedelta) -> int:
+    """The notes window as the server's ``notes_since_minutes`` (1 minute to 7 days)."""
+    return min(max(math.ceil(window.total_seconds() / 60), 1), 10080)
+
+
+async def follow_attention_local(
+    client: Client, notes_window: timedelta, *, poll_interval: float = 3.0
+) -> AsyncIterator[AttentionItem]:
+    """The local server's attention stream, reconnecting for ever (see the module docstring)."""
+    attempt = 0
+    server_retry: float | None = None
+    skipped = 0
+    while True:
+        yield Connecting(attempt + 1)
+        try:
+            async with client.open_attention_stream(window_minutes(notes_window)) as response:
+                status = response.status_code
+                if status == 404:  # a server from before the attention feed: poll it like any other
+                    await response.aread()
+                    async for item in poll_attention(client, notes_window, interval=poll_interval):
+                        yield item
+                    return
+                if status in (401, 403):
+                    await response.aread()
+                    yield Refused(client.api_error(response, "the attention feed").hint, status)
+                    return
+                if status >= 400:
+                    await response.aread()
+                    raise _Reconnect(f"the server answered {status}")
+                yield Live(0)
+                decoder = SSEDecoder()
+                chunks = response.aiter_bytes().__aiter__()
+                while True:
+                    try:
+                        async with asyncio.timeout(client.stall_timeout):
+                            chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        raise _Reconnect("the server closed the attention stream") from None
+                    except TimeoutError:
+                        raise _Reconnect(
+                            f"stalled: nothing received for {client.stall_timeout:g} s"
+                        ) from None
+                    attempt = 0
+                    frames = decoder.feed(chunk)
+                    if decoder.retry_ms:
+                        server_retry = decoder.retry_ms / 1000
+                    for frame in frames:
+                        try:
+                            if frame.event == SNAPSHOT_EVENT:
+                                yield AttentionSnapshot.model_validate_json(frame.data)
+                            else:
+                                yield decode_frame(frame)
+                        except (EventDecodeError, ValidationError) as exc:
+                            skipped += 1
+                            yield Skipped(
+                                f"unreadable {frame.event or 'frame'}: {type(exc).__name__}", skipped
+                            )
+        except _Reconnect as exc:
+            reason = exc.reason
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            reason = f"cannot reach {client.display_url}"
+        except httpx.TimeoutException:
+            reason = f"stalled: nothing received for {client.stall_timeout:g} s"
+        except httpx.TransportError as exc:
+            reason = f"connection lost ({type(exc).__name__})"
+        attempt += 1
+        delay = backoff_delay(
+            attempt, initial=server_retry or client.backoff_initial, maximum=client.backoff_max
+        )
+        yield Reconnecting(attempt, delay, reason)
+        await asyncio.sleep(delay)
+
+
+class _Reconnect(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def pending_approvals(backend: Backend) -> list[Approval]:
+    """Every pending approval of every session (paged, at most 1000), the longest waiting first."""
+    items: list[Approval] = []
+    skip = 0
+    while True:
+        page = await backend.list_approvals(status="pending", limit=100, skip=skip)
+        items.extend(page.items)
+        skip += len(page.items)
+        if len(page.items) < 100 or (page.total is not None and skip >= page.total) or skip >= _MAX_APPROVALS:
+            break
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    return sorted((a for a in items if a.pending), key=lambda a: a.requested_at or epoch)
+
+
+async def failed_notes(backend: Backend, since: datetime) -> list[Note]:
+    """Notes that ended expired, failed or undeliverable since ``since``, in sessions active since then.
+
+    A server that lists notes per target only (Preloop) is asked session by session, a few at a time, for
+    the sessions that have notes at all.
+    """
+    minutes = window_minutes(datetime.now(UTC) - since)
+    sessions = [
+        s.id
+        async for s in backend.iter_sessions(
+            SessionFilter(status="all", active_within_minutes=minutes), max_items=_MAX_SESSIONS
+        )
+        if s.note_count is None or s.note_count > 0
+    ]
+    gate = asyncio.Semaphore(_PARALLEL)
+
+    async def of_session(session_id: str) -> list[Note]:
+        found: list[Note] = []
+        async with gate:
+            for state in sorted(ENDED_BADLY):
+                page = await backend.list_notes(session_id=session_id, state=state, limit=100)
+                found += [n for n in page.notes if note_ended_at(n) >= since]
+        return found
+
+    results = await asyncio.gather(*(of_session(sid) for sid in sessions))
+    unique = {n.note_id: n for notes in results for n in notes}
+    return sorted(unique.values(), key=note_ended_at, reverse=True)
+
+
+async def poll_attention(
+    backend: Backend,
+    notes_window: timedelta,
+    *,
+    interval: float = 3.0,
+    notes_every: int = 5,
+    backoff_max: float = 30.0,
+    clock: Callable[[], datetime] | None = None,
+) -> AsyncIterator[AttentionItem]:
+    """Snapshots every ``interval`` seconds from plain REST calls (approvals each time, notes less often)."""
+    now = clock or (lambda: datetime.now(UTC))
+    notes: list[Note] = []
+    rounds = 0
+    failures = 0
+    live = False
+    yield Connecting(1)
+    while True:
+        try:
+            approvals = await pending_approvals(backend)
+            if rounds % max(notes_every, 1) == 0:
+                notes = await failed_notes(backend, now() - notes_window)
+        except (AuthError, PermissionDenied) as exc:
+            yield Refused(exc.hint, exc.status)
+            return
+        except ClientError as exc:
+            failures += 1
+            live = False
+            delay = backoff_delay(failures, initial=max(interval, 0.01), maximum=max(backoff_max, interval))
+            yield Reconnecting(failures, delay, exc.hint)
+            await asyncio.sleep(delay)
+            continue
+        if not live:
+            live = True
+            yield Live(0)
+        failures = 0
+        rounds += 1
+        at = now()
+        yield AttentionSnapshot(at=at, notes_since=at - notes_window, approvals=approvals, notes=notes)
+        await asyncio.sleep(interval)

@@ -1,0 +1,222 @@
+"""The attention inbox as plain state: what waits for a human across every session (no I/O, no UI).
+
+An on-call operator follows many sessions; the inbox holds, for all of them at once, every **pending
+approval** (oldest first: the one waiting longest is the most urgent) and the **notes that never reached
+their agent** (ended ``expired``, ``failed`` or ``undeliverable``) in a recent window. The TUI's inbox
+screen and ``preloop approvals list --all-sessions --watch`` both read this model, fed by
+``Backend.watch_attention()`` (a snapshot, then events; a poller sends snapshots only).
+
+Every input returns the :data:`InboxChange` values it caused, so the caller can alert on what is *new*
+(:mod:`client.alerts`) without diffing itself:
+
+* :meth:`Inbox.reset` takes a whole :class:`~client.models.AttentionSnapshot` and diffs it against what was
+  shown (a reconnect or a poll). The first snapshot reports nothing: what was already waiting when we
+  looked is not news;
+* :meth:`Inbox.apply` takes one session event (``approval.requested`` / ``approval.decided`` /
+  ``note.expired`` / ``note.failed`` / ``note.undeliverable``; anything else is ignored);
+* :meth:`Inbox.decided` records a decision made here, so its echo is not reported as "decided elsewhere".
+
+Applying the same fact twice is harmless (everything is keyed by id), and a decided approval is
+remembered (a bounded set) so a late ``approval.requested`` cannot bring it back.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent
+from client.models import Approval, AttentionSnapshot, Note
+
+__all__ = [
+    "ENDED_BADLY",
+    "ApprovalAdded",
+    "ApprovalGone",
+    "Inbox",
+    "InboxChange",
+    "NoteFailed",
+    "note_ended_at",
+]
+
+ENDED_BADLY = frozenset({"expired", "failed", "undeliverable"})
+"""Note states that mean the agent never read the note."""
+
+_REMEMBER_DECIDED = 2000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAdded:
+    """A new approval waits for a human."""
+
+    approval: Approval
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalGone:
+    """An approval left the inbox: decided (here or ``elsewhere``), expired or cancelled.
+
+    ``approval`` is the final record when the server said so, else the last pending one we had (a
+    poller only sees it disappear; then ``status`` reads ``"pending"``).
+    """
+
+    approval: Approval
+    elsewhere: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NoteFailed:
+    """A note ended without reaching its agent (expired, failed or undeliverable)."""
+
+    note: Note
+
+
+InboxChange = ApprovalAdded | ApprovalGone | NoteFailed
+
+
+def note_ended_at(note: Note) -> datetime:
+    """When the note gave up (for ordering and the window); its creation time if the server left it out."""
+    return note.undeliverable_at or note.expired_at or note.created_at or _EPOCH
+
+
+def _requested(approval: Approval) -> datetime:
+    return approval.requested_at or _EPOCH
+
+
+class Inbox:
+    """Pending approvals and failed notes of every session, kept in order, with an unseen count."""
+
+    def __init__(self, notes_window: timedelta = timedelta(hours=6)) -> None:
+        self.notes_window = notes_window
+        self.synced = False
+        """True once a snapshot arrived (before that the inbox does not know, rather than knows "none")."""
+        self.version = 0
+        """Bumped on every change, so a view can skip redrawing when nothing moved."""
+        self._approvals: dict[str, Approval] = {}
+        self._notes: dict[str, Note] = {}
+        self._seen_notes: set[str] = set()
+        self._decided: OrderedDict[str, str] = OrderedDict()
+        self._mine: set[str] = set()
+
+    # ------------------------------------------------------------------------------------ reading
+
+    @property
+    def approvals(self) -> list[Approval]:
+        """Pending approvals, the longest waiting first."""
+        return sorted(self._approvals.values(), key=_requested)
+
+    @property
+    def notes(self) -> list[Note]:
+        """Failed notes in the window, the most recent first."""
+        return sorted(self._notes.values(), key=note_ended_at, reverse=True)
+
+    @property
+    def unseen_notes(self) -> int:
+        """Failed notes the operator has not looked at yet (opening the inbox marks them seen)."""
+        return sum(1 for note_id in self._notes if note_id not in self._seen_notes)
+
+    @property
+    def count(self) -> int:
+        """What the header shows: approvals waiting plus failed notes not yet seen."""
+        return len(self._approvals) + self.unseen_notes
+
+    def get(self, approval_id: str) -> Approval | None:
+        """The pending approval with this id, if it is still pending."""
+        return self._approvals.get(approval_id)
+
+    # ------------------------------------------------------------------------------------ changing
+
+    def mark_seen(self) -> None:
+        """The operator looked at the inbox: its failed notes stop counting in the header."""
+        if self.unseen_notes:
+            self._seen_notes.update(self._notes)
+            self.version += 1
+
+    def reset(self, snapshot: AttentionSnapshot) -> list[InboxChange]:
+        """Replace the view with a server snapshot; returns what changed (nothing for the first one)."""
+        first = not self.synced
+        self.synced = True
+        changes: list[InboxChange] = []
+        fresh = {a.id: a for a in snapshot.approvals if a.pending and a.id not in self._decided}
+        for approval_id, old in list(self._approvals.items()):
+            if approval_id not in fresh:
+                del self._approvals[approval_id]
+                changes.append(ApprovalGone(old, elsewhere=approval_id not in self._mine))
+        for approval_id, approval in fresh.items():
+            if approval_id not in self._approvals:
+                changes.append(ApprovalAdded(approval))
+            self._approvals[approval_id] = approval
+        notes = {n.note_id: n for n in snapshot.notes if n.state in ENDED_BADLY}
+        for note_id, note in notes.items():
+            if note_id not in self._notes:
+                changes.append(NoteFailed(note))
+        self._notes = notes
+        if first:
+            self._seen_notes.update(notes)  # what had failed before we looked is not news either
+        self._seen_notes &= set(notes)
+        self.version += 1
+        return [] if first else changes
+
+    def apply(self, event: Event) -> list[InboxChange]:
+        """One session event; anything but approvals and failed notes is ignored (returns ``[]``)."""
+        if isinstance(event, ApprovalRequested):
+            return self._add(event.approval)
+        if isinstance(event, ApprovalDecided):
+            return self._gone(event.approval)
+        if isinstance(event, NoteEvent) and event.note.state in ENDED_BADLY:
+            note = event.note
+            if note.note_id in self._notes:
+                return []
+            self._notes[note.note_id] = note
+            self.version += 1
+            return [NoteFailed(note)]
+        return []
+
+    def apply_all(self, events: Iterable[Event]) -> list[InboxChange]:
+        """Several events in order (a burst read at once)."""
+        out: list[InboxChange] = []
+        for event in events:
+            out += self.apply(event)
+        return out
+
+    def deciding(self, approval_id: str) -> None:
+        """This client is about to decide it: its echo is ours, not "decided elsewhere"."""
+        self._mine.add(approval_id)
+
+    def decided(self, approval: Approval) -> list[InboxChange]:
+        """The server answered a decision made here: drop the approval now, without waiting for the echo."""
+        self._mine.add(approval.id)
+        return self._gone(approval)
+
+    def prune(self, now: datetime) -> bool:
+        """Drop failed notes that left the window; True when something went."""
+        cutoff = now - self.notes_window
+        old = [note_id for note_id, note in self._notes.items() if note_ended_at(note) < cutoff]
+        for note_id in old:
+            del self._notes[note_id]
+            self._seen_notes.discard(note_id)
+        if old:
+            self.version += 1
+        return bool(old)
+
+    # ------------------------------------------------------------------------------------ internals
+
+    def _add(self, approval: Approval) -> list[InboxChange]:
+        if not approval.pending or approval.id in self._decided:
+            return []
+        known = approval.id in self._approvals
+        self._approvals[approval.id] = approval
+        self.version += 1
+        return [] if known else [ApprovalAdded(approval)]
+
+    def _gone(self, approval: Approval) -> list[InboxChange]:
+        self._decided[approval.id] = approval.status
+        self._decided.move_to_end(approval.id)
+        while len(self._decided) > _REMEMBER_DECIDED:
+            self._decided.popitem(last=False)
+        if self._approvals.pop(approval.id, None) is None:
+            return []
+        self.version += 1
+        return [ApprovalGone(approval, elsewhere=approval.id not in self._mine)]

@@ -1,0 +1,248 @@
+"""The attention inbox's data side: the pure ``Inbox`` model, our server's ``/attention`` snapshot and
+stream, and ``Backend.watch_attention()`` (pushed on the local server, polled elsewhere) over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from client.api import Client
+from client.attention_live import AttentionItem, poll_attention
+from client.events import ApprovalDecided, ApprovalRequested, NoteEvent
+from client.inbox import ApprovalAdded, ApprovalGone, Inbox, NoteFailed
+from client.models import Approval, AttentionSnapshot, Note
+from client.status import Live, Reconnecting, Refused
+from server.harness_client import HarnessClient, HarnessSession
+from tests.conftest import LiveServer
+
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def approval(n: int, *, status: str = "pending", minutes: int = 0) -> Approval:
+    return Approval(
+        id=f"00000000-0000-4000-8000-{n:012d}",
+        tool_name="Bash",
+        status=status,
+        requested_at=T0 + timedelta(minutes=minutes),
+        runtime_session_id="s1",
+    )
+
+
+def note(n: int, state: str = "expired", minutes: int = 0) -> Note:
+    return Note(
+        note_id=f"n{n}", state=state, text="run the tests", expired_at=T0 + timedelta(minutes=minutes)
+    )
+
+
+def requested(a: Approval) -> ApprovalRequested:
+    return ApprovalRequested(seq=1, session_id="s1", at=T0, approval=a)
+
+
+def decided(a: Approval, status: str = "approved") -> ApprovalDecided:
+    return ApprovalDecided(seq=2, session_id="s1", at=T0, approval=a.model_copy(update={"status": status}))
+
+
+# ------------------------------------------------------------------------------------------- the model
+
+
+def test_first_snapshot_is_not_news_but_later_ones_are_diffed() -> None:
+    inbox = Inbox()
+    assert not inbox.synced
+    assert (
+        inbox.reset(AttentionSnapshot(approvals=[approval(2, minutes=5), approval(1)], notes=[note(1)])) == []
+    )
+    assert inbox.synced
+    assert [a.id[-1] for a in inbox.approvals] == ["1", "2"]  # oldest first
+    assert inbox.count == 2  # the note that failed before we looked is already "seen"
+    changes = inbox.reset(
+        AttentionSnapshot(approvals=[approval(2, minutes=5), approval(3)], notes=[note(1), note(2)])
+    )
+    kinds = sorted(type(c).__name__ for c in changes)
+    assert kinds == ["ApprovalAdded", "ApprovalGone", "NoteFailed"]
+    gone = next(c for c in changes if isinstance(c, ApprovalGone))
+    assert gone.approval.id == approval(1).id and gone.elsewhere
+    assert inbox.count == 3  # two approvals + one unseen note
+    inbox.mark_seen()
+    assert inbox.count == 2
+
+
+def test_events_are_applied_once_and_a_decided_approval_never_comes_back() -> None:
+    inbox = Inbox()
+    inbox.reset(AttentionSnapshot())
+    a = approval(1)
+    assert inbox.apply(requested(a)) == [ApprovalAdded(a)]
+    assert inbox.apply(requested(a)) == []  # a duplicate (snapshot and queue overlap) changes nothing
+    gone = inbox.apply(decided(a))
+    assert len(gone) == 1 and isinstance(gone[0], ApprovalGone) and gone[0].elsewhere
+    assert gone[0].approval.status == "approved"
+    assert inbox.apply(requested(a)) == []  # late echo of the request: stays gone
+    assert inbox.approvals == []
+
+
+def test_a_decision_made_here_is_not_reported_as_elsewhere() -> None:
+    inbox = Inbox()
+    inbox.reset(AttentionSnapshot(approvals=[approval(1), approval(2)]))
+    mine = inbox.decided(approval(1, status="declined"))
+    assert mine == [ApprovalGone(approval(1, status="declined"), elsewhere=False)]
+    assert inbox.apply(decided(approval(1), "declined")) == []  # the echo
+    inbox.deciding(approval(2).id)
+    echo = inbox.apply(decided(approval(2)))
+    assert len(echo) == 1 and isinstance(echo[0], ApprovalGone) and not echo[0].elsewhere
+
+
+def test_failed_notes_count_until_seen_and_leave_with_the_window() -> None:
+    inbox = Inbox(notes_window=timedelta(hours=1))
+    inbox.reset(AttentionSnapshot())
+    event = NoteEvent(type="note.undeliverable", seq=3, session_id="s1", at=T0, note=note(7, "undeliverable"))
+    assert inbox.apply(event) == [NoteFailed(event.note)]
+    assert inbox.apply(event) == []
+    delivered = NoteEvent(type="note.delivered", seq=4, session_id="s1", at=T0, note=note(8, "delivered"))
+    assert inbox.apply(delivered) == []
+    assert inbox.count == 1
+    inbox.mark_seen()
+    assert inbox.count == 0 and len(inbox.notes) == 1
+    assert not inbox.prune(T0 + timedelta(minutes=30))
+    assert inbox.prune(T0 + timedelta(hours=2))
+    assert inbox.notes == []
+
+
+# ------------------------------------------------------------------------------------------- the server
+
+
+@pytest.fixture
+async def client(live_server: LiveServer) -> AsyncIterator[Client]:
+    async with Client(
+        live_server.url, live_server.token, server_kind="local", backoff_initial=0.05, backoff_max=0.3
+    ) as c:
+        yield c
+
+
+async def ask(session: HarnessSession, command: str) -> asyncio.Task[Any]:
+    """Start a blocking permission check (an approval) in the background."""
+    return asyncio.create_task(session.permission_check("Bash", {"command": command}, ask=True))
+
+
+async def wait_for(condition: Any, what: str, seconds: float = 30.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if await condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_snapshot_lists_every_sessions_pending_approvals_oldest_first_and_failed_notes(
+    live_server: LiveServer, harness: HarnessClient, client: Client
+) -> None:
+    one = await harness.start_session(agent_name="builder")
+    two = await harness.start_session(agent_name="tester")
+    first = await ask(one, "git push")
+
+    async def pending(n: int) -> bool:
+        return len((await client.list_approvals(status="pending")).items) >= n
+
+    await wait_for(lambda: pending(1), "first approval")
+    second = await ask(two, "rm -rf build")
+    await wait_for(lambda: pending(2), "second approval")
+    await client.send_note("run the linter", session_id=two.session_id)
+    await two.end()  # the pending note becomes undeliverable; its approval is cancelled
+    await second
+    async with HarnessClient(live_server.url, live_server.other_token) as other:
+        stranger = await other.start_session(agent_name="other")
+        hidden = await ask(stranger, "secret")
+        async with httpx.AsyncClient(base_url=live_server.url) as http:
+            snap = None
+            for _ in range(100):
+                r = await http.get(
+                    "/api/v1/attention", headers={"Authorization": f"Bearer {live_server.token}"}
+                )
+                assert r.status_code == 200
+                snap = AttentionSnapshot.model_validate(r.json())
+                if len(snap.notes) == 1:
+                    break
+                await asyncio.sleep(0.05)
+            assert snap is not None
+            assert [a.tool_args.get("command") for a in snap.approvals] == ["git push"]
+            assert [(n.state, n.text) for n in snap.notes] == [("undeliverable", "run the linter")]
+            bad = await http.get(
+                "/api/v1/attention",
+                params={"notes_since_minutes": 0},
+                headers={"Authorization": f"Bearer {live_server.token}"},
+            )
+            assert bad.status_code == 422
+            assert (await http.get("/api/v1/attention/events")).status_code == 401
+        await stranger.end()
+        await hidden
+    await one.end()
+    await first
+
+
+async def next_of(feed: AsyncIterator[AttentionItem], kind: type, seconds: float = 30.0) -> Any:
+    async with asyncio.timeout(seconds):
+        async for item in feed:
+            if isinstance(item, kind):
+                return item
+    raise AssertionError(f"feed ended before a {kind.__name__}")
+
+
+async def test_watch_attention_pushes_approvals_of_any_session_and_resyncs_after_a_restart(
+    live_server: LiveServer, harness: HarnessClient, client: Client
+) -> None:
+    feed = client.watch_attention(notes_window=timedelta(hours=1)).__aiter__()
+    inbox = Inbox()
+    first = await next_of(feed, AttentionSnapshot)
+    assert inbox.reset(first) == [] and inbox.approvals == []
+    session = await harness.start_session(agent_name="builder")
+    task = await ask(session, "git push origin main")
+    event = await next_of(feed, ApprovalRequested)
+    assert [type(c) for c in inbox.apply(event)] == [ApprovalAdded]
+    await client.approve(event.approval.id, "go")
+    done = await next_of(feed, ApprovalDecided)
+    assert done.approval.status == "approved"
+    assert [c.elsewhere for c in inbox.apply(done) if isinstance(c, ApprovalGone)] == [True]
+    assert (await task).decision == "allow"
+
+    waiting = await ask(session, "make deploy")
+    await next_of(feed, ApprovalRequested)
+    live_server.stop()  # the blocked check is released (denied) by the shutdown
+    live_server.start()
+    await next_of(feed, Reconnecting)
+    again = await next_of(feed, AttentionSnapshot)  # a fresh snapshot after the reconnect
+    inbox.reset(again)
+    assert inbox.synced
+    verdict = await waiting  # the old server released the blocked check when it stopped
+    assert verdict.decision == "deny"
+    await feed.aclose()
+
+
+async def test_a_bad_token_stops_the_feed_with_refused(live_server: LiveServer) -> None:
+    async with Client(live_server.url, "plo_not-a-token", server_kind="local") as bad:
+        refused = await next_of(bad.watch_attention().__aiter__(), Refused)
+    assert refused.status == 401
+
+
+async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client: Client) -> None:
+    session = await harness.start_session(agent_name="builder")
+    await client.send_note("too late", session_id=session.session_id)
+    task = await ask(session, "deploy")
+    feed = poll_attention(client, timedelta(hours=1), interval=0.05).__aiter__()
+    await next_of(feed, Live)
+    snap: AttentionSnapshot = await next_of(feed, AttentionSnapshot)
+    for _ in range(200):
+        if snap.approvals:
+            break
+        snap = await next_of(feed, AttentionSnapshot)
+    assert [a.tool_args.get("command") for a in snap.approvals] == ["deploy"]
+    await session.end()
+    await task
+    for _ in range(400):
+        snap = await next_of(feed, AttentionSnapshot)
+        if not snap.approvals and snap.notes:
+            break
+    assert snap.approvals == []
+    assert [n.text for n in snap.notes] == ["too late"]
+    await feed.aclose()
