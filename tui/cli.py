@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_formatter,
         parents=[_global_flags(suppress=False)],
     )
-    parser.set_defaults(handler=_handler("tui_entry", "run_sessions_screen"))
+    parser.set_defaults(handler=_handler("tui_entry", "run_sessions_screen"), usage_parser=parser)
     groups = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
 
     def add(
@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=_formatter,
             parents=[sub_flags],
         )
+        # The deepest command parsed wins, so an unknown flag is reported with that command's usage.
+        p.set_defaults(usage_parser=p)
         return p
 
     # ------------------------------------------------------------------------------------- sessions
@@ -212,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         help="only notes in this state",
     )
+    p.add_argument(
+        "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id (one per line)"
+    )
     p.add_argument("--json", action="store_true", help="print the notes as JSON")
     p.set_defaults(handler=_handler("notes", "list_notes"))
 
@@ -222,7 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Withdraw a pending note. Prints the note's state afterwards; when it was no longer pending,\n"
         "says why nothing changed and exits 1.",
     )
-    p.add_argument("note_id", metavar="NOTE_ID")
+    p.add_argument("note_id", metavar="NOTE_ID", help="note id (full, or its first 4+ characters)")
+    p.add_argument(
+        "--session", metavar="SESSION_ID", help="look for a short note id only in this session's notes"
+    )
     p.add_argument("--json", action="store_true", help="print the note as JSON")
     p.set_defaults(handler=_handler("notes", "withdraw"))
 
@@ -238,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("pending", "approved", "declined", "expired", "cancelled", "all"),
         default="pending",
         help="which approvals (default pending)",
+    )
+    p.add_argument(
+        "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id (one per line)"
     )
     p.add_argument("--json", action="store_true", help="print the approvals as JSON")
     p.set_defaults(handler=_handler("approvals", "list_approvals"))
@@ -343,7 +354,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``preloop`` command and return its exit code (the console script exits with it)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            # Reported by the command that was being parsed, with its usage, not the top-level one.
+            command: argparse.ArgumentParser = getattr(args, "usage_parser", parser)
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     _fill_globals(args)

@@ -41,6 +41,8 @@ async def test_list_approve_by_short_id_and_decline_with_comment(
         )
         data = json.loads(capsys.readouterr().out)
         assert data["total"] == 1 and data["items"][0]["tool_name"] == "Bash"
+        assert await asyncio.to_thread(main, ["approvals", "list", "-o", "id"]) == 0
+        assert capsys.readouterr().out == f"{approval_id}\n"
 
         assert await asyncio.to_thread(main, ["approvals", "approve", approval_id[:6]]) == 0
         assert capsys.readouterr().out == f"Approval {approval_id} (Bash) approved.\n"

@@ -146,3 +146,29 @@ def test_refusals_404_422_429(live_server, capsys: pytest.CaptureFixture[str]) -
     err = capsys.readouterr().err
     assert err.startswith("preloop: rate limited:") and "Traceback" not in err
     assert len(_notes(live_server, sid)) == 20
+
+
+def test_withdraw_and_list_accept_the_short_ids_the_cli_prints(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 10 item 10: "Note fbdd7902 is withdrawn" is printed, so `notes withdraw fbdd7902` must work."""
+    sid = _one_session(live_server)
+    other = _one_session(live_server, agent_name="b")
+    assert main(["notes", "send", "--session", sid, "first"]) == 0
+    assert main(["notes", "send", "--session", other, "second"]) == 0
+    capsys.readouterr()
+    assert main(["notes", "list", "--session", sid[:8], "-o", "id"]) == 0
+    [first] = capsys.readouterr().out.split()
+    assert main(["notes", "withdraw", first[:8]]) == 0
+    printed = capsys.readouterr().out
+    assert printed == f"Note {first[:8]} is withdrawn (cancelled): the agent will not see it.\n"
+    # The short id it printed works again, narrowed to a session too; the note is already cancelled.
+    assert main(["notes", "withdraw", first[:8], "--session", sid[:8]]) == 0
+    assert "is withdrawn" in capsys.readouterr().out
+    assert [n["state"] for n in _notes(live_server, sid)] == ["cancelled"]
+    assert [n["state"] for n in _notes(live_server, other)] == ["pending"]
+    assert main(["notes", "withdraw", "0000"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("preloop: no such note: no note of the newest") and "notes list" in err
+    assert main(["notes", "list", "--session", sid, "-o", "id", "--json"]) == 2
+    assert "keep one of them" in capsys.readouterr().err

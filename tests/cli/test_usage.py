@@ -95,6 +95,26 @@ def test_help_documents_exit_codes_everywhere(capsys: pytest.CaptureFixture[str]
         assert "exit codes:" in out and "2    usage error" in out and "PRELOOP_TOKEN" in out
 
 
+@pytest.mark.parametrize(
+    ("argv", "prog"),
+    [
+        (["notes", "withdraw", "abcd", "--bogus"], "preloop notes withdraw"),
+        (["sessions", "list", "--colour"], "preloop sessions list"),
+        (["approvals", "approve", "abcd", "-x"], "preloop approvals approve"),
+        (["sessions", "--nope"], "preloop sessions"),
+    ],
+)
+def test_an_unknown_flag_prints_that_subcommands_usage(
+    argv: list[str], prog: str, dead_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 10 item 10: not the top-level `usage: preloop [-h] ... COMMAND ...`."""
+    assert main([*argv, "--url", dead_url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: {prog} ")
+    assert f"{prog}: error: unrecognized arguments: {argv[-1]}" in err
+    assert f"Run `{prog} --help`" in err
+
+
 def test_group_without_subcommand_off_a_terminal_prints_its_commands(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -29,11 +29,17 @@ async def _all_approvals(backend: Backend, session: str | None, status: str | No
 
 async def list_approvals(args: argparse.Namespace) -> int:
     """Approvals waiting for a person (or, with --status, decided ones), oldest first."""
+    if args.json and args.output == "id":
+        raise usage("--json and -o id both choose the output: keep one of them")
     now = datetime.now(UTC)
     status = None if args.status == "all" else args.status
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session else None
         items = await _all_approvals(backend, session, status)
+    if args.output == "id":
+        for approval in items:
+            print(cell(approval.id))
+        return EXIT_OK
     if args.json:
         print_json({"total": len(items), "items": [a.model_dump(mode="json") for a in items]})
         return EXIT_OK

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import re
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from client.backend import Backend
+from client.errors import ClientError
 from client.ids import require_note_id
 from client.models import Note
 from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
@@ -22,6 +26,14 @@ from tui.commands.common import (
     terminal_width,
     usage,
 )
+
+FULL_NOTE_ID = 16
+"""Note ids are 16 hex characters (Preloop and the local server); shorter hex is a prefix to look up."""
+
+SEARCH_SESSIONS = 100
+"""How many of the newest sessions a short note id is looked for in (without ``--session``)."""
+
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 MIN_EXPIRY = timedelta(seconds=60)
 MAX_EXPIRY = timedelta(days=7)
@@ -93,19 +105,30 @@ def _note_row(note: Note, now: datetime) -> list[str]:
     ]
 
 
+async def _session_notes(backend: Backend, session: str, state: str | None = None) -> list[Note]:
+    """Up to 1,000 notes of one session, newest first, in pages of 100."""
+    notes: list[Note] = []
+    offset = 0
+    while True:
+        page = await backend.list_notes(session_id=session, state=state, limit=100, offset=offset)
+        notes.extend(page.notes)
+        offset += len(page.notes)
+        if len(page.notes) < 100 or (page.total is not None and offset >= page.total) or offset >= 1000:
+            return notes
+
+
 async def list_notes(args: argparse.Namespace) -> int:
     """A session's notes, newest state first, so an operator sees what the agent has and has not read."""
+    if args.json and args.output == "id":
+        raise usage("--json and -o id both choose the output: keep one of them")
     now = datetime.now(UTC)
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session)
-        notes: list[Note] = []
-        offset = 0
-        while True:
-            page = await backend.list_notes(session_id=session, state=args.state, limit=100, offset=offset)
-            notes.extend(page.notes)
-            offset += len(page.notes)
-            if len(page.notes) < 100 or (page.total is not None and offset >= page.total) or offset >= 1000:
-                break
+        notes = await _session_notes(backend, session, args.state)
+    if args.output == "id":
+        for note in notes:
+            print(cell(note.note_id))
+        return EXIT_OK
     if args.json:
         print_json({"total": len(notes), "notes": [n.model_dump(mode="json") for n in notes]})
         return EXIT_OK
@@ -120,10 +143,55 @@ async def list_notes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class NoteIdError(ClientError):
+    """A short note id that matches no note, or several."""
+
+    title = "no such note"
+
+
+async def resolve_note(backend: Backend, value: str, session: str | None = None) -> str:
+    """A full note id as given; a short one (4+ hex characters, as the CLI and the app print them) matched
+    against the notes of ``session``, or of the newest sessions.
+
+    Servers list notes only per target, so a short id is looked up session by session (a few at a time).
+    """
+    text = require_note_id(value)
+    if len(text) >= FULL_NOTE_ID or not _HEX.match(text):
+        return text
+    if len(text) < 4:
+        raise usage(f"note id '{text}' is too short: give at least 4 characters, or the full id")
+    if session is not None:
+        sessions = [session]
+    else:
+        page = await backend.list_sessions(limit=SEARCH_SESSIONS)
+        sessions = [row.id for row in page.items]
+    gate = asyncio.Semaphore(4)
+
+    async def ids_in(sid: str) -> list[str]:
+        async with gate:
+            return [n.note_id for n in await _session_notes(backend, sid)]
+
+    found = await asyncio.gather(*(ids_in(sid) for sid in sessions))
+    prefix = text.lower()
+    matches = sorted({nid for ids in found for nid in ids if nid.lower().startswith(prefix)})
+    if len(matches) == 1:
+        return matches[0]
+    where = f"session {short_id(session)}" if session else f"the newest {len(sessions)} sessions"
+    if not matches:
+        raise NoteIdError(
+            f"no note of {where} starts with '{text}': give the full id "
+            "(`preloop notes list --session ID` shows them)"
+        )
+    shown = ", ".join(m[:8] for m in matches[:5])
+    raise NoteIdError(f"'{text}' matches {len(matches)} notes ({shown}): type more characters")
+
+
 async def withdraw(args: argparse.Namespace) -> int:
     """Withdraw a pending note; exit 1 (and say why) when it was already past pending."""
-    note_id = require_note_id(args.note_id)
+    require_note_id(args.note_id)  # a malformed id is a usage error before any request
     async with connect(args) as backend:
+        session = await resolve_session(backend, args.session) if args.session else None
+        note_id = await resolve_note(backend, args.note_id, session)
         note = await backend.withdraw_note(note_id)
     withdrawn, sentence = withdraw_outcome(note)
     sentence = sentence[0].upper() + sentence[1:] + "."
