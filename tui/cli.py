@@ -215,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only notes in this state",
     )
     p.add_argument(
-        "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id (one per line)"
+        "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
     )
     p.add_argument("--json", action="store_true", help="print the notes as JSON")
     p.set_defaults(handler=_handler("notes", "list_notes"))
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="which approvals (default pending)",
     )
     p.add_argument(
-        "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id (one per line)"
+        "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
     )
     p.add_argument("--json", action="store_true", help="print the approvals as JSON")
     p.set_defaults(handler=_handler("approvals", "list_approvals"))
