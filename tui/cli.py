@@ -169,8 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--since",
         metavar="DURATION",
-        help="with --plain/--json: first print this much history (30m, 2h, ...); "
-        "the full-screen app always shows the whole history",
+        help="with --plain/--json: first print this much history (30m, 2h, ...; 0s = none; default: the 5m "
+        "up to its last activity); the full-screen app always shows the whole history",
     )
     p.add_argument("--read-only", action="store_true", help="follow without steering (stdin is not read)")
     p.set_defaults(handler=_handler("sessions", "attach"))

@@ -47,6 +47,7 @@ from client.models import Approval
 from client.present import (
     clock,
     event_line,
+    format_duration,
     session_title,
     short_id,
     withdraw_outcome,
@@ -328,6 +329,10 @@ class _Steer:
 
 _ANNOUNCE_MAX = 5
 
+DEFAULT_HISTORY = timedelta(minutes=5)
+"""``attach --plain/--json`` without ``--since`` first prints what the session did in the five minutes up
+to its last activity (like ``kubectl logs -f``), so attaching to an idle session is not a blank screen."""
+
 
 async def _announce_pending(steer: _Steer, threshold: datetime, read_only: bool) -> None:
     """Approvals already waiting when we attach are older than the history shown, yet they are what the
@@ -360,6 +365,7 @@ async def follow_plain(
     since: timedelta | None,
     json_lines: bool,
     read_only: bool,
+    history_from: datetime | None = None,
     title: str | None = None,
     replay_all: bool = False,
     out: TextIO | None = None,
@@ -367,13 +373,16 @@ async def follow_plain(
 ) -> int:
     """Print the session's events until it ends; returns 0 when it ended, 1 when the stream was refused.
 
-    History older than ``since`` (all of it when ``since`` is None, none with ``replay_all``) is not printed
-    but still read, so the pending approvals and notes are known when the first live line appears.
+    History before ``history_from`` (else older than ``since``; all of it when neither is given, none with
+    ``replay_all``) is not printed but still read, so the pending approvals and notes are known when the
+    first live line appears.
     """
     printer = _Printer(out or sys.stdout, err or sys.stderr, json_lines)
     steer = _Steer(backend, session_id, printer)
     now = datetime.now(UTC)
     threshold: datetime | None = None if replay_all else now - (since or timedelta(0))
+    if history_from is not None and not replay_all:
+        threshold = history_from
     named = f"{session_id} ({title})" if title else session_id
     if replay_all:
         printer.notice(f"session {named} has ended; replaying its history")
@@ -381,6 +390,12 @@ async def follow_plain(
         printer.notice(
             f"attached to session {named}"
             + ("" if read_only else "; type a note and press Enter, /help for commands")
+        )
+    if history_from is not None and not replay_all:
+        printer.notice(
+            f"showing its history from {clock(history_from)} "
+            f"({format_duration(DEFAULT_HISTORY)} before its last activity); "
+            "--since 2h shows more, --since 0s only what happens from now on"
         )
     if threshold is not None:
         await _announce_pending(steer, threshold, read_only)

@@ -150,7 +150,9 @@ async def _read_until_count(stream: asyncio.StreamReader | None, count: int) -> 
 async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server) -> None:
     async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
         agent = await harness.start_session(agent_name="builder")
-        proc = await _spawn("sessions", "attach", agent.session_id[:8], "--plain", stdin=True)
+        proc = await _spawn(
+            "sessions", "attach", agent.session_id[:8], "--plain", "--since", "0s", stdin=True
+        )
         assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
         await _read_until(proc.stderr, "-- live")
 
@@ -251,7 +253,7 @@ async def test_server_restart_mid_attach_is_a_notice_and_the_stream_resumes(live
 
 
 async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approved(live_server) -> None:
-    """Without --since the history is not printed, but the approval blocking the agent must be."""
+    """With --since 0s the history is not printed, but the approval blocking the agent must be."""
     async with live_server.harness() as harness:
         agent = await harness.start_session(agent_name="builder")
         verdict = asyncio.create_task(agent.permission_check("Bash", {"command": "git push origin main"}))
@@ -260,7 +262,9 @@ async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approve
                 while not (await client.list_approvals(session_id=agent.session_id)).items:  # noqa: ASYNC110
                     await asyncio.sleep(0.05)
             (waiting,) = (await client.list_approvals(session_id=agent.session_id)).items
-        proc = await _spawn("sessions", "attach", agent.session_id[:8], "--plain", stdin=True)
+        proc = await _spawn(
+            "sessions", "attach", agent.session_id[:8], "--plain", "--since", "0s", stdin=True
+        )
         assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
         lines = await _read_until(proc.stderr, "-- live")
         sid = waiting.id[:8]
@@ -276,3 +280,29 @@ async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approve
         await _read_until(proc.stderr, f"approval {sid} approved")
         await agent.end()
         assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+
+@pytest.mark.parametrize("output", ["--plain", "--json"])
+async def test_attaching_to_an_idle_session_shows_its_recent_history(live_server, output: str) -> None:
+    """Issue 10 item 9: like `kubectl logs -f`, not four notices and nothing else; --since 0s shows none."""
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder", title="Fix it")
+        await _work(agent)  # then the agent goes quiet: nothing new arrives while we attach
+        proc = await _spawn("sessions", "attach", agent.session_id[:8], output, "--read-only")
+        assert proc.stderr is not None and proc.stdout is not None
+        notices = await _read_until(proc.stderr, "-- live")
+        assert any("showing its history from" in line and "--since" in line for line in notices), notices
+        printed = await _read_until(proc.stdout, "the test passes")
+        if output == "--json":
+            events = [json.loads(line) for line in printed]
+            assert events[0]["type"] == "session.started" and events[0]["seq"] == 1
+            assert "tool.completed" in [e["type"] for e in events]
+        else:
+            assert "Looking at the test" in "".join(printed) and "Read ok in 12 ms" in "".join(printed)
+        await agent.end()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+
+        none = await _spawn("sessions", "attach", agent.session_id[:8], output, "--since", "0s")
+        out, _ = await asyncio.wait_for(none.communicate(), 60)
+        assert none.returncode == 0
+        assert b"the test passes" not in out  # ended, and --since 0s asked for no history

@@ -33,7 +33,7 @@ UUID = "1a2b3c4d-0000-4000-8000-1234567890ab"
         (["sessions", "list", "--since", "yesterday"], "30m"),
         (["sessions", "list", "--since", "30"], "add s, m, h or d"),
         (["sessions", "list", "--since", "0m"], "no time at all"),
-        (["sessions", "attach", "abcd", "--plain", "--since", "0s"], "no time at all"),
+        (["sessions", "attach", "abcd", "--plain", "--since", "0"], "add s, m, h or d"),
         (["approvals", "approve", "zzzz"], "give its UUID or its first 4+ hex characters"),
         (["sessions", "list", "--parent", "1a2b3c4d"], "full UUID"),
         (["sessions", "list", "--execution", "nope"], "full UUID"),

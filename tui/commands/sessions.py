@@ -48,6 +48,15 @@ def _since(text: str) -> timedelta:
     return value
 
 
+def _attach_since(text: str) -> timedelta:
+    """``attach --since``: how much history first; ``0s`` (only what happens from now on) is allowed."""
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise usage(f"--since: {exc}") from None
+    return value
+
+
 def _list_filters(args: argparse.Namespace, now: datetime) -> SessionFilter:
     """Check every flag and combination before any request; a bad one is a usage error naming the fix."""
     if args.json and args.output == "id":
@@ -202,7 +211,7 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
         raise usage("give a session id, or --execution UUID (not both)")
     if args.plain and args.json:
         raise usage("--plain and --json both choose the output: keep one of them")
-    since = _since(args.since) if args.since is not None else None
+    since = _attach_since(args.since) if args.since is not None else None
     execution = check_uuid(args.execution, "--execution")
     # The app needs a terminal on both ends; `echo note | preloop sessions attach X` is plain mode.
     headless = args.plain or args.json or not sys.stdout.isatty() or not sys.stdin.isatty()
@@ -217,7 +226,7 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
             )
 
         return await run_attach_screen(args, execution)
-    from tui.plain import follow_plain
+    from tui.plain import DEFAULT_HISTORY, follow_plain
 
     async with connect(args) as backend:
         if execution is not None:
@@ -225,13 +234,18 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
         else:
             session_id = await resolve_session(backend, args.session)
         row = await backend.get_session(session_id)
+        # An ended session has nothing new to show: replay its whole history instead of nothing.
+        replay_all = row.ended_at is not None and since is None
+        history_from = None
+        if since is None and not replay_all:
+            history_from = (last_activity(row) or datetime.now(UTC)) - DEFAULT_HISTORY
         return await follow_plain(
             backend,
             session_id,
             since=since,
+            history_from=history_from,
             json_lines=args.json,
             read_only=args.read_only or row.ended_at is not None,
             title=session_title(row),
-            # An ended session has nothing new to show: replay its whole history instead of nothing.
-            replay_all=row.ended_at is not None and since is None,
+            replay_all=replay_all,
         )
