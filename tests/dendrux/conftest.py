@@ -1,0 +1,40 @@
+"""Fixtures for the Dendrux tests: a real Dendrux 0.4.1 app (tests/dendrux_app) on loopback."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.dendrux_app.server import DendruxAppServer
+
+
+@pytest.fixture
+def dendrux_app(tmp_path: Path) -> Iterator[DendruxAppServer]:
+    """A started Dendrux app (token ``dx-test-token``) on a fresh SQLite file; stopped afterwards."""
+    server = DendruxAppServer(tmp_path / "dendrux.sqlite3").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_for(check: Callable[[], Any], *, timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy (bounded; the suite runs on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def run_status(app: DendruxAppServer, run_id: str) -> str:
+    """The run's status as the read router reports it."""
+    status: str = app.get(f"/runs/{run_id}")["status"]
+    return status
