@@ -16,6 +16,7 @@ Usage (what the attach screen does)::
     changes = timeline.drain_changes()  # ids appended / updated / dropped since the last drain (the view)
     timeline.pending_approvals        # list[Approval], oldest request first, still pending
     timeline.notes                    # dict note_id -> NoteRecord (latest Note + when each state was seen)
+    timeline.then_entry(note_id)      # what the agent did first after the note was delivered, or None
     timeline.session                  # latest Session row from session.* events, or None
     timeline.run_status               # RunStatus of the latest run (or None before any run)
 
@@ -32,6 +33,12 @@ Entries are mutable and updated in place (a streaming text grows, a tool call co
 bumps the entry's ``revision`` (from one model-wide counter) and is recorded for
 :meth:`Timeline.drain_changes` so a view re-renders only what changed. Entry ids are stable and increase
 in timeline order.
+
+"Did it listen?": when a note is delivered (or acknowledged, whichever is seen first) its record remembers
+that event's entry, and the next text or tool-call entry appended after it becomes the note's
+``then_entry_id``: the first thing the agent did once it had read the note. :func:`then_line` says it in
+one short line (the notes panel's "then: ..." line), :meth:`Timeline.then_entry` finds it (the view jumps
+there).
 
 Memory is bounded: past ``max_entries`` entries or ``max_chars`` characters of retained text the oldest
 entries are dropped, and one :class:`DroppedEntry` (id 0, always first) says how many. A single text larger
@@ -85,6 +92,7 @@ __all__ = [
     "ToolEntry",
     "ToolState",
     "UnknownEntry",
+    "then_line",
 ]
 
 
@@ -277,6 +285,10 @@ class NoteRecord:
     state: str
     state_times: dict[str, datetime] = field(default_factory=dict)
     updated_seq: int = 0
+    delivered_entry_id: int | None = None
+    """The note's delivered (or acknowledged) entry: from here on the agent had read it."""
+    then_entry_id: int | None = None
+    """The first text or tool call after delivery: what the agent did next (None until it did something)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,12 +311,30 @@ class TimelineChanges:
 
 
 _SUMMARY_LIMIT = 200
+_READ_STATES = frozenset({"delivered", "acknowledged"})
 _TOOL_OUTCOME = {"ok": ToolState.COMPLETED, "error": ToolState.FAILED, "denied": ToolState.DENIED}
 
 
 def _short(value: Any, limit: int = _SUMMARY_LIMIT) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def then_line(entry: TextEntry | ToolEntry, limit: int = 80) -> str:
+    """What the agent did next, in one line ("tool Bash: ls -la", "commentary: I will ..."): raw text,
+    not yet made terminal- or Markdown-safe (each caller escapes for its medium)."""
+    if isinstance(entry, ToolEntry):
+        line = f"tool {entry.name}"
+        if entry.args_summary:
+            line += f": {entry.args_summary}"
+    else:
+        label = {
+            TextPhase.FINAL: "final answer",
+            TextPhase.COMMENTARY: "commentary",
+            TextPhase.INTERRUPTED: "text (interrupted)",
+        }.get(entry.phase, "text")
+        line = f"{label}: {' '.join(entry.text.split())}"
+    return _short(" ".join(line.split()), limit)
 
 
 class Timeline:
@@ -338,6 +368,7 @@ class Timeline:
         self.run_status: RunStatus | None = None
         self.final_answer: str | None = None
         self.unknown_events = 0
+        self._awaiting_then: dict[str, NoteRecord] = {}
 
     # ------------------------------------------------------------------ reading
 
@@ -373,6 +404,14 @@ class Timeline:
             if not isinstance(entry, DroppedEntry):
                 return entry.id
         return self._next_id
+
+    def then_entry(self, note_id: str) -> TextEntry | ToolEntry | None:
+        """What the agent did first after reading this note, while that entry is still retained."""
+        record = self.notes.get(note_id)
+        if record is None or record.then_entry_id is None:
+            return None
+        entry = self._by_id.get(record.then_entry_id)
+        return entry if isinstance(entry, TextEntry | ToolEntry) else None
 
     @property
     def pending_approvals(self) -> list[Approval]:
@@ -569,7 +608,11 @@ class Timeline:
         record.state = state
         record.state_times.setdefault(state, event.at)
         record.updated_seq = event.seq
-        self._append(NoteEntry(0, event.seq, event.at, note=note, state=state))
+        entry = NoteEntry(0, event.seq, event.at, note=note, state=state)
+        self._append(entry)
+        if state in _READ_STATES and record.delivered_entry_id is None:
+            record.delivered_entry_id = entry.id
+            self._awaiting_then[note.note_id] = record
 
     def _on_approval_requested(self, event: ApprovalRequested) -> None:
         self._on_approval(event.approval, event, decided=False)
@@ -686,6 +729,10 @@ class Timeline:
         self._by_id[entry.id] = entry
         self._chars += entry.chars
         self._appended.append(entry.id)
+        if self._awaiting_then and isinstance(entry, TextEntry | ToolEntry):
+            for record in self._awaiting_then.values():
+                record.then_entry_id = entry.id
+            self._awaiting_then.clear()
         if len(self._appended) > 2 * self.max_entries:
             # Nobody is draining (a script without a view): keep the pending list bounded too.
             self._appended = [i for i in self._appended if i in self._by_id]
