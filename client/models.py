@@ -325,6 +325,9 @@ class Approval(WireModel):
     managed_agent_name: str | None = None
     risk_level: str | None = None
     decided_by_human: bool = False
+    decided_by_ai: bool = False
+    ai_model: str | None = None
+    auto_approved_reason: str | None = None
     agent: ApprovalAgentRef | None = None
     session: ApprovalSessionRef | None = None
 

@@ -175,6 +175,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--read-only", action="store_true", help="follow without steering (stdin is not read)")
     p.set_defaults(handler=_handler("sessions", "attach"))
 
+    p = add(
+        sessions_sub,
+        "export",
+        "export a session for a post-incident review (Markdown or JSON)",
+        "Export a session's timeline (commentary and final answers told apart), tool calls with\n"
+        "durations, every note with its states and times and what the agent did next, and every approval\n"
+        "decision with who decided and the comment. Markdown renders on GitHub; JSON follows\n"
+        "docs/export.schema.json. A running session is exported as of now.",
+    )
+    p.add_argument("session", metavar="SESSION_ID", help="session UUID or short id (4+ hex)")
+    p.add_argument("--format", choices=("md", "json"), help="md (default) or json; -o FILE.json implies json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    p.set_defaults(handler=_handler("export", "export"))
+
     # ---------------------------------------------------------------------------------------- notes
     notes = add(groups, "notes", "send, list and withdraw operator notes")
     notes_sub = notes.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
