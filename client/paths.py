@@ -35,6 +35,11 @@ def state_dir() -> Path:
     return _override("PRELOOP_STATE_DIR") or Path(platformdirs.user_state_dir(APP_NAME))
 
 
+def exports_dir() -> Path:
+    """Where the TUI's export key writes session exports (the user's data, next to the database)."""
+    return data_dir() / "exports"
+
+
 def local_server_file() -> Path:
     """``{"url", "token"}`` of the most recently started local server, readable by its owner only."""
     return state_dir() / "local-server.json"

@@ -31,8 +31,9 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def note_prompt(note: Note, now: datetime) -> Group:
-    """One note: the badge line, then details and text indented (wrapped lines keep the indent)."""
+def note_prompt(note: Note, now: datetime, then: str | None = None) -> Group:
+    """One note: the badge line, then details and text indented (wrapped lines keep the indent), and for a
+    delivered note what the agent did next ("then: ..."), when it did something."""
     head = Text()
     head.append_text(note_badge(note.state))
     head.append(f"  sent {relative_time(note.created_at, now)}", style="dim")
@@ -58,6 +59,9 @@ def note_prompt(note: Note, now: datetime) -> Group:
     if len(body_lines) > TEXT_LINES:
         shown[-1] = shown[-1] + " …"
     text.append("\n".join(safe_line(line, 200) for line in shown))
+    if then:
+        text.append("\n↳ then: ", style="bold green")
+        text.append(safe_line(then, 200), style="italic")
     return Group(head, Padding(text, (0, 0, 0, 2)))
 
 
@@ -77,6 +81,8 @@ class NotesPanel(OptionList):
         super().__init__(id=id)
         self._clock = clock
         self.notes: dict[str, Note] = {}
+        self.thens: dict[str, str] = {}
+        """note_id -> what the agent did first after reading it (one line, raw text)."""
         self.border_title = "Notes"
 
     def on_mount(self) -> None:
@@ -107,7 +113,7 @@ class NotesPanel(OptionList):
         if added:
             highlighted = self.highlighted_note
             ordered = sorted(self.notes.values(), key=_created_key, reverse=True)
-            self.set_options([Option(note_prompt(n, now), id=n.note_id) for n in ordered])
+            self.set_options([Option(self._prompt(n, now), id=n.note_id) for n in ordered])
             if highlighted is not None and self.has_focus:
                 # The operator is moving through the list: the cursor stays on their note.
                 self.highlighted = self.get_option_index(highlighted.note_id)
@@ -117,9 +123,21 @@ class NotesPanel(OptionList):
                 self.scroll_to(y=0, animate=False)
         else:
             for note in replaced:
-                self.replace_option_prompt(note.note_id, note_prompt(note, now))
+                self.replace_option_prompt(note.note_id, self._prompt(note, now))
         if added or replaced:
             self._update_title()
+
+    def set_then(self, note_id: str, line: str) -> None:
+        """Show under a delivered note what the agent did next (its first text or tool call after it)."""
+        if self.thens.get(note_id) == line:
+            return
+        self.thens[note_id] = line
+        note = self.notes.get(note_id)
+        if note is not None:
+            self.replace_option_prompt(note_id, self._prompt(note, self._clock()))
+
+    def _prompt(self, note: Note, now: datetime) -> Group:
+        return note_prompt(note, now, self.thens.get(note.note_id))
 
     def upsert(self, note: Note) -> None:
         """Add a new note or replace a known one (newest wins; terminal states never revert)."""
@@ -142,7 +160,7 @@ class NotesPanel(OptionList):
     def _redraw_all(self) -> None:
         now = self._clock()
         for note in self.notes.values():
-            self.replace_option_prompt(note.note_id, note_prompt(note, now))
+            self.replace_option_prompt(note.note_id, self._prompt(note, now))
 
     def _update_title(self) -> None:
         waiting = sum(1 for n in self.notes.values() if n.state in (NoteState.PENDING, NoteState.CLAIMED))

@@ -200,6 +200,16 @@ class TimelineView(ScrollView, can_focus=True):
             self.scroll_to(y=max(self.scroll_y - removed, 0), animate=False, immediate=True)
         self.refresh()
 
+    def scroll_to_entry(self, entry_id: int) -> bool:
+        """Bring an entry's first line to the top of the view (a note's "then" jump); False when the entry
+        is not shown any more. Scrolling up pauses following, as reading back always does."""
+        self.flush()
+        start = self._start.get(entry_id)
+        if start is None:
+            return False
+        self.scroll_to(y=start - self._base + self._has_marker, animate=False, immediate=True)
+        return True
+
     def action_toggle_commentary(self) -> None:
         """Narration between tool calls can be long: fold it to one line each, or unfold it."""
         self.collapse_commentary = not self.collapse_commentary

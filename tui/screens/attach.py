@@ -45,7 +45,7 @@ from client.models import Approval, Note, NoteState, Session
 from client.present import short_id
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from client.textsafe import safe_line
-from client.timeline import Timeline
+from client.timeline import Timeline, then_line
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
 from tui.screens.withdraw_pick import WithdrawPickScreen
@@ -102,6 +102,22 @@ class AttachScreen(Screen[None]):
         ),
         Binding("escape", "back", "Sessions", id="attach.back", tooltip="Back to the sessions list"),
         Binding("q", "detach", "Detach", id="attach.detach", tooltip="Leave; the session keeps running"),
+        Binding(
+            "t",
+            "jump_then",
+            "Then",
+            show=False,
+            id="attach.then",
+            tooltip="Jump to what the agent did first after reading the highlighted note",
+        ),
+        Binding(
+            "e",
+            "export",
+            "Export",
+            show=False,
+            id="attach.export",
+            tooltip="Write this session as Markdown for the post-incident review",
+        ),
         Binding("question_mark", "app.help", "Help", id="attach.help", tooltip="All keys"),
         Binding(
             "f1", "help_from_box", "Help", id="attach.help_f1", tooltip="All keys (? is text in the box)"
@@ -301,7 +317,16 @@ class AttachScreen(Screen[None]):
             self._pending_changed()
         if self.timeline.session is not None and self.timeline.session is not self.session:
             self._set_session(self.timeline.session)
+        self._update_thens()
         self._view.sync()
+
+    def _update_thens(self) -> None:
+        """Each delivered note's "then: ..." line follows what the agent did next (its text grows)."""
+        for note_id, record in self.timeline.notes.items():
+            if record.then_entry_id is not None:
+                entry = self.timeline.then_entry(note_id)
+                if entry is not None:
+                    self.notes_panel.set_then(note_id, then_line(entry, 80))
 
     def apply_status(self, status: StreamStatus) -> None:
         """Show a connection state change in the header and, when it needs attention, the banner."""
@@ -603,6 +628,55 @@ class AttachScreen(Screen[None]):
     def action_toggle_commentary(self) -> None:
         """``c`` from the side panels too (the timeline answers ``c`` itself when it has the focus)."""
         self._view.action_toggle_commentary()
+
+    def action_jump_then(self) -> None:
+        """Did it listen? Show what the agent did first after reading the highlighted (or newest read)
+        note: the timeline scrolls there and stops following."""
+        note = self.notes_panel.highlighted_note
+        if note is None or self.timeline.notes.get(note.note_id, None) is None:
+            read = [r for r in self.timeline.notes.values() if r.then_entry_id is not None]
+            if not read:
+                self.notify("No note has been read by the agent yet.", markup=False)
+                return
+            note = read[-1].note
+        record = self.timeline.notes.get(note.note_id)
+        entry = self.timeline.then_entry(note.note_id)
+        if entry is not None and self._view.scroll_to_entry(entry.id):
+            self._view.focus()
+            return
+        if record is None or record.delivered_entry_id is None:
+            message = f"This note is {safe_line(note.state, 20)}: the agent has not read it."
+        elif record.then_entry_id is None:
+            message = "The agent read this note and has not done anything since."
+        else:
+            message = "What the agent did next is no longer in the timeline (older entries were dropped)."
+        self.notify(message, markup=False)
+
+    @work(group="attach-export")
+    async def action_export(self) -> None:
+        """Write the session as Markdown (what the screen holds) for the post-incident review."""
+        import asyncio
+
+        from client.export import build_export, export_file_name, to_markdown
+        from client.paths import exports_dir
+        from tui.commands.export import write_atomically
+
+        now = self._clock()
+        doc = build_export(
+            self.session_id,
+            self.timeline,
+            session=self.session,
+            notes=list(self.notes_panel.notes.values()),
+            exported_at=now,
+        )
+        target = exports_dir() / export_file_name(self.session_id, now, "md")
+        try:
+            await asyncio.to_thread(target.parent.mkdir, parents=True, exist_ok=True)
+            await asyncio.to_thread(write_atomically, target, to_markdown(doc))
+        except OSError as exc:
+            self.notify(f"Could not write {target}: {exc.strerror or exc}", severity="error", markup=False)
+            return
+        self.notify(f"Saved to {target}", title="Session exported", markup=False, timeout=10)
 
     def action_leave_composer(self) -> None:
         """Escape in the note box: keep the draft, move to the timeline so the letter keys act."""

@@ -39,6 +39,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("Tab", "move between composer, notes and approvals"),
             ("Escape", "leave the note box (keys a, d, w… act outside it); again: back to the list"),
             ("q", "detach: the session keeps running"),
+            ("t", "did it listen? jump to what the agent did after reading the highlighted note"),
+            ("e", "export the session as Markdown for a post-incident review (the notice says where)"),
         ],
     ),
     (
