@@ -12,10 +12,11 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         printed after the terminal is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
-               close_backend=False, follow=True)
+               close_backend=False, follow=True, drafts=None)
         The app object itself (tests drive it with ``run_test``). ``clock`` returns the current UTC time
         (tests freeze it); ``refresh_interval`` is the sessions list timer (0 turns it off); ``follow=False``
-        skips the live stream (snapshot tests feed events themselves).
+        skips the live stream (snapshot tests feed events themselves); ``drafts`` keeps unsent notes per
+        session (default: in memory; ``run_tui`` uses files in the state dir, so a crash loses no draft).
 
 Screens: ``SessionsScreen`` (list), ``AttachScreen`` (one session), ``HelpScreen`` (``?``), and the modal
 ``ConfirmScreen`` / ``DeclineCommentScreen``. Escape on the attach screen returns to the list; ``q`` there
@@ -33,6 +34,8 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from client.backend import Backend
+from client.drafts import DraftStore
+from client.paths import state_dir
 from client.present import short_id
 from tui.palette import PreloopCommands
 from tui.screens.attach import AttachScreen
@@ -66,8 +69,11 @@ class PreloopApp(App[str | None]):
         refresh_interval: float = 5.0,
         close_backend: bool = False,
         follow: bool = True,
+        drafts: DraftStore | None = None,
     ) -> None:
         super().__init__()
+        self.drafts = drafts if drafts is not None else DraftStore()
+        """Unsent notes per session; ``run_tui`` keeps them in the state dir so a crash loses none."""
         self.backend = backend
         self.start_session_id = start_session_id
         self.read_only = read_only
@@ -102,6 +108,7 @@ class PreloopApp(App[str | None]):
             clock=self.clock,
             read_only=self.read_only,
             follow=self.follow,
+            drafts=self.drafts,
         )
 
     def open_session(self, session_id: str) -> None:
@@ -143,7 +150,13 @@ def run_tui(
     close_backend: bool = True,
 ) -> int:
     """Run the full-screen app until the user quits; returns the exit code (see the module docstring)."""
-    app = PreloopApp(backend, start_session_id=session_id, read_only=read_only, close_backend=close_backend)
+    app = PreloopApp(
+        backend,
+        start_session_id=session_id,
+        read_only=read_only,
+        close_backend=close_backend,
+        drafts=DraftStore(state_dir() / "drafts"),
+    )
     message = app.run()
     if message:
         print(message)

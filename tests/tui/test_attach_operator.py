@@ -4,16 +4,20 @@ approvals, narrow terminals, the words shown. Against the real local server over
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from textual.widgets import Static
+from textual import events
+from textual.widgets import DataTable, Static
 
 from client.api import Client
+from client.drafts import DraftStore
 from server.harness_client import HarnessSession
 from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, attached, note_states, until
 from tui.app import PreloopApp
 from tui.screens.confirm import ConfirmScreen
+from tui.screens.sessions import SessionsScreen
 from tui.screens.withdraw_pick import WithdrawPickScreen
 
 client = test_pilot.client
@@ -108,3 +112,43 @@ async def test_paused_following_says_how_much_is_new_and_end_resumes(
         await pilot.press("end")
         await until(pilot, lambda: not hint.display, "the hint gone once following again")
         assert view.at_bottom
+
+
+DRAFT = ("Stop: the migration must run on staging first. " * 90)[:4195] + " END."  # 4,200 characters
+
+
+async def test_a_long_draft_survives_leaving_and_reattaching(
+    client: Client, agent: HarnessSession, tmp_path: Path
+) -> None:
+    """A 4,200-character unsent draft: Esc → list → Enter finds it again, and it is on disk (0600)."""
+    assert len(DRAFT) == 4200
+    drafts = DraftStore(tmp_path / "drafts")
+    app = PreloopApp(client, refresh_interval=0, drafts=drafts)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
+        table = app.screen.query_one("#sessions-table", DataTable)
+        await until(pilot, lambda: table.row_count == 1, "the session row")
+        await pilot.press("enter")
+        screen = await attached(pilot, app)
+        app.post_message(events.Paste(DRAFT))
+        await until(pilot, lambda: screen.composer.text == DRAFT, "the pasted draft")
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list")
+        await pilot.press("enter")
+        again = await attached(pilot, app)
+        assert again is not screen
+        assert again.composer.text == DRAFT
+        assert (await client.list_notes(session_id=agent.session_id)).notes == []  # nothing was sent
+    path = tmp_path / "drafts" / f"{agent.session_id}.txt"
+    assert path.read_text(encoding="utf-8") == DRAFT
+    assert path.stat().st_mode & 0o777 == 0o600
+    # A fresh store (a new process) reads it back; sending the note forgets it.
+    assert DraftStore(tmp_path / "drafts").get(agent.session_id) == DRAFT
+    app = PreloopApp(client, start_session_id=agent.session_id, drafts=DraftStore(tmp_path / "drafts"))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        assert screen.composer.text == DRAFT
+        screen.composer.load_text("short now")
+        await pilot.press("enter")
+        await until(pilot, lambda: note_states(screen) == ["pending"], "the sent note")
+        await until(pilot, lambda: not path.exists(), "the draft file removed once sent")

@@ -35,10 +35,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from client.backend import Backend
+from client.drafts import DraftStore
 from client.errors import ApiError, AuthError, ClientError, NotFound, PermissionDenied
 from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent, SessionEnded
 from client.models import Approval, Note, NoteState, Session
@@ -65,6 +67,9 @@ BINDINGS_EVERY = 0.2
 COMPACT_BELOW = 100
 """Narrower than this the footer drops its padding and the ``^p palette`` hint (help lists Ctrl+P), so
 every key, ``? Help`` included, fits at 80 columns."""
+
+DRAFT_SAVE_DELAY = 0.5
+"""The note box is saved to the draft store this long after the last edit (and at once on leaving)."""
 
 STALE_NOTICE_WINDOW = timedelta(seconds=10)
 """An approval decided elsewhere is announced only if the decision is this recent (not replayed history)."""
@@ -148,8 +153,11 @@ class AttachScreen(Screen[None]):
         clock: Callable[[], datetime],
         read_only: bool = False,
         follow: bool = True,
+        drafts: DraftStore | None = None,
     ) -> None:
         super().__init__()
+        self.drafts = drafts if drafts is not None else DraftStore()
+        self._draft_timer: Timer | None = None
         self.backend = backend
         self.session_id = session_id
         self.read_only = read_only
@@ -216,7 +224,12 @@ class AttachScreen(Screen[None]):
         self._update_composer_visibility()
         if self.read_only:
             self._view.focus()
+        else:
+            self._restore_draft()
         self.load_initial()
+
+    def on_unmount(self) -> None:
+        self.save_draft()
 
     @property
     def composer(self) -> Composer:
@@ -525,8 +538,24 @@ class AttachScreen(Screen[None]):
         self._show_send_error(event.reason)
         self._refusal_shown = True
 
+    def _restore_draft(self) -> None:
+        draft = self.drafts.get(self.session_id)
+        if draft and not self._composer.text:
+            self._composer.load_text(draft)
+            self._composer.move_cursor(self._composer.document.end)
+
+    def save_draft(self) -> None:
+        """Keep what is in the note box for this session (re-attach, restart and crash all find it)."""
+        if self._draft_timer is not None:
+            self._draft_timer.stop()
+            self._draft_timer = None
+        if not self.read_only:
+            self.drafts.put(self.session_id, self._composer.text)
+
     @on(Composer.Changed, "#composer")
     def _composer_changed(self) -> None:
+        if self._draft_timer is None and not self.read_only:
+            self._draft_timer = self.set_timer(DRAFT_SAVE_DELAY, self.save_draft)
         # "Too long" / "empty" describe the text as it was; once it is edited they are stale. A server's
         # reason ("not sent: unreachable") stays until the next attempt: editing does not make it untrue.
         if self._refusal_shown:
@@ -553,6 +582,7 @@ class AttachScreen(Screen[None]):
         finally:
             composer.read_only = False
         composer.accept()
+        self.save_draft()  # the draft is gone with the note it became
         self._show_send_error("")
         self.notes_panel.upsert(note)
         self._bindings_changed()

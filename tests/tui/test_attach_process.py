@@ -1,0 +1,56 @@
+"""The attach screen as a real process on a pseudo-terminal: what survives a crash, and what a signal
+leaves behind on the terminal. Keys and pastes go through Textual's parser as a user's terminal sends them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+from client.api import Client
+from client.paths import state_dir
+from tests.conftest import LiveServer
+from tests.tui.test_terminal_keys import Pty
+
+DRAFT = ("Do not deploy until the canary is green. " * 110)[:4190] + " ZQXJ-END."  # 4,200 characters
+
+
+def _wait_for(condition: object, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> None:
+    """Paste a 4,200-character draft, kill -9 the app (no chance to clean up), start it again: the note
+    box holds the draft, and nothing was sent."""
+    assert len(DRAFT) == 4200
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="crash", title="Crash test")
+    path = state_dir() / "drafts" / f"{agent.session_id}.txt"
+    term = Pty(["sessions", "attach", agent.session_id])
+    try:
+        assert await asyncio.to_thread(term.pump, 30, b"Crash test"), term.screen[-2000:]
+        await asyncio.to_thread(term.type, b"\x1b[200~" + DRAFT.encode() + b"\x1b[201~")
+
+        def saved() -> bool:
+            return path.exists() and path.read_text(encoding="utf-8") == DRAFT
+
+        assert await asyncio.to_thread(_wait_for, saved), "the draft was never written to the state dir"
+        os.kill(term.pid, signal.SIGKILL)
+    finally:
+        await asyncio.to_thread(term.close)
+    again = Pty(["sessions", "attach", agent.session_id])
+    try:
+        assert await asyncio.to_thread(again.pump, 30, b"ZQXJ-END."), again.screen[-3000:]
+        os.kill(again.pid, signal.SIGKILL)
+    finally:
+        await asyncio.to_thread(again.close)
+    assert path.read_text(encoding="utf-8") == DRAFT
+    async with Client(live_server.url, live_server.token, server_kind="local") as client:
+        assert (await client.list_notes(session_id=agent.session_id)).notes == []
