@@ -8,8 +8,9 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         ``preloop demo``). ``session_id`` must be a full id (resolve short ids with
         ``backend.resolve_session_id`` first). The app owns the backend from then on and, with
         ``close_backend``, awaits ``backend.aclose()`` in its own event loop before returning. Returns the
-        process exit code (0). A message for the shell (e.g. "Detached from ...; it keeps running") is
-        printed after the terminal is restored.
+        process exit code (0; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal
+        restored). A message for the shell (e.g. "Detached from ...; it keeps running") is printed after
+        the terminal is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
                close_backend=False, follow=True, drafts=None)
@@ -25,6 +26,9 @@ detaches (the session keeps running); ``q`` on the list quits.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,8 +74,11 @@ class PreloopApp(App[str | None]):
         close_backend: bool = False,
         follow: bool = True,
         drafts: DraftStore | None = None,
+        handle_signals: bool = False,
     ) -> None:
         super().__init__()
+        self.handle_signals = handle_signals
+        """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_tui`` sets it."""
         self.drafts = drafts if drafts is not None else DraftStore()
         """Unsent notes per session; ``run_tui`` keeps them in the state dir so a crash loses none."""
         self.backend = backend
@@ -83,12 +90,35 @@ class PreloopApp(App[str | None]):
         self.follow = follow
 
     def on_mount(self) -> None:
+        if self.handle_signals:
+            self._install_signal_handlers()
         if self.start_session_id:
             self.push_screen(self._attach_screen(self.start_session_id))
         else:
             self.push_screen(self._sessions_screen())
 
+    def _install_signal_handlers(self) -> None:
+        # Without this a SIGTERM (kill, systemd, a closing tmux pane's SIGHUP) ends Python at once: the
+        # terminal stays in the alternate screen with mouse reporting on, and only `reset` fixes it.
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, self.stop_on_signal, signum)
+
+    def stop_on_signal(self, signum: int) -> None:
+        """Leave as ``q`` would (drafts saved, terminal restored), with the exit code 128 + signal."""
+        screen = self.screen
+        if isinstance(screen, AttachScreen):
+            screen.save_draft()
+        name = signal.Signals(signum).name
+        self.exit(f"Stopped by {name}; any session keeps running.", return_code=128 + signum)
+
     async def on_unmount(self) -> None:
+        if self.handle_signals:
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(signum)
         if self.close_backend:
             await self.backend.aclose()
 
@@ -156,8 +186,10 @@ def run_tui(
         read_only=read_only,
         close_backend=close_backend,
         drafts=DraftStore(state_dir() / "drafts"),
+        handle_signals=True,
     )
     message = app.run()
     if message:
-        print(message)
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            print(message)
     return app.return_code or 0

@@ -54,3 +54,35 @@ async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> Non
     assert path.read_text(encoding="utf-8") == DRAFT
     async with Client(live_server.url, live_server.token, server_kind="local") as client:
         assert (await client.list_notes(session_id=agent.session_id)).notes == []
+
+
+LEAVE_ALT_SCREEN = b"\x1b[?1049l"
+
+
+async def _signal_restores_the_terminal(live_server: LiveServer, signum: int) -> None:
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="signals", title="Signal test")
+    term = Pty(["sessions", "attach", agent.session_id])
+    try:
+        assert await asyncio.to_thread(term.pump, 30, b"Signal test"), term.screen[-2000:]
+        await asyncio.to_thread(term.type, b"half a note")
+        mark = len(term.screen)
+        os.kill(term.pid, signum)
+        await asyncio.to_thread(term.pump, 30, b"keeps running", mark)
+    finally:
+        code = await asyncio.to_thread(term.close)
+    after = term.screen[mark:]
+    assert LEAVE_ALT_SCREEN in after, after[-2000:]  # back on the shell's own screen, like htop/lazygit
+    assert b"\x1b[?1000l" in after or b"\x1b[?1003l" in after  # mouse reporting switched off again
+    assert code == 128 + signum
+    assert (state_dir() / "drafts" / f"{agent.session_id}.txt").read_text(encoding="utf-8") == "half a note"
+
+
+async def test_sigterm_leaves_the_alternate_screen(live_server: LiveServer) -> None:
+    """kill PID: the app restores the terminal and says the session keeps running (exit code 143)."""
+    await _signal_restores_the_terminal(live_server, signal.SIGTERM)
+
+
+async def test_sighup_leaves_the_alternate_screen(live_server: LiveServer) -> None:
+    """A hang-up (a closed tmux pane or SSH session): the same clean exit (exit code 129)."""
+    await _signal_restores_the_terminal(live_server, signal.SIGHUP)
