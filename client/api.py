@@ -55,6 +55,7 @@ from client.models import (
     SessionDetail,
     SessionList,
 )
+from client.notetext import NOTE_EMPTY, note_text_problem
 from client.status import StreamStatus
 from client.textsafe import safe_line
 
@@ -383,8 +384,9 @@ class Client:
         targets = [t for t in (session_id, agent_id, execution_id) if t]
         if len(targets) != 1:
             raise UsageError("a note needs exactly one target: a session, an agent or an execution")
-        if not text.strip():
-            raise UsageError("the note is empty: type something to send")
+        problem = note_text_problem(text)
+        if problem is not None:
+            raise UsageError(f"{problem}: type something to send" if problem == NOTE_EMPTY else problem)
         body = NoteCreate(
             text=text,
             runtime_session_id=require_uuid(session_id) if session_id else None,

@@ -39,6 +39,9 @@ AGENT_EVENT_TYPES: frozenset[str] = frozenset(
 )
 """Event types an agent may report. The control plane emits the rest (session, note, approval events)."""
 
+INT64_MAX = 2**63 - 1
+"""The largest integer an index or offset on the wire may carry (SQLite's INTEGER is a signed 64-bit)."""
+
 
 class RuntimeTokenRequest(WireModel):
     """Mint a runtime session. ``title`` and ``cwd`` are ours; Preloop ignores unknown fields."""
@@ -67,18 +70,29 @@ class RuntimeTokenResponse(WireModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+MAX_EVENT_BYTES = 256 * 1024
+"""The largest event an agent may report, measured as its compact UTF-8 JSON (split a longer text)."""
+
+
 class AgentEventBatch(WireModel):
-    """Events as an agent reports them: no ``seq``, ``session_id`` or ``at``; the server assigns those."""
+    """Events as an agent reports them: no ``seq``, ``session_id`` or ``at``; the server assigns those.
+
+    ``batch_id`` is the batch's idempotency key (as ``correlation_id`` is a note's): a retry with the same
+    key in the same session stores nothing again and gets the first answer back, so an agent whose answer
+    was lost can resend blindly.
+    """
 
     events: list[dict[str, Any]] = Field(min_length=1, max_length=500)
+    batch_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class AgentEventsAccepted(WireModel):
-    """How many events were stored and the seqs they got."""
+    """How many events were stored and the seqs they got; ``replayed`` when a ``batch_id`` repeated."""
 
     accepted: int
     first_seq: int | None = None
     last_seq: int | None = None
+    replayed: bool = False
 
 
 class PendingNotesRequest(WireModel):
@@ -87,7 +101,7 @@ class PendingNotesRequest(WireModel):
     channel: str = "hook"
     event: str | None = None
     defer_delivery: bool = False
-    turn_index: int | None = Field(default=None, ge=0)
+    turn_index: int | None = Field(default=None, ge=0, le=INT64_MAX)
 
 
 class PendingNoteAuthor(WireModel):

@@ -35,7 +35,10 @@ def _as_utc(value: datetime) -> datetime:
         return value.replace(tzinfo=UTC)
     if zone is UTC or zone is _PARSED_UTC:
         return value
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+        raise ValueError("the time is outside the range a UTC timestamp can hold") from None
 
 
 def _iso(value: datetime) -> str:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from client.harness import (
     AgentEventBatch,
@@ -32,12 +31,14 @@ from client.harness import (
     SessionEndRequest,
     SessionEndResponse,
 )
-from client.models import ApprovalDecision
+from client.models import ApprovalDecision, UtcDatetime
+from client.notetext import NOTE_MAX_CHARS, note_text_problem
 from server.accounts import Operator, Runtime
 from server.attention import window_of
 from server.bus import EventBus
 from server.control import ControlPlane
 from server.errors import ApiError
+from server.http_input import Authenticate, BodyGuard, Offset, StrictJsonRoute
 from server.notes import NoteTarget
 from server.store import Store, now_utc
 from server.stream import sse_body
@@ -55,12 +56,21 @@ class NoteCreateBody(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    text: str = Field(min_length=1, max_length=4096)
+    text: str = Field(min_length=1, max_length=NOTE_MAX_CHARS)
     runtime_session_id: uuid.UUID | None = None
     agent_id: uuid.UUID | None = None
     execution_id: uuid.UUID | None = None
     expires_in_seconds: int | None = Field(default=None, ge=60, le=604800)
     correlation_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @field_validator("text")
+    @classmethod
+    def _sendable(cls, text: str) -> str:
+        """The rule the CLI applies (whitespace-only or NUL is refused), so no client can bypass it."""
+        problem = note_text_problem(text)
+        if problem is not None:
+            raise ValueError(problem)
+        return text
 
     @model_validator(mode="after")
     def _one_target(self) -> NoteCreateBody:
@@ -92,28 +102,54 @@ def _unauthorized(detail: str) -> ApiError:
     return ApiError(401, detail, {"WWW-Authenticate": "Bearer"})
 
 
-async def _operator(request: Request, authorization: Annotated[str | None, Header()] = None) -> Operator:
+async def operator_of(plane: ControlPlane, authorization: str | None) -> Operator:
+    """The operator an ``Authorization`` header names, or the 401 Preloop answers."""
     token = _bearer(authorization)
     if token is None:
         raise _unauthorized("Not authenticated")
-    plane: ControlPlane = request.app.state.plane
     principal = await plane.accounts.authenticate(token)
     if not isinstance(principal, Operator):
         raise _unauthorized("Invalid authentication credentials")
     return principal
 
 
-async def _runtime(request: Request, authorization: Annotated[str | None, Header()] = None) -> Runtime:
+async def runtime_of(plane: ControlPlane, authorization: str | None) -> Runtime:
+    """The agent session an ``Authorization`` header names (a runtime token), or the 401."""
     token = _bearer(authorization)
     if token is None:
         raise _unauthorized("Runtime bearer token required")
-    plane: ControlPlane = request.app.state.plane
     principal = await plane.accounts.authenticate(token)
     if isinstance(principal, Operator):
         raise _unauthorized("Runtime bearer token required")
     if principal is None:
         raise _unauthorized("Invalid API key")
     return principal
+
+
+async def _operator(request: Request, authorization: Annotated[str | None, Header()] = None) -> Operator:
+    return await operator_of(request.app.state.plane, authorization)
+
+
+async def _runtime(request: Request, authorization: Annotated[str | None, Header()] = None) -> Runtime:
+    return await runtime_of(request.app.state.plane, authorization)
+
+
+def _body_gate(plane: ControlPlane) -> Authenticate:
+    """What :class:`BodyGuard` asks before reading a body: the same check the route's dependency makes."""
+
+    async def check(path: str, authorization: str | None) -> tuple[int, str] | None:
+        if not path.startswith(f"{API}/"):
+            return None
+        try:
+            if path.startswith(f"{API}/agents/"):
+                await runtime_of(plane, authorization)
+            else:
+                await operator_of(plane, authorization)
+        except ApiError as exc:
+            return exc.status, exc.detail
+        return None
+
+    return check
 
 
 Op = Annotated[Operator, Depends(_operator)]
@@ -158,6 +194,8 @@ def create_app(
             await plane.stop()
 
     app = FastAPI(title="Preloop local control plane", version=VERSION, lifespan=lifespan)
+    app.router.route_class = StrictJsonRoute
+    app.add_middleware(BodyGuard, authenticate=_body_gate(plane))
     app.state.plane = plane
     app.state.startup_error = None
 
@@ -191,11 +229,11 @@ def create_app(
         active_within_minutes: Annotated[int | None, Query(ge=1, le=525600)] = None,
         agent: str | None = None,
         agent_kind: str | None = None,
-        start_date: datetime | None = None,
+        start_date: UtcDatetime | None = None,
         parent_session_id: uuid.UUID | None = None,
         flow_execution_id: str | None = None,
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Offset = 0,
     ) -> dict[str, Any]:
         """The account's sessions, Preloop's page shape, most recently active first."""
         return await plane.sessions.list_sessions(
@@ -271,7 +309,7 @@ def create_app(
         execution_id: uuid.UUID | None = None,
         state: NoteState | None = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Offset = 0,
     ) -> dict[str, Any]:
         """Notes of one target; naming none is Preloop's 400."""
         target = NoteTarget.of(runtime_session_id, agent_id, execution_id)
@@ -295,7 +333,7 @@ def create_app(
         status: ApprovalStatusQ | None = None,
         runtime_session_id: uuid.UUID | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
-        skip: Annotated[int, Query(ge=0)] = 0,
+        skip: Offset = 0,
     ) -> JSONResponse:
         """A bare array with the total in X-Total-Count, as Preloop answers."""
         items, total = await plane.approvals.list_approvals(
@@ -353,7 +391,7 @@ def create_app(
     @app.post(f"{API}/agents/events", response_model=AgentEventsAccepted)
     async def agent_events(rt: Rt, body: AgentEventBatch) -> AgentEventsAccepted:
         """An agent reports what it did; the server assigns seq, session and time."""
-        return await plane.sessions.agent_events(rt, body.events)
+        return await plane.sessions.agent_events(rt, body.events, body.batch_id)
 
     @app.post(f"{API}/agents/notes/pending", response_model=PendingNotesResponse)
     async def pending_notes(

@@ -15,7 +15,7 @@ Typical use (tests of every part of the project do this against the ``live_serve
         await agent.end()                                  # notes left pending become undeliverable
 
 Errors: any non-2xx answer raises :class:`HarnessError` (``status``, ``detail``); transport failures are
-httpx's own exceptions, untouched::
+httpx's own exceptions, untouched (``emit`` first resends its batch, which the server stores once)::
 
     Exception
     ├── HarnessError            the server refused (status, detail)
@@ -24,6 +24,7 @@ httpx's own exceptions, untouched::
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from types import TracebackType
 from typing import Any, Literal
@@ -39,6 +40,8 @@ from client.harness import (
 )
 
 API = "/api/v1"
+EMIT_ATTEMPTS = 3
+"""How many times :meth:`HarnessSession.emit` sends one batch when the connection fails."""
 
 
 class HarnessError(Exception):
@@ -136,10 +139,20 @@ class HarnessSession:
         return _check(await self._http.post(f"{API}{path}", **kwargs))
 
     async def emit(self, *events: dict[str, Any]) -> AgentEventsAccepted:
-        """Report raw events (``{"type": ..., fields}``) in one request; the server assigns their seqs."""
-        return AgentEventsAccepted.model_validate(
-            await self._post("/agents/events", {"events": list(events)})
-        )
+        """Report raw events (``{"type": ..., fields}``) in one request; the server assigns their seqs.
+
+        The batch carries a fresh ``batch_id``, so when the connection breaks before the answer arrives it
+        is sent again (up to :data:`EMIT_ATTEMPTS` times) without being stored twice.
+        """
+        body = {"events": list(events), "batch_id": uuid.uuid4().hex}
+        for attempt in range(1, EMIT_ATTEMPTS + 1):
+            try:
+                return AgentEventsAccepted.model_validate(await self._post("/agents/events", body))
+            except httpx.TransportError:
+                if attempt == EMIT_ATTEMPTS:
+                    raise
+                await asyncio.sleep(0.1 * attempt)  # back off a little before resending the same batch
+        raise AssertionError("unreachable")
 
     async def run_started(self, task: str, run_id: str | None = None) -> str:
         """Start a run (a task); later events default to this run id."""

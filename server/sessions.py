@@ -15,6 +15,7 @@ from typing import Any
 from client.events import EventDecodeError
 from client.harness import (
     AGENT_EVENT_TYPES,
+    MAX_EVENT_BYTES,
     AgentEventsAccepted,
     RuntimeTokenRequest,
     RuntimeTokenResponse,
@@ -218,13 +219,39 @@ class Sessions:
                 items.append(item.model_dump(mode="json"))
         return {"items": items}
 
-    async def agent_events(self, rt: Runtime, events: list[dict[str, Any]]) -> AgentEventsAccepted:
-        """Store a batch of agent-reported events; the server assigns seq, session_id and at."""
+    async def agent_events(
+        self, rt: Runtime, events: list[dict[str, Any]], batch_id: str | None = None
+    ) -> AgentEventsAccepted:
+        """Store a batch of agent-reported events; the server assigns seq, session_id and at.
+
+        A repeated ``batch_id`` (a retry whose first answer was lost) stores nothing and gets the first
+        answer again, even after the session ended.
+        """
         for index, ev in enumerate(events):
             kind = ev.get("type")
             if kind not in AGENT_EVENT_TYPES:
                 raise ApiError(422, f"events[{index}]: type {kind!r} cannot be reported by an agent")
+            size = len(json.dumps(ev, separators=(",", ":"), ensure_ascii=False).encode())
+            if size > MAX_EVENT_BYTES:
+                raise ApiError(
+                    413,
+                    f"events[{index}] ({kind}) is {size} bytes; an event may be at most {MAX_EVENT_BYTES}"
+                    " bytes: split long text into several events",
+                )
         async with self.store.write() as tx:
+            if batch_id is not None:
+                seen = await tx.fetchone(
+                    "SELECT accepted, first_seq, last_seq FROM event_batches"
+                    " WHERE session_id = ? AND batch_id = ?",
+                    (rt.session_id, batch_id),
+                )
+                if seen is not None:
+                    return AgentEventsAccepted(
+                        accepted=int(seen["accepted"]),
+                        first_seq=int(seen["first_seq"]),
+                        last_seq=int(seen["last_seq"]),
+                        replayed=True,
+                    )
             row = await tx.fetchone("SELECT ended_at FROM sessions WHERE id = ?", (rt.session_id,))
             if row is None or row["ended_at"] is not None:
                 raise ApiError(409, "Runtime session has ended")
@@ -251,6 +278,12 @@ class Sessions:
                 counters = counters or stored.type in _COUNTER_EVENTS
             if counters:
                 await tx.emit(rt.session_id, "session.updated", session=await session_dict(tx, rt.session_id))
+            if batch_id is not None:
+                await tx.execute(
+                    "INSERT INTO event_batches (session_id, batch_id, accepted, first_seq, last_seq,"
+                    " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (rt.session_id, batch_id, len(seqs), seqs[0], seqs[-1], ts(now_utc())),
+                )
         return AgentEventsAccepted(accepted=len(seqs), first_seq=seqs[0], last_seq=seqs[-1])
 
     async def harness_end(self, rt: Runtime, reason: str | None) -> SessionEndResponse:

@@ -30,7 +30,7 @@ import aiosqlite
 
 from client.events import Event, event_from_dict, event_to_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -87,7 +87,15 @@ CREATE TABLE approvals (
 CREATE INDEX approvals_by_account ON approvals (account_id, status, requested_at);
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+_SCHEMA_V2 = """
+CREATE TABLE event_batches (
+    session_id TEXT NOT NULL REFERENCES sessions(id), batch_id TEXT NOT NULL,
+    accepted INTEGER NOT NULL, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+    created_at TEXT NOT NULL, PRIMARY KEY (session_id, batch_id)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 """``version -> SQL`` that takes a database from ``version - 1`` to ``version``. Append, never edit."""
 
 

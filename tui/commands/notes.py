@@ -13,6 +13,7 @@ from client.backend import Backend
 from client.errors import ClientError
 from client.ids import require_note_id
 from client.models import Note
+from client.notetext import NOTE_EMPTY, note_text_problem
 from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
 from client.textsafe import safe_line
 from tui.cli import EXIT_FAILED, EXIT_OK
@@ -65,8 +66,11 @@ async def send(args: argparse.Namespace) -> int:
     text = args.text
     if text is None or text == "-":
         text = read_stdin_text()
-    if not text.strip():
+    problem = note_text_problem(text)
+    if problem == NOTE_EMPTY:
         raise usage("the note is empty: give the text as an argument or on standard input")
+    if problem is not None:
+        raise usage(problem)
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session is not None else None
         note = await backend.send_note(

@@ -1,0 +1,204 @@
+"""What the control plane accepts on the wire before any desk sees a request: one place for bad input.
+
+* :class:`StrictJsonRoute`: every route's JSON body is parsed strictly. ``NaN``, ``Infinity`` and
+  ``-Infinity`` (which Python's ``json`` accepts but JSON does not have) and lone UTF-16 surrogates (which
+  SQLite cannot store as UTF-8) are refused as invalid JSON, so such a value can neither reach storage
+  and the event stream nor break the 422 that would echo it back.
+* :class:`BodyGuard`: an ASGI middleware in front of the app. A request that carries a body has its bearer
+  token checked *before* the body is read (an unauthenticated client cannot make the server buffer or
+  parse megabytes; one that sent ``Expect: 100-continue`` is refused before it sends a byte of it), and a
+  body larger than :data:`MAX_BODY_BYTES` is refused with 413 as soon as it is known to be too large
+  (from ``Content-Length``, or while it is read).
+* :data:`Offset`: the paging offset of every list, bounded by :data:`client.harness.INT64_MAX` (SQLite's
+  largest integer) so a huge value is a 422 and never an overflow deep in the database driver.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Annotated, Any
+
+from fastapi import Query, Request, Response
+from fastapi.routing import APIRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from client.harness import INT64_MAX
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The largest request body any endpoint accepts (a full batch of agent events fits with room to spare)."""
+
+DISCARD_LIMIT = 64 * 1024 * 1024
+"""How much of a refused body is read (and dropped) so the client can read its 401/413; past it, the
+connection is closed."""
+
+Offset = Annotated[int, Query(ge=0, le=INT64_MAX, description="Rows to skip (at most 2**63 - 1).")]
+"""A list's paging offset (``offset`` / ``skip``)."""
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; send a finite number or null")
+
+
+def _first_lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) in a parsed document that holds a lone surrogate, if any."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def strict_json_loads(body: bytes) -> Any:
+    """Parse a request body as JSON proper; anything Python's ``json`` tolerates beyond it is an error.
+
+    Raises :class:`json.JSONDecodeError`, which FastAPI answers with its usual 422 ``json_invalid``.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise json.JSONDecodeError("the body is not UTF-8 text", "", exc.start) from None
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # from _refuse_constant
+        word = str(exc).split(" ", 1)[0]
+        raise json.JSONDecodeError(str(exc), text, max(text.find(word), 0)) from None
+    if _SURROGATE_ESCAPE.search(text) and (bad := _first_lone_surrogate(value)) is not None:
+        at = next(i for i, ch in enumerate(bad) if 0xD800 <= ord(ch) <= 0xDFFF)
+        raise json.JSONDecodeError(
+            f"a string holds a lone surrogate \\u{ord(bad[at]):04x}, which is not Unicode text; "
+            "send a complete surrogate pair or the character itself",
+            text,
+            0,
+        )
+    return value
+
+
+class _StrictJsonRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = strict_json_loads(await self.body())
+        return self._json
+
+
+class StrictJsonRoute(APIRoute):
+    """An APIRoute whose JSON bodies are parsed by :func:`strict_json_loads`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """Hand the endpoint a request whose ``json()`` is strict (FastAPI's documented extension point)."""
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(_StrictJsonRequest(request.scope, request.receive))
+
+        return strict
+
+
+Authenticate = Callable[[str, str | None], Awaitable[tuple[int, str] | None]]
+"""``(path, Authorization header) -> None`` when the caller may send a body there, else ``(status,
+detail)`` of the refusal (the same answer the route's own dependency would give)."""
+
+
+class BodyGuard:
+    """ASGI middleware: credentials before body, and a cap on the body's size (see module docstring)."""
+
+    def __init__(self, app: ASGIApp, authenticate: Authenticate, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.authenticate = authenticate
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse early, or hand the app the already-read body (it was at most ``max_body`` bytes)."""
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        # A client that sent "Expect: 100-continue" sends no body until told to: refuse it unread.
+        unsent = headers.get("expect", "").lower() == "100-continue"
+        refusal = await self.authenticate(scope["path"], headers.get("authorization"))
+        declared = headers.get("content-length", "")
+        if refusal is None and declared.strip().isdigit() and int(declared) > self.max_body:
+            refusal = (413, self._too_large)
+        if refusal is not None:
+            if not unsent:
+                await _discard(receive)
+            await _refuse(send, *refusal)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                if message.get("more_body", False):
+                    await _discard(receive)
+                await _refuse(send, 413, self._too_large)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    @property
+    def _too_large(self) -> str:
+        return (
+            f"Request body too large: at most {self.max_body} bytes "
+            f"({self.max_body // (1024 * 1024)} MiB) are accepted"
+        )
+
+
+async def _discard(receive: Receive, limit: int = DISCARD_LIMIT) -> None:
+    """Read and drop what is left of a refused body (up to ``limit`` bytes), keeping none of it.
+
+    A client that does not wait for ``100 Continue`` reads the answer only after sending its whole body;
+    closing on it mid-send would reset the connection and lose the answer (nginx's "lingering close").
+    """
+    dropped = 0
+    while dropped <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        dropped += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
+async def _refuse(send: Send, status: int, detail: str) -> None:
+    await _answer(send, status, detail, {"www-authenticate": "Bearer"} if status == 401 else None)
+
+
+async def _answer(send: Send, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+    payload = json.dumps({"detail": detail}).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    raw += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    # The body was not read: ask the client to close, so unread bytes are not parsed as a next request.
+    raw.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": payload})
