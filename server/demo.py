@@ -69,6 +69,8 @@ class AgentSpec:
     cwd: str
     tasks: tuple[Task, ...]
     end_after: int | None = None  # end the session after this many tasks, then start a new one
+    patience: float = 45.0  # seconds (at pace 1) an approval waits for a human before it expires
+    start_delay: float = 0.0  # seconds (at pace 1) before the first session, so the agents are out of step
 
 
 def _read(path: str, lines: int, seconds: float = 0.3) -> Tool:
@@ -181,6 +183,8 @@ REVIEWER = AgentSpec(
     name="reviewer",
     kind="codex",
     cwd="/home/dev/web-frontend",
+    patience=60.0,
+    start_delay=9.0,
     tasks=(
         Task(
             "Review PR #482: dark mode toggle",
@@ -239,6 +243,8 @@ MIGRATOR = AgentSpec(
     kind="claude_code",
     cwd="/home/dev/billing",
     end_after=2,
+    patience=40.0,
+    start_delay=4.0,
     tasks=(
         Task(
             "Add an index for invoice lookups",
@@ -307,6 +313,23 @@ MIGRATOR = AgentSpec(
 
 SPECS = (BUILDER, REVIEWER, MIGRATOR)
 
+SIDE_WORK = (
+    _bash("git status --short", 0.6, "2 files changed"),
+    _bash("ruff check .", 1.4, "All checks passed!"),
+    _grep("TODO", ".", 4),
+    _bash("git log --oneline -5", 0.5, "5 commits"),
+)
+"""Cheap work an agent does while another agent's approval is waiting, rather than queue a second one."""
+
+SIDE_WORK_ROUNDS = 4
+"""At most this many rounds of side work; then the agent asks anyway and waits its turn."""
+
+MIN_PATIENCE = 3.0
+"""However fast the pace, an approval stays open this long (real seconds), so a person or a test can act."""
+
+ORPHAN_REASON = "the demo stopped before this session finished"
+"""Why a demo session left open by a demo that crashed or was killed is ended when the demo starts again."""
+
 
 def _chunks(text: str, rng: random.Random) -> list[str]:
     words = text.split(" ")
@@ -328,17 +351,33 @@ class _State:
 class DemoAgent:
     """One agent's loop: sessions, tasks, steps, notes and approvals."""
 
-    def __init__(self, harness: HarnessClient, spec: AgentSpec, *, pace: float, rng: random.Random) -> None:
+    def __init__(
+        self,
+        harness: HarnessClient,
+        spec: AgentSpec,
+        *,
+        pace: float,
+        rng: random.Random,
+        desk: asyncio.Lock | None = None,
+    ) -> None:
         self.harness = harness
         self.spec = spec
         self.pace = pace
         self.rng = rng
+        self.desk = desk  # shared by the agents: one approval waits on the operator at a time
 
     async def _sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds * self.rng.uniform(0.7, 1.3) / self.pace)
 
+    @property
+    def patience(self) -> float:
+        """Real seconds an approval of this agent waits for a human (the demo's policy), then expires."""
+        return max(MIN_PATIENCE, self.spec.patience / self.pace)
+
     async def run(self) -> None:
         """Work forever (until cancelled): one session, its tasks, and a new session when one ends."""
+        if self.spec.start_delay:
+            await asyncio.sleep(self.spec.start_delay / self.pace)
         generation = 0
         while True:
             generation += 1
@@ -415,23 +454,54 @@ class DemoAgent:
         return iteration
 
     async def _tool(self, session: HarnessSession, iteration: int, tool: Tool, state: _State) -> int:
+        if tool.approval and self.desk is not None:
+            # Another agent already waits on the operator: keep busy instead of piling a second
+            # approval on (an operator can answer one at a time; the list stays lively).
+            for _ in range(SIDE_WORK_ROUNDS):
+                if not self.desk.locked():
+                    break
+                side = self.rng.choice(SIDE_WORK)
+                iteration += 1
+                await self._say(
+                    session,
+                    iteration,
+                    "Another agent is waiting on an approval; doing side work "
+                    f"(`{_describe(side)}`) before I ask for mine.",
+                    1,
+                )
+                await self._run(session, iteration, side)
+            async with self.desk:
+                return await self._decide(session, iteration, tool, state)
+        return await self._decide(session, iteration, tool, state)
+
+    async def _decide(self, session: HarnessSession, iteration: int, tool: Tool, state: _State) -> int:
+        """Run ``tool``, first asking for approval when it needs one (the fallback when refused)."""
         if tool.approval:
+            # The demo never stalls on a person who is not there: unanswered, the approval expires after
+            # the agent's patience and it takes the safer path, saying why.
             verdict = await session.permission_check(
-                tool.name, tool.args, reasoning=tool.reasoning, cwd=self.spec.cwd, timeout_seconds=600
+                tool.name,
+                tool.args,
+                reasoning=tool.reasoning,
+                cwd=self.spec.cwd,
+                timeout_seconds=round(self.patience, 1),
             )
             if verdict.decision == "deny":
                 command = tool.args.get("command", tool.name)
-                why = verdict.reason or (
-                    "nobody answered in time" if verdict.timed_out else "no reason given"
-                )
-                state.declined.append(f"the operator declined `{command}` ({why})")
+                if verdict.timed_out:
+                    why = f"nobody answered within {self.patience:.0f}s, the demo's limit"
+                    state.declined.append(f"the approval for `{command}` expired ({why})")
+                else:
+                    why = verdict.reason or "no reason given"
+                    state.declined.append(f"the operator declined `{command}` ({why})")
                 call = await session.tool_started(tool.name, tool.args, iteration=iteration)
                 await session.tool_completed(
                     call, tool.name, status="denied", duration_ms=0, result_summary=why
                 )
                 if tool.fallback is not None:
                     alternative = _describe(tool.fallback)
-                    text = f"Approval declined ({why}). Changing plan: running `{alternative}` instead."
+                    outcome = "expired" if verdict.timed_out else "declined"
+                    text = f"Approval {outcome} ({why}). Changing plan: running `{alternative}` instead."
                     iteration += 1
                     await self._say(session, iteration, text, 1)
                     await self._run(session, iteration, tool.fallback)
@@ -487,13 +557,14 @@ async def run_demo_agents(
     if pace <= 0:
         raise ValueError("pace must be positive")
     master = random.Random(seed)
+    desk = asyncio.Lock()
     async with HarnessClient(url, token) as harness:
 
         async def supervise(spec: AgentSpec, rng: random.Random) -> None:
             """Keep one agent alive across errors until cancelled."""
             while True:
                 try:
-                    await DemoAgent(harness, spec, pace=pace, rng=rng).run()
+                    await DemoAgent(harness, spec, pace=pace, rng=rng, desk=desk).run()
                 except (HarnessError, httpx.HTTPError):
                     await asyncio.sleep(1.0)  # server restarting or gone: try again shortly
 
@@ -570,15 +641,34 @@ class Demo:
         self.server.stop()
 
 
+async def end_orphaned_sessions(plane: Any) -> int:
+    """End the demo agents' sessions a previous demo left open (it crashed or was killed): their agents are
+    gone, so they would look alive forever. They stay in the list, ended with :data:`ORPHAN_REASON`; their
+    pending notes become undeliverable and their approvals cancelled, each saying so. Returns how many."""
+    names = [spec.name for spec in SPECS]
+    marks = ", ".join("?" for _ in names)
+    rows = await plane.store.fetchall(
+        f"SELECT id, account_id FROM sessions WHERE ended_at IS NULL AND session_reference IN ({marks})",
+        names,
+    )
+    for row in rows:
+        await plane.sessions.end_session(str(row["account_id"]), str(row["id"]), ORPHAN_REASON)
+    return len(rows)
+
+
 def start_demo(
     db_path: Any = None, *, host: str = "127.0.0.1", port: int = 0, pace: float = 1.0, seed: int | None = None
 ) -> Demo:
-    """``preloop demo`` minus the UI: a server on a free loopback port and three agents working on it."""
+    """``preloop demo`` minus the UI: a server on a loopback port and three agents working on it.
+
+    On a database a previous demo used, the sessions it left open are ended first (see
+    :func:`end_orphaned_sessions`); everything else it stored is kept."""
     from server.embedded import EmbeddedServer
 
     server = EmbeddedServer(db_path=db_path, host=host, port=port)
     server.start()
     try:
+        server.call(end_orphaned_sessions(server.plane))
         agents = start_demo_agents(server.url, server.token, pace=pace, seed=seed)
     except BaseException:
         server.stop()

@@ -314,15 +314,27 @@ def build_parser() -> argparse.ArgumentParser:
         groups,
         "demo",
         "run a local server with demo agents and watch them",
-        "Start a local server on a free loopback port with three demo coding agents, then open the\n"
-        "sessions screen against it (with --no-tui: print the URL and how to watch with curl).",
+        "Start a local server on 127.0.0.1:8766 with three demo coding agents, then open the sessions\n"
+        "screen against it (with --no-tui: print the URL and how to watch with curl).\n\n"
+        "Its database is kept in the state directory and its port stays the same, so running\n"
+        "`preloop demo` again after Ctrl+C or a crash keeps every session and note, and clients still\n"
+        "attached reconnect by themselves. --fresh starts over with an empty database.",
     )
     p.add_argument(
         "--pace", type=_pace, default=1.0, help="speed factor for the agents (default 1.0; 10 = fast)"
     )
     p.add_argument("--seed", type=int, default=None, help="random seed, for a repeatable demo")
     p.add_argument("--no-tui", action="store_true", help="do not open the app; keep running until Ctrl+C")
-    p.add_argument("--db", metavar="PATH", help="SQLite database file (default: a temporary one)")
+    p.add_argument(
+        "--db", metavar="PATH", help="SQLite database file (default: demo.sqlite3 in the state directory)"
+    )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=None,
+        help="port to bind (default 8766, or a free one when it is taken; 0 = any free port)",
+    )
+    p.add_argument("--fresh", action="store_true", help="delete the demo's database first and start over")
     p.set_defaults(handler=_handler("serve", "demo"))
     return parser
 

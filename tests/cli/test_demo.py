@@ -18,7 +18,7 @@ from tests.cli.test_tui_launch import _run_in_pty
 
 def test_demo_without_tui_prints_working_instructions(isolated_dirs: Path) -> None:
     proc = subprocess.Popen(
-        [PRELOOP, "demo", "--no-tui", "--pace", "50", "--seed", "7"],
+        [PRELOOP, "demo", "--no-tui", "--pace", "50", "--seed", "7", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -64,6 +64,98 @@ def test_demo_without_tui_prints_working_instructions(isolated_dirs: Path) -> No
 
 
 def test_demo_opens_the_sessions_screen_on_a_terminal(isolated_dirs: Path) -> None:
-    code, screen = _run_in_pty(["demo", "--pace", "50", "--seed", "7"], b"builder", b"q")
+    code, screen = _run_in_pty(["demo", "--pace", "50", "--seed", "7", "--port", "0"], b"builder", b"q")
     assert code == 0
     assert b"Traceback" not in screen
+
+
+def _start_demo(port: int) -> tuple[subprocess.Popen[str], str]:
+    """``preloop demo --no-tui`` on ``port``; returns the process and what it printed up to "Ctrl+C"."""
+    proc = subprocess.Popen(
+        [PRELOOP, "demo", "--no-tui", "--pace", "20", "--seed", "7", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None
+    shown: list[str] = []
+    while not shown or "Press Ctrl+C" not in shown[-1]:
+        line = proc.stdout.readline()
+        assert line, "".join(shown) + (proc.stderr.read() if proc.stderr else "")
+        shown.append(line)
+    return proc, "".join(shown)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_demo_rerun_after_a_crash_keeps_sessions_and_notes_and_attached_clients_reconnect(
+    isolated_dirs: Path,
+) -> None:
+    """Issue 10 item 11: kill -9 the demo, run it again: same URL, same database, nothing lost."""
+    port = _free_port()
+    first, text = _start_demo(port)
+    attached: subprocess.Popen[str] | None = None
+    try:
+        assert f"http://127.0.0.1:{port}" in text
+        sid = re.search(r'preloop notes send --session (\w+) "', text)
+        assert sid
+        sent = preloop("notes", "send", "--session", sid.group(1), "keep this note", "--json")
+        assert sent.returncode == 0, sent.stderr
+        note_id = json.loads(sent.stdout)["note_id"]
+        before = json.loads(preloop("sessions", "list", "--json", "--limit", "100").stdout)["items"]
+        session = next(s["id"] for s in before if s["id"].startswith(sid.group(1)))
+        # A client attached to a session of the first run, as a second terminal would be.
+        attached = subprocess.Popen(
+            [PRELOOP, "sessions", "attach", session, "--json", "--read-only", "--since", "0s"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert attached.stderr is not None
+        while "-- live" not in attached.stderr.readline():
+            pass
+        first.kill()  # a crash: no clean shutdown, nothing flushed on the way out
+        first.wait(30)
+        second, _ = _start_demo(port)
+        try:
+            after = json.loads(preloop("sessions", "list", "--json", "--limit", "100").stdout)["items"]
+            assert {s["id"] for s in before} <= {s["id"] for s in after}
+            kept = json.loads(preloop("notes", "list", "--session", session, "--json").stdout)["notes"]
+            assert note_id in [n["note_id"] for n in kept]
+            # The first run's session has no agent any more: it is ended, with the reason, not "live" forever.
+            old = next(s for s in after if s["id"] == session)
+            assert old["ended_at"] is not None
+            # The attached client reconnected to the same address and saw that end, then exited cleanly.
+            out, err = attached.communicate(timeout=60)
+            assert attached.returncode == 0, err
+            assert "reconnecting" in err
+            ended = [json.loads(line) for line in out.splitlines() if '"session.ended"' in line]
+            assert ended and ended[-1]["reason"] == "the demo stopped before this session finished"
+        finally:
+            second.send_signal(signal.SIGINT)
+            _, err = second.communicate(timeout=60)
+        assert second.returncode == 0, err
+        assert "Run `preloop demo` again to carry on" in err
+    finally:
+        for proc in (first, attached):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
+
+
+def test_a_second_demo_on_the_same_data_is_refused(isolated_dirs: Path) -> None:
+    first, _ = _start_demo(_free_port())
+    try:
+        again = preloop("demo", "--no-tui", "--port", "0")
+        assert again.returncode == 1
+        assert "another `preloop demo` is running" in again.stderr
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)

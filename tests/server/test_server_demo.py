@@ -105,3 +105,56 @@ async def test_same_seed_same_work(live_server) -> None:
         ]
         runs.append((sid, work))
     assert runs[0][1] == runs[1][1] and len(runs[0][1]) > 10
+
+
+async def test_unanswered_approvals_expire_by_the_demos_policy_and_the_agent_says_why(live_server) -> None:
+    """Issue 10 item 11: with nobody at the keyboard the demo must not stall on approvals for minutes; the
+    approval expires after the agent's patience and the agent says so and carries on."""
+    handle = start_demo_agents(live_server.url, live_server.token, pace=40.0, seed=3)
+    try:
+        async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
+            for _ in range(1200):
+                migrator = [s for s in await _sessions(http) if s["agent_name"] == "migrator"]
+                if migrator:
+                    break
+                await asyncio.sleep(0.05)
+        stream = await read_stream(
+            live_server.url,
+            live_server.token,
+            migrator[0]["id"],
+            stop=lambda s: "approval.decided" in s.types and "run.completed" in s.types,
+            seconds=60,
+        )
+    finally:
+        handle.stop()
+    [decided] = [f.data["approval"] for f in stream.frames if f.event == "approval.decided"]
+    assert decided["status"] == "expired"
+    narration = [f.data["text"] for f in stream.frames if f.event == "model.step"]
+    assert any(
+        t.startswith("Approval expired (nobody answered within 3s, the demo's limit). Changing plan:")
+        for t in narration
+    ), narration
+    answers = [f.data["answer"] for f in stream.frames if f.event == "run.completed"]
+    assert any("the approval for `alembic upgrade head` expired" in a for a in answers), answers
+
+
+async def test_demo_agents_take_turns_at_the_approval_desk(live_server) -> None:
+    """Issue 10 item 11: the three agents used to be all waiting on approvals within ~20 s; now one waits
+    on the operator at a time while the others keep working (side work, then their turn)."""
+    handle = start_demo_agents(live_server.url, live_server.token, pace=40.0, seed=3)
+    most = 0
+    try:
+        async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
+            for _ in range(2400):
+                pending = (await http.get("/api/v1/approval-requests", params={"status": "pending"})).json()
+                most = max(most, len(pending))
+                expired = (await http.get("/api/v1/approval-requests", params={"status": "expired"})).json()
+                if len({a["runtime_session_id"] for a in expired}) >= 3:
+                    break
+                await asyncio.sleep(0.05)
+            assert len({a["runtime_session_id"] for a in expired}) >= 3, expired
+            sessions = await _sessions(http)
+    finally:
+        handle.stop()
+    assert most == 1
+    assert {s["agent_name"] for s in sessions} == {"builder", "reviewer", "migrator"}

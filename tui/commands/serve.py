@@ -145,32 +145,105 @@ def _print_watch_help(url: str, token: str) -> None:
     print("Send a note the agent reads at its next turn:")
     print(f'  preloop notes send --session {short_id(sid)} "please explain your plan first"')
     print()
-    print("Press Ctrl+C to stop.", flush=True)
+    print("Press Ctrl+C to stop. Stopped or crashed? Run `preloop demo` again: same address, every")
+    print(
+        "session and note kept, and attached clients reconnect (`preloop demo --fresh` starts over).",
+        flush=True,
+    )
+
+
+DEMO_PORT = 8766
+"""The demo's port, the same on every run, so a client still attached after a crash finds it again."""
+
+
+def demo_db_path() -> Path:
+    """Where the demo keeps its data between runs (the state directory: it is the demo's, not yours)."""
+    from client import paths
+
+    return paths.state_dir() / "demo.sqlite3"
+
+
+def _lock(db_path: Path) -> object | None:
+    """Hold ``<db>.lock`` for this process's lifetime (released by the OS even on a crash); None when
+    another demo holds it. Two demos on one database would both drive its sessions."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, as before
+        return object()
+    handle = open(db_path.with_name(db_path.name + ".lock"), "a")  # noqa: SIM115 - held until exit
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def _fresh(db_path: Path) -> None:
+    """``--fresh``: the database and its WAL files go, so the demo starts with no sessions."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+
+
+def restart_hint(db_path: Path) -> str:
+    """What to do after a stop or a crash (printed when the demo stops)."""
+    return (
+        f"Run `preloop demo` again to carry on: its sessions and notes are kept in {db_path} "
+        "(`preloop demo --fresh` starts over)."
+    )
 
 
 async def demo(args: argparse.Namespace) -> Callable[[], int]:
-    """A local server on a free port plus demo agents; the sessions screen (or instructions) on top."""
+    """A local server on a stable port plus demo agents; the sessions screen (or instructions) on top."""
     import sys
 
     from tui.commands.common import is_tty
 
-    db_path = _db(args.db)
+    db_path = _db(args.db) or demo_db_path()
     use_tui = not args.no_tui and is_tty(sys.stdout) and is_tty(sys.stdin)
 
     def run() -> int:
-        import tempfile
         import threading
 
         from server.demo import start_demo
 
-        scratch = tempfile.TemporaryDirectory(prefix="preloop-demo-") if db_path is None else None
-        path = db_path or Path(scratch.name if scratch else ".") / "demo.sqlite3"
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = _lock(db_path)
+        if lock is None:
+            print(
+                f"preloop: another `preloop demo` is running on {db_path}: open it with `preloop` "
+                "(it finds the demo by itself), or stop it first",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        if args.fresh:
+            _fresh(db_path)
         _quiet_startup_tracebacks()
+        port = DEMO_PORT if args.port is None else args.port
         try:
-            running = start_demo(path, pace=args.pace, seed=args.seed)
-        except Exception as exc:  # start-up refused (database too new, not a database, ...)
-            if scratch is not None:
-                scratch.cleanup()
+            try:
+                running = start_demo(db_path, port=port, pace=args.pace, seed=args.seed)
+            except OSError as exc:
+                if args.port is not None or exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+                    raise
+                # Something else has the usual port: any free one will do; clients find it in the
+                # local-server file, but ones still attached to the old address will not follow.
+                print(
+                    f"preloop: port {DEMO_PORT} is taken; the demo uses a free port instead", file=sys.stderr
+                )
+                running = start_demo(db_path, port=0, pace=args.pace, seed=args.seed)
+        except Exception as exc:  # start-up refused (port taken, database too new, not a database, ...)
+            if isinstance(exc, OSError) and exc.errno in (
+                errno.EADDRINUSE,
+                errno.EACCES,
+                errno.EADDRNOTAVAIL,
+            ):
+                print(
+                    f"preloop: cannot serve the demo on port {port}: {exc.strerror or exc}; "
+                    "pick another --port (0 = any free port)",
+                    file=sys.stderr,
+                )
+                return EXIT_FAILED
             cause = exc.__cause__ if isinstance(exc, RuntimeError) and exc.__cause__ else exc
             print(
                 f"preloop: the demo server did not start: {startup_failure(cause, db_path)}", file=sys.stderr
@@ -199,8 +272,6 @@ async def demo(args: argparse.Namespace) -> Callable[[], int]:
             return EXIT_OK
         finally:
             running.stop()
-            if scratch is not None:
-                scratch.cleanup()
-            print("Demo stopped.", file=sys.stderr)
+            print("Demo stopped.", restart_hint(db_path), file=sys.stderr)
 
     return run
