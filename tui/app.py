@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -42,7 +43,7 @@ from client.drafts import DraftStore
 from client.paths import state_dir
 from client.present import short_id
 from tui.palette import PreloopCommands
-from tui.screens.attach import AttachScreen
+from tui.screens.attach import CONFIRM_RISKS, AttachScreen
 from tui.screens.help import HelpScreen
 from tui.screens.sessions import SessionsScreen
 
@@ -75,8 +76,10 @@ class PreloopApp(App[str | None]):
         follow: bool = True,
         drafts: DraftStore | None = None,
         handle_signals: bool = False,
+        confirm_risks: frozenset[str] = CONFIRM_RISKS,
     ) -> None:
         super().__init__()
+        self.confirm_risks = confirm_risks
         self.handle_signals = handle_signals
         """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_tui`` sets it."""
         self.drafts = drafts if drafts is not None else DraftStore()
@@ -139,6 +142,7 @@ class PreloopApp(App[str | None]):
             read_only=self.read_only,
             follow=self.follow,
             drafts=self.drafts,
+            confirm_risks=self.confirm_risks,
         )
 
     def open_session(self, session_id: str) -> None:
@@ -172,6 +176,16 @@ class PreloopApp(App[str | None]):
             self.push_screen(HelpScreen())
 
 
+def confirm_risks_from_env() -> frozenset[str]:
+    """``PRELOOP_CONFIRM_RISK``: the risk levels whose approval asks first, comma-separated
+    (default ``high,danger,critical``; ``none`` approves everything with one key)."""
+    raw = os.environ.get("PRELOOP_CONFIRM_RISK")
+    if raw is None:
+        return CONFIRM_RISKS
+    levels = {part.strip().lower() for part in raw.split(",") if part.strip()}
+    return frozenset(levels - {"none"})
+
+
 def run_tui(
     backend: Backend,
     *,
@@ -187,6 +201,7 @@ def run_tui(
         close_backend=close_backend,
         drafts=DraftStore(state_dir() / "drafts"),
         handle_signals=True,
+        confirm_risks=confirm_risks_from_env(),
     )
     message = app.run()
     if message:

@@ -31,6 +31,12 @@ EXPANDED_ARG_LINES = 40
 Decision = Literal["approve", "decline"]
 
 
+def visible_args(args: dict[str, object] | None) -> dict[str, object]:
+    """The arguments an operator judges: keys starting with ``_`` are the server's bookkeeping
+    (``_preloop_source``), not what the tool will do, so they are left out."""
+    return {k: v for k, v in (args or {}).items() if not str(k).startswith("_")}
+
+
 def args_text(args: dict[str, object]) -> str:
     """Tool arguments as readable, terminal-safe JSON (non-JSON values fall back to ``repr``)."""
     try:
@@ -52,8 +58,9 @@ def approval_prompt(approval: Approval, *, expanded: bool = False) -> Group:
     if approval.risk_level:
         head.append(f" [risk {safe_line(approval.risk_level, 12)}]", style="bold red")
     body = Text(style="dim")
-    if approval.tool_args:
-        lines = args_text(approval.tool_args).splitlines()
+    shown_args = visible_args(approval.tool_args)
+    if shown_args:
+        lines = args_text(shown_args).splitlines()
         if not expanded:
             flat = safe_line(" ".join(line.strip() for line in lines))
             body.append(flat[:160] + ("…" if len(flat) > 160 else ""))

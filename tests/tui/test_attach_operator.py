@@ -4,6 +4,7 @@ approvals, narrow terminals, the words shown. Against the real local server over
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from client.drafts import DraftStore
 from server.harness_client import HarnessSession
 from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, attached, note_states, until
-from tui.app import PreloopApp
+from tui.app import PreloopApp, confirm_risks_from_env
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.sessions import SessionsScreen
 from tui.screens.withdraw_pick import WithdrawPickScreen
@@ -152,3 +153,53 @@ async def test_a_long_draft_survives_leaving_and_reattaching(
         await pilot.press("enter")
         await until(pilot, lambda: note_states(screen) == ["pending"], "the sent note")
         await until(pilot, lambda: not path.exists(), "the draft file removed once sent")
+
+
+async def test_risky_approvals_ask_first_and_low_risk_stays_one_key(
+    client: Client, agent: HarnessSession
+) -> None:
+    """`rm -rf dist/` (Bash: risk danger) asks before a approves; n keeps it pending. A caution-level tool
+    is approved by the one key. With no levels configured, danger is one key too."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        panel = screen.approvals_panel
+        risky = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf dist/"}))
+        await until(pilot, lambda: panel.count == 1, "the risky approval")
+        await pilot.press("escape", "a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the are-you-sure question")
+        confirm = app.screen
+        assert isinstance(confirm, ConfirmScreen)
+        assert "danger-risk Bash" in confirm.question and "rm -rf dist/" in confirm.detail
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is screen, "back, nothing decided")
+        await pilot.pause(0.3)
+        assert panel.count == 1 and not risky.done()
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "asked again")
+        await pilot.press("y")
+        assert (await asyncio.wait_for(risky, 10)).decision == "allow"
+        await until(pilot, lambda: panel.count == 0, "the approved call gone")
+
+        harmless = asyncio.create_task(agent.permission_check("Read", {"path": "README.md"}))
+        await until(pilot, lambda: panel.count == 1, "the caution-level approval")
+        await pilot.press("a")
+        assert (await asyncio.wait_for(harmless, 10)).decision == "allow"
+        assert app.screen is screen
+
+    app = PreloopApp(client, start_session_id=agent.session_id, confirm_risks=frozenset())
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        task = asyncio.create_task(agent.permission_check("Bash", {"command": "git push"}))
+        await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+        await pilot.press("escape", "a")
+        assert (await asyncio.wait_for(task, 10)).decision == "allow"
+
+
+def test_confirm_risk_levels_come_from_the_environment(monkeypatch: Any) -> None:
+    monkeypatch.delenv("PRELOOP_CONFIRM_RISK", raising=False)
+    assert confirm_risks_from_env() == {"high", "danger", "critical"}
+    monkeypatch.setenv("PRELOOP_CONFIRM_RISK", "Caution, danger")
+    assert confirm_risks_from_env() == {"caution", "danger"}
+    monkeypatch.setenv("PRELOOP_CONFIRM_RISK", "none")
+    assert confirm_risks_from_env() == frozenset()

@@ -48,3 +48,19 @@ def test_attach_following_paused_with_new_events(snap_compare: Any, size: tuple[
 
     app = _attach_app([Live(), *first])
     assert snap_compare(app, run_before=_scroll_up_then_more, terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_attach_risky_approval_asks_first(snap_compare: Any, size: tuple[int, int]) -> None:
+    """a on a high-risk approval: the question names the risk and the call; Keep pending is the default."""
+
+    async def _approve(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        await pilot.press("escape", "a")
+        await _wait_quiet(pilot)
+
+    app = _attach_app(
+        [Live(), *data.streaming_script()],
+        approvals=[data.approval(tool_args={"command": "rm -rf dist/", "cwd": "/srv/repos/payments"})],
+    )
+    assert snap_compare(app, run_before=_approve, terminal_size=size)

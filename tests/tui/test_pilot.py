@@ -284,6 +284,8 @@ async def test_approve_and_decline_with_comment(client: Client, agent: HarnessSe
         assert panel.count == 1 and screen.composer.text == "a"
         screen.composer.clear()
         await pilot.press("escape", "a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "Bash is danger: asked first")
+        await pilot.press("y")
         verdict = await asyncio.wait_for(first, 10)
         assert verdict.decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
@@ -365,6 +367,8 @@ async def test_approve_and_expand_by_mouse(client: Client, agent: HarnessSession
         await pilot.click("#expand")
         assert approval.id in panel.expanded
         await pilot.click("#approve")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "Bash is danger: asked first")
+        await pilot.click("#yes")
         verdict = await asyncio.wait_for(task, 10)
         assert verdict.decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")

@@ -51,7 +51,7 @@ from client.timeline import Timeline, then_line
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
 from tui.screens.withdraw_pick import WithdrawPickScreen
-from widgets.approvals_panel import ApprovalsPanel
+from widgets.approvals_panel import ApprovalsPanel, args_text, visible_args
 from widgets.banner import Banner
 from widgets.composer import Composer
 from widgets.notes_panel import NotesPanel
@@ -70,6 +70,10 @@ every key, ``? Help`` included, fits at 80 columns."""
 
 DRAFT_SAVE_DELAY = 0.5
 """The note box is saved to the draft store this long after the last edit (and at once on leaving)."""
+
+CONFIRM_RISKS = frozenset({"high", "danger", "critical"})
+"""Approvals at these risk levels ask "are you sure?" before ``a`` (or the button) approves them; lower
+risk stays one key. ``PRELOOP_CONFIRM_RISK`` changes the set (see ``tui.app``)."""
 
 STALE_NOTICE_WINDOW = timedelta(seconds=10)
 """An approval decided elsewhere is announced only if the decision is this recent (not replayed history)."""
@@ -154,8 +158,10 @@ class AttachScreen(Screen[None]):
         read_only: bool = False,
         follow: bool = True,
         drafts: DraftStore | None = None,
+        confirm_risks: frozenset[str] = CONFIRM_RISKS,
     ) -> None:
         super().__init__()
+        self.confirm_risks = frozenset(r.lower() for r in confirm_risks)
         self.drafts = drafts if drafts is not None else DraftStore()
         self._draft_timer: Timer | None = None
         self.backend = backend
@@ -454,10 +460,36 @@ class AttachScreen(Screen[None]):
         self.refresh_bindings()
 
     def action_approve(self) -> None:
-        """Approve the highlighted approval (the agent's tool call goes ahead)."""
+        """Approve the highlighted approval (the agent's tool call goes ahead); a risky one asks first."""
         approval = self.approvals_panel.selected
         if approval is not None:
+            self._approve(approval)
+
+    def _approve(self, approval: Approval) -> None:
+        risk = (approval.risk_level or "").strip().lower()
+        if risk not in self.confirm_risks:
             self.decide(approval, "approve", None)
+            return
+        tool = safe_line(approval.tool_name or "tool", 40)
+        what = safe_line(approval.summary or approval.agent_reasoning or "", 300)
+        shown_args = visible_args(approval.tool_args)
+        if shown_args:
+            flat = " ".join(line.strip() for line in args_text(shown_args).splitlines())
+            what = f"{what}\n{safe_line(flat, 300)}" if what else safe_line(flat, 300)
+
+        def _answered(yes: bool | None) -> None:
+            if yes:
+                self.decide(approval, "approve", None)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Approve this {safe_line(risk, 12)}-risk {tool} call?",
+                what,
+                yes="Approve",
+                no="Keep pending",
+            ),
+            _answered,
+        )
 
     def action_decline(self) -> None:
         """Ask for an optional comment, then decline."""
@@ -479,7 +511,7 @@ class AttachScreen(Screen[None]):
     def _panel_decide(self, event: ApprovalsPanel.Decide) -> None:
         event.stop()
         if event.decision == "approve":
-            self.decide(event.approval, "approve", None)
+            self._approve(event.approval)
         else:
             self.action_decline()
 

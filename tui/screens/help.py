@@ -31,6 +31,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("Shift+Enter, Ctrl+J", "new line in the note (inside tmux only Ctrl+J)"),
             ("Ctrl+S", "send the note"),
             ("a / d", "approve / decline the highlighted approval (d asks for a comment); also by mouse"),
+            ("", "a high/danger-risk call asks first (PRELOOP_CONFIRM_RISK sets the levels)"),
             ("x", "expand or collapse the approval's arguments"),
             ("w", "withdraw a pending note (asks which when several are pending)"),
             ("c", "collapse or show the agent's commentary"),
