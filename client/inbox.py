@@ -44,6 +44,7 @@ ENDED_BADLY = frozenset({"expired", "failed", "undeliverable"})
 """Note states that mean the agent never read the note."""
 
 _REMEMBER_DECIDED = 2000
+RECENTLY_GONE = 5
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -99,6 +100,9 @@ class Inbox:
         self._seen_notes: set[str] = set()
         self._decided: OrderedDict[str, str] = OrderedDict()
         self._mine: set[str] = set()
+        self.recently_gone: list[ApprovalGone] = []
+        """The last few approvals settled elsewhere (another operator, expiry, the session ending), newest
+        first: the inbox says why they vanished."""
 
     # ------------------------------------------------------------------------------------ reading
 
@@ -143,7 +147,9 @@ class Inbox:
         for approval_id, old in list(self._approvals.items()):
             if approval_id not in fresh:
                 del self._approvals[approval_id]
-                changes.append(ApprovalGone(old, elsewhere=approval_id not in self._mine))
+                gone = ApprovalGone(old, elsewhere=approval_id not in self._mine)
+                self._remember(gone)
+                changes.append(gone)
         for approval_id, approval in fresh.items():
             if approval_id not in self._approvals:
                 changes.append(ApprovalAdded(approval))
@@ -219,4 +225,10 @@ class Inbox:
         if self._approvals.pop(approval.id, None) is None:
             return []
         self.version += 1
-        return [ApprovalGone(approval, elsewhere=approval.id not in self._mine)]
+        gone = ApprovalGone(approval, elsewhere=approval.id not in self._mine)
+        self._remember(gone)
+        return [gone]
+
+    def _remember(self, gone: ApprovalGone) -> None:
+        if gone.elsewhere:
+            self.recently_gone = [gone, *self.recently_gone][:RECENTLY_GONE]

@@ -19,7 +19,12 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         skips the live stream (snapshot tests feed events themselves); ``drafts`` keeps unsent notes per
         session (default: in memory; ``run_tui`` uses files in the state dir, so a crash loses no draft).
 
-Screens: ``SessionsScreen`` (list), ``AttachScreen`` (one session), ``HelpScreen`` (``?``), and the modal
+The app keeps the attention inbox (``client.inbox.Inbox``) fed from ``backend.watch_attention()`` while it
+runs (``attention=False`` skips it), shows its count in every header, opens ``InboxScreen`` on ``i`` / F2
+and raises alerts (``client.alerts``; ``alert_write`` receives the bytes, by default the terminal).
+
+Screens: ``SessionsScreen`` (list), ``AttachScreen`` (one session), ``InboxScreen`` (every session's
+approvals), ``HelpScreen`` (``?``), and the modal
 ``ConfirmScreen`` / ``DeclineCommentScreen``. Escape on the attach screen returns to the list; ``q`` there
 detaches (the session keeps running); ``q`` on the list quits.
 """
@@ -31,21 +36,31 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.reactive import reactive
 
+from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backend import Backend
 from client.drafts import DraftStore
+from client.errors import ClientError
+from client.inbox import Inbox, InboxChange
+from client.models import AttentionSnapshot
 from client.paths import state_dir
 from client.present import short_id
+from client.status import Refused, StreamStatus
 from tui.palette import PreloopCommands
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
 from tui.screens.help import HelpScreen
+from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
+
+STATUS_TYPES = tuple(StreamStatus.__args__)
 
 
 def _utcnow() -> datetime:
@@ -62,7 +77,13 @@ class PreloopApp(App[str | None]):
         Binding("question_mark", "help", "Help", show=False, id="app.help", tooltip="All keys"),
         # F1 also works where ? is text (the note box, the filter box).
         Binding("f1", "help", "Help", show=False, id="app.help_f1", tooltip="All keys"),
+        # The inbox from anywhere: i where keys are commands, F2 also while typing.
+        Binding("i", "inbox", "Inbox", show=False, id="app.inbox", tooltip="Every session's approvals"),
+        Binding("f2", "inbox", "Inbox", show=False, id="app.inbox_f2", tooltip="Every session's approvals"),
     ]
+
+    inbox_count: reactive[int] = reactive(0)
+    """Approvals waiting plus failed notes not yet seen, across all sessions (every header shows it)."""
 
     def __init__(
         self,
@@ -77,6 +98,11 @@ class PreloopApp(App[str | None]):
         drafts: DraftStore | None = None,
         handle_signals: bool = False,
         confirm_risks: frozenset[str] = CONFIRM_RISKS,
+        attention: bool = True,
+        alert_settings: AlertSettings | None = None,
+        alert_write: Callable[[str], None] | None = None,
+        notes_window: timedelta = timedelta(hours=6),
+        attention_poll_interval: float = 3.0,
     ) -> None:
         super().__init__()
         self.confirm_risks = confirm_risks
@@ -91,6 +117,11 @@ class PreloopApp(App[str | None]):
         self.refresh_interval = refresh_interval
         self.close_backend = close_backend
         self.follow = follow
+        self.attention = attention
+        self.inbox = Inbox(notes_window)
+        self.attention_status: StreamStatus | None = None
+        self.attention_poll_interval = attention_poll_interval
+        self.alerter = Alerter(alert_settings or load_alert_settings(), alert_write or self._write_terminal)
 
     def on_mount(self) -> None:
         if self.handle_signals:
@@ -99,6 +130,76 @@ class PreloopApp(App[str | None]):
             self.push_screen(self._attach_screen(self.start_session_id))
         else:
             self.push_screen(self._sessions_screen())
+        if self.attention and hasattr(self.backend, "watch_attention"):
+            self.watch_inbox()
+
+    # ------------------------------------------------------------------ the attention inbox
+
+    @work(group="attention", exclusive=True)
+    async def watch_inbox(self) -> None:
+        """Keep the inbox in step with every session for as long as the app runs (the feed reconnects
+        by itself and starts each connection with a fresh snapshot)."""
+        try:
+            async for item in self.backend.watch_attention(
+                notes_window=self.inbox.notes_window, poll_interval=self.attention_poll_interval
+            ):
+                if isinstance(item, AttentionSnapshot):
+                    self.inbox_updated(self.inbox.reset(item))
+                elif isinstance(item, STATUS_TYPES):
+                    self.attention_status = item
+                    self.inbox_updated([])
+                    if isinstance(item, Refused):
+                        return
+                else:
+                    changes = self.inbox.apply(item)  # type: ignore[arg-type]
+                    if changes:
+                        self.inbox_updated(changes)
+        except ClientError as exc:
+            self.attention_status = Refused(exc.hint)
+            self.inbox_updated([])
+
+    def inbox_updated(self, changes: list[InboxChange] | None = None) -> None:
+        """After the inbox or its feed changed: update every header's count, the inbox screen, and alert
+        for what is new outside the session on screen."""
+        changes = changes or []
+        self.inbox_count = self.inbox.count
+        viewing = self.screen.session_id if isinstance(self.screen, AttachScreen) else None
+        self.alerter.changes(changes, viewing=viewing)
+        for screen in self.screen_stack:
+            if isinstance(screen, InboxScreen):
+                screen.inbox_changed(self.attention_status)
+        self.inbox_count = self.inbox.count  # the inbox screen may have marked notes seen
+
+    def _write_terminal(self, data: str) -> None:
+        """Alerts go straight to the controlling terminal in one write (never in a headless test run)."""
+        if self.is_headless:
+            return
+        try:
+            fd = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY)
+        except OSError:
+            return
+        try:
+            os.write(fd, data.encode("utf-8", "replace"))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def action_inbox(self) -> None:
+        """Open the attention inbox (every session's approvals and failed notes); again: close it."""
+        if isinstance(self.screen, InboxScreen):
+            self.screen.dismiss(None)
+            return
+        screen = InboxScreen(
+            self.backend,
+            self.inbox,
+            open_session=self.open_session,
+            clock=self.clock,
+            read_only=self.read_only,
+        )
+        screen.status = self.attention_status
+        self.push_screen(screen, lambda _: self.inbox_updated())
+        self.inbox_count = self.inbox.count
 
     def _install_signal_handlers(self) -> None:
         # Without this a SIGTERM (kill, systemd, a closing tmux pane's SIGHUP) ends Python at once: the
@@ -157,7 +258,11 @@ class PreloopApp(App[str | None]):
             message = leaving.leave_message()
         else:
             message = f"Detached from {short_id(session_id)}; the session keeps running."
-        if isinstance(below, SessionsScreen):
+        if isinstance(below, InboxScreen):  # opened from the inbox: back there
+            self.pop_screen()
+            if detach:
+                self.notify(message, title="Left the session", markup=False)
+        elif isinstance(below, SessionsScreen):
             self.pop_screen()
             if detach:
                 self.notify(message, title="Left the session", markup=False)

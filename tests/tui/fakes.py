@@ -14,7 +14,16 @@ from typing import Any
 from client.backend import ApprovalPage, ServerKind, SessionFilter
 from client.errors import ClientError, NotFound
 from client.events import Event, event_from_dict
-from client.models import ActivityItem, Approval, Health, Note, NoteList, Session, SessionList
+from client.models import (
+    ActivityItem,
+    Approval,
+    AttentionSnapshot,
+    Health,
+    Note,
+    NoteList,
+    Session,
+    SessionList,
+)
 from client.status import StreamStatus
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -39,12 +48,16 @@ class FakeBackend:
         approvals: Sequence[Approval] = (),
         script: Sequence[Event | StreamStatus] = (),
         fail: ClientError | None = None,
+        attention: Sequence[AttentionSnapshot | Event | StreamStatus] = (),
     ) -> None:
         self.sessions = list(sessions)
         self.notes = list(notes)
         self.approvals = list(approvals)
         self.script = list(script)
         self.fail = fail
+        self.attention = list(attention)
+        """What ``watch_attention`` yields (an empty snapshot when nothing is given), then it waits."""
+        self.attention_consumed = False
         self.sent: list[str] = []
         self.script_consumed = False
         """True once the follower has taken every scripted item (the screen has handled the last one)."""
@@ -119,6 +132,14 @@ class FakeBackend:
         for item in self.script:
             yield item
         self.script_consumed = True
+        await asyncio.Event().wait()
+
+    async def watch_attention(
+        self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
+    ) -> AsyncIterator[AttentionSnapshot | Event | StreamStatus]:
+        for item in self.attention or [AttentionSnapshot(at=NOW)]:
+            yield item
+        self.attention_consumed = True
         await asyncio.Event().wait()
 
     async def aclose(self) -> None:

@@ -54,6 +54,7 @@ from tui.screens.withdraw_pick import WithdrawPickScreen
 from widgets.approvals_panel import ApprovalsPanel, args_text, visible_args
 from widgets.banner import Banner
 from widgets.composer import Composer
+from widgets.inbox_view import InboxBadge
 from widgets.notes_panel import NotesPanel
 from widgets.session_header import SessionHeader
 from widgets.timeline_view import TimelineView
@@ -135,6 +136,8 @@ class AttachScreen(Screen[None]):
 
     DEFAULT_CSS = """
     AttachScreen #body { height: 1fr; }
+    AttachScreen #header-row { height: auto; }
+    AttachScreen #header-row SessionHeader { width: 1fr; }
     AttachScreen #main { width: 1fr; height: 1fr; }
     AttachScreen TimelineView { width: 1fr; height: 1fr; }
     AttachScreen #follow-hint {
@@ -200,7 +203,9 @@ class AttachScreen(Screen[None]):
         self._send_error = Static("", id="send-error")
         self._composer = Composer(id="composer")
         self._composer.can_focus = not self.read_only
-        yield self._header
+        with Horizontal(id="header-row"):  # the inbox count (all sessions) sits at the header's right
+            yield self._header
+            yield InboxBadge(id="inbox-badge")
         yield self._banner
         self._follow_hint = Static("", id="follow-hint")
         with Horizontal(id="body"):

@@ -48,6 +48,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         "Everywhere",
         [
             ("? or F1", "this help (F1 also while typing a note)"),
+            ("i or F2", "inbox: every session's approvals and undelivered notes (a / d / Enter there)"),
             ("Ctrl+P", "command palette"),
             ("Ctrl+Q", "quit"),
         ],

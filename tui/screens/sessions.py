@@ -18,6 +18,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
@@ -38,6 +39,7 @@ from client.present import session_title as title_of
 from client.textsafe import safe_line
 from widgets.badges import session_badge
 from widgets.banner import Banner
+from widgets.inbox_view import InboxBadge
 
 COLUMNS: list[tuple[str, str]] = [
     ("id", "ID"),
@@ -163,7 +165,10 @@ class SessionsScreen(Screen[None]):
     SessionsScreen DataTable { height: 1fr; }
     SessionsScreen #empty { display: none; padding: 1 2; color: $text-muted; height: auto; }
     SessionsScreen #empty.-shown { display: block; }
-    SessionsScreen #status-line { height: 1; padding: 0 1; color: $text-muted; background: $panel; }
+    SessionsScreen #top-line { height: 1; background: $panel; }
+    SessionsScreen #status-line {
+        height: 1; width: 1fr; padding: 0 1; color: $text-muted; background: $panel;
+    }
     """
 
     def __init__(
@@ -190,7 +195,9 @@ class SessionsScreen(Screen[None]):
         self._restore_key: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="status-line")
+        with Horizontal(id="top-line"):  # the inbox count (all sessions) sits at the right
+            yield Static("", id="status-line")
+            yield InboxBadge(id="inbox-badge")
         yield Banner(id="banner")
         yield Input(placeholder="filter: id, agent or title (Enter keeps, Escape clears)", id="filter")
         yield SessionTable(cursor_type="row", zebra_stripes=True, id="sessions-table")

@@ -1,0 +1,173 @@
+"""Pilot tests of the attention inbox and alerts against the real local control plane over loopback.
+
+Agents raise approvals with ``server.harness_client`` (a blocking permission check, as a coding agent's
+hook does); the app runs on the real ``client.api.Client`` and its live attention feed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from client.alerts import AlertSettings
+from client.api import Client
+from server.harness_client import HarnessClient, HarnessSession
+from tests.conftest import LiveServer
+from tests.tui.test_pilot import SIZE, attached, until
+from tui.app import PreloopApp
+from tui.screens.attach import AttachScreen
+from tui.screens.decline_comment import DeclineCommentScreen
+from tui.screens.inbox import InboxScreen
+from tui.screens.sessions import SessionsScreen
+from widgets.inbox_view import InboxApprovals, InboxBadge
+
+
+@pytest.fixture
+async def client(live_server: LiveServer) -> AsyncIterator[Client]:
+    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
+        yield c
+
+
+async def start(harness: HarnessClient, name: str) -> HarnessSession:
+    session = await harness.start_session(agent_name=name, title=f"{name} at work")
+    await session.run_started("work")
+    await session.narrate(1, ["Looking at the test first."])
+    return session
+
+
+def ask(session: HarnessSession, command: str) -> asyncio.Task[Any]:
+    return asyncio.create_task(session.permission_check("Bash", {"command": command}, ask=True))
+
+
+def inbox_rows(app: PreloopApp) -> list[str]:
+    screen = app.screen
+    assert isinstance(screen, InboxScreen), screen
+    table = screen.query_one(InboxApprovals)
+    return [str(table.get_row_at(i)[5]) for i in range(table.row_count)]
+
+
+async def test_inbox_shows_every_sessions_approvals_and_decides_them(
+    client: Client, harness: HarnessClient
+) -> None:
+    """Approvals from two sessions reach the header count and the inbox (oldest first); a approves the
+    first, d with a comment declines the second; the agents get the decisions."""
+    one, two = await start(harness, "builder"), await start(harness, "tester")
+    app = PreloopApp(client, refresh_interval=0, alert_settings=AlertSettings(enabled=False))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
+        badge = app.screen.query_one(InboxBadge)
+        await until(pilot, lambda: app.inbox.synced, "the first snapshot")
+        assert badge.count == 0 and not badge.display
+        first = ask(one, "git push origin main")
+        await until(pilot, lambda: app.inbox_count == 1, "the first approval in the inbox")
+        second = ask(two, "rm -rf build")
+        await until(pilot, lambda: badge.count == 2, "the count in the sessions header")
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await until(pilot, lambda: len(inbox_rows(app)) == 2, "two rows")
+        assert "git push origin main" in inbox_rows(app)[0]  # oldest first
+        await pilot.press("a")
+        verdict = await asyncio.wait_for(first, 30)
+        assert verdict.decision == "allow"
+        await until(pilot, lambda: len(inbox_rows(app)) == 1, "the approved one to leave")
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment prompt")
+        await pilot.press(*"not on prod", "enter")
+        refused = await asyncio.wait_for(second, 30)
+        assert refused.decision == "deny" and "not on prod" in refused.reason
+        await until(pilot, lambda: app.inbox_count == 0, "an empty inbox")
+        inbox = app.screen
+        assert isinstance(inbox, InboxScreen)
+        assert not inbox.query_one("#inbox-recent").display  # decided here, not "elsewhere"
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list")
+
+
+async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
+    client: Client, harness: HarnessClient, live_server: LiveServer
+) -> None:
+    """Another operator approves while the inbox is open: the row leaves and a line says so; a note that
+    becomes undeliverable appears in the notes section, live."""
+    session = await start(harness, "builder")
+    app = PreloopApp(client, refresh_interval=0, alert_settings=AlertSettings(enabled=False))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await until(pilot, lambda: app.inbox.synced, "the first snapshot")
+        await pilot.press("i")
+        task = ask(session, "make deploy")
+        await until(pilot, lambda: len(inbox_rows(app)) == 1, "the approval")
+        async with Client(live_server.url, live_server.token, server_kind="local") as other:
+            approval_id = app.inbox.approvals[0].id
+            await other.approve(approval_id, "ship it")
+            await other.send_note("stop after the deploy", session_id=session.session_id)
+        await until(pilot, lambda: inbox_rows(app) == [], "the row to leave")
+        assert (await asyncio.wait_for(task, 30)).decision == "allow"
+        recent = app.screen.query_one("#inbox-recent")
+        await until(pilot, lambda: "approved elsewhere" in str(recent.render()), "the elsewhere line")
+        await session.end()
+        notes = app.screen.query_one("#inbox-notes")
+        await until(pilot, lambda: "stop after the deploy" in str(notes.render()), "the undeliverable note")
+        assert app.inbox_count == 0  # seen: the inbox is open
+
+
+async def test_inbox_from_an_attach_screen_and_back(client: Client, harness: HarnessClient) -> None:
+    """i (outside the note box) opens the inbox from a session; Enter opens another session's approval,
+    Escape there comes back to the inbox, Escape again to the first session."""
+    watched, other = await start(harness, "builder"), await start(harness, "tester")
+    app = PreloopApp(client, start_session_id=watched.session_id, alert_settings=AlertSettings(enabled=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await attached(pilot, app)
+        task = ask(other, "deploy")
+        badge = app.screen.query_one(InboxBadge)
+        await until(pilot, lambda: badge.count == 1, "the count in the attach header")
+        await pilot.press("escape", "i")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await until(pilot, lambda: len(inbox_rows(app)) == 1, "the approval")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the other session")
+        screen = app.screen
+        assert isinstance(screen, AttachScreen) and screen.session_id == other.session_id
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "back in the inbox")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, AttachScreen), "back in the first session")
+        first = app.screen
+        assert isinstance(first, AttachScreen) and first.session_id == watched.session_id
+        await client.decline(app.inbox.approvals[0].id)
+        await task
+
+
+async def test_alerts_ring_for_other_sessions_once_per_interval(
+    client: Client, harness: HarnessClient
+) -> None:
+    """A new approval in another session rings once (bell + OSC 9); a second one right after is held
+    back by the rate limit; one in the session on screen never rings."""
+    watched, a, b = (
+        await start(harness, "builder"),
+        await start(harness, "tester"),
+        await start(harness, "ops"),
+    )
+    written: list[str] = []
+    settings = AlertSettings(desktop="osc9", min_interval=600.0)
+    app = PreloopApp(
+        client, start_session_id=watched.session_id, alert_settings=settings, alert_write=written.append
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await attached(pilot, app)
+        await until(pilot, lambda: app.inbox.synced, "the first snapshot")
+        own = ask(watched, "ls")
+        await until(pilot, lambda: app.inbox_count == 1, "the watched session's approval")
+        assert written == []  # the operator is looking at it
+        first = ask(a, "git push")
+        await until(pilot, lambda: app.inbox_count == 2, "another session's approval")
+        assert len(written) == 1
+        assert written[0].startswith("\a\x1b]9;Approval needed: tester")
+        assert written[0].endswith("\a") and written[0].count("\x1b") == 1
+        second = ask(b, "rm -rf /")
+        await until(pilot, lambda: app.inbox_count == 3, "a third approval")
+        assert len(written) == 1 and app.alerter.suppressed == 1
+        for approval in app.inbox.approvals:
+            await client.decline(approval.id)
+        await asyncio.gather(own, first, second)

@@ -1,0 +1,241 @@
+"""The attention inbox: every session's pending approvals and undelivered notes on one screen.
+
+The app keeps one :class:`client.inbox.Inbox` fed by ``Backend.watch_attention()`` (pushed by our
+server, polled elsewhere) for as long as it runs; this screen only draws it and acts on it. Approvals
+are oldest first with their session, tool, risk, arguments and expiry countdown; ``a`` approves, ``d``
+declines with an optional comment (the same dialog as the attach screen), Enter opens the session.
+Below them: the notes that ended expired, failed or undeliverable in the last hours, and the approvals
+that were settled elsewhere while the inbox was open. Opening the inbox marks its notes as seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from client.errors import ClientError
+from client.inbox import Inbox
+from client.models import Approval
+from client.status import Connecting, Live, Reconnecting, Refused, StreamStatus
+from client.textsafe import safe_line
+from tui.screens.decline_comment import DeclineCommentScreen
+from widgets.inbox_view import InboxApprovals, InboxBadge, decided_elsewhere_text, failed_notes_text
+
+if TYPE_CHECKING:
+    from client.backend import Backend
+
+TICK_SECONDS = 1.0
+
+
+def feed_state(status: StreamStatus | None, synced: bool) -> Text:
+    """How fresh the inbox is: live, (re)connecting, or refused."""
+    if isinstance(status, Refused):
+        return Text(f"✗ refused: {safe_line(status.reason, 80)}", style="bold red")
+    if isinstance(status, Reconnecting):
+        return Text(f"◌ reconnecting in {status.delay:.0f}s ({safe_line(status.reason, 60)})", style="yellow")
+    if isinstance(status, Connecting) or not synced:
+        return Text("◌ connecting…", style="yellow")
+    if isinstance(status, Live) or synced:
+        return Text("● live", style="green")
+    return Text("")
+
+
+class InboxScreen(Screen[None]):
+    """All sessions' approvals and failed notes; updates whenever the app's inbox changes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "approve", "Approve", id="inbox.approve", tooltip="Approve the highlighted approval"),
+        Binding("d", "decline", "Decline", id="inbox.decline", tooltip="Decline (with an optional comment)"),
+        Binding(
+            "o,enter", "open", "Open session", id="inbox.open", tooltip="Attach to this approval's session"
+        ),
+        Binding("escape,i", "back", "Back", id="inbox.back", tooltip="Back to where you were"),
+        Binding("question_mark", "app.help", "Help", id="inbox.help", tooltip="All keys"),
+    ]
+
+    DEFAULT_CSS = """
+    InboxScreen #inbox-top { height: 1; background: $panel; }
+    InboxScreen #inbox-title { width: 1fr; padding: 0 1; text-style: bold; }
+    InboxScreen #inbox-state { width: auto; padding: 0 1; }
+    InboxScreen #inbox-empty { padding: 1 2; color: $text-muted; }
+    InboxScreen #inbox-recent { padding: 0 1; margin-top: 1; color: $text-muted; }
+    InboxScreen #inbox-notes { padding: 0 1; margin-top: 1; }
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        inbox: Inbox,
+        *,
+        open_session: Callable[[str], None],
+        clock: Callable[[], datetime],
+        read_only: bool = False,
+    ) -> None:
+        super().__init__()
+        self.backend = backend
+        self.inbox = inbox
+        self.open_session = open_session
+        self._clock = clock
+        self.read_only = read_only
+        self.status: StreamStatus | None = None
+        self._deciding: set[str] = set()
+        self._shown_version = -1
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="inbox-top"):
+            yield Static("", id="inbox-title")
+            yield Static("", id="inbox-state")
+            yield InboxBadge(id="inbox-badge")
+        with VerticalScroll(id="inbox-body"):
+            yield InboxApprovals(id="inbox-approvals")
+            yield Static("", id="inbox-empty")
+            yield Static("", id="inbox-recent")
+            yield Static("", id="inbox-notes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_view()
+        self.set_interval(TICK_SECONDS, self._tick)
+        self.query_one(InboxApprovals).focus()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_view()
+
+    # ------------------------------------------------------------------ drawing
+
+    def inbox_changed(self, status: StreamStatus | None) -> None:
+        """The app calls this after every change of the inbox or of its feed's connection."""
+        self.status = status
+        self.refresh_view()
+
+    def refresh_view(self) -> None:
+        """Draw the inbox as the model now is (cheap when nothing changed but the clock)."""
+        if not self.is_mounted:
+            return
+        now = self._clock()
+        self.inbox.mark_seen()
+        approvals = self.inbox.approvals
+        title = Text("Inbox", style="bold")
+        title.append(
+            f"  {len(approvals)} approval{'s' if len(approvals) != 1 else ''} waiting across all sessions",
+            style="" if approvals else "dim",
+        )
+        self.query_one("#inbox-title", Static).update(title)
+        self.query_one("#inbox-state", Static).update(feed_state(self.status, self.inbox.synced))
+        table = self.query_one(InboxApprovals)
+        table.show(approvals, now)
+        table.display = bool(approvals)
+        empty = self.query_one("#inbox-empty", Static)
+        empty.display = not approvals
+        empty.update(
+            "Nothing waits for you: no approval is pending in any session." if self.inbox.synced else ""
+        )
+        recent = self.query_one("#inbox-recent", Static)
+        recent.display = bool(self.inbox.recently_gone)
+        recent.update(decided_elsewhere_text(self.inbox.recently_gone))
+        self.query_one("#inbox-notes", Static).update(
+            failed_notes_text(self.inbox.notes, now, self.inbox.notes_window)
+        )
+        self._shown_version = self.inbox.version
+        self.refresh_bindings()
+
+    def _tick(self) -> None:
+        if self.inbox.prune(self._clock()):
+            self.refresh_view()
+        else:
+            self.query_one(InboxApprovals).tick(self._clock())
+
+    # ------------------------------------------------------------------ actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Approve, decline and open only when an approval is highlighted (and not read-only)."""
+        if action in ("approve", "decline", "open"):
+            if not self.is_mounted or self.query_one(InboxApprovals).selected is None:
+                return None
+            if action != "open" and self.read_only:
+                return None
+        return True
+
+    def action_back(self) -> None:
+        """Back to the screen the inbox was opened from."""
+        self.dismiss(None)
+
+    def action_open(self) -> None:
+        """Attach to the highlighted approval's session (Escape there comes back here)."""
+        approval = self.query_one(InboxApprovals).selected
+        if approval is not None and approval.runtime_session_id:
+            self.open_session(approval.runtime_session_id)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_approve(self) -> None:
+        """Let the highlighted approval's tool call run."""
+        approval = self.query_one(InboxApprovals).selected
+        if approval is not None:
+            self.decide(approval, "approve", None)
+
+    def action_decline(self) -> None:
+        """Ask for an optional comment, then decline the highlighted approval."""
+        approval = self.query_one(InboxApprovals).selected
+        if approval is None:
+            return
+
+        def _answered(comment: str | None) -> None:
+            if comment is not None:
+                self.decide(approval, "decline", comment or None)
+
+        self.app.push_screen(DeclineCommentScreen(approval), _answered)
+
+    @work(group="inbox-decide")
+    async def decide(self, approval: Approval, decision: str, comment: str | None) -> None:
+        """Send the decision; one that lost a race says who won, and the approval leaves either way."""
+        if self.read_only or approval.id in self._deciding:
+            return
+        tool = safe_line(approval.tool_name or "tool", 40)
+        self._deciding.add(approval.id)
+        self.inbox.deciding(approval.id)
+        try:
+            if decision == "approve":
+                result = await self.backend.approve(approval.id, comment)
+            else:
+                result = await self.backend.decline(approval.id, comment)
+        except ClientError as exc:
+            try:
+                current = await self.backend.get_approval(approval.id)
+            except ClientError:
+                current = None
+            if current is not None and not current.pending:
+                self.inbox.decided(current)
+                self.notify(
+                    f"The {tool} approval was already {safe_line(current.status, 20)} elsewhere.",
+                    title="Approval no longer pending",
+                    severity="warning",
+                    markup=False,
+                )
+                self._changed_here()
+            else:
+                self._deciding.discard(approval.id)
+                self.notify(str(exc), title=f"Could not {decision} {tool}", severity="error", markup=False)
+            return
+        self.inbox.decided(result)
+        word = "Approved" if decision == "approve" else "Declined"
+        self.notify(f"{word}: {tool}", title="Approval decided", markup=False)
+        self._changed_here()
+
+    def _changed_here(self) -> None:
+        sync = getattr(self.app, "inbox_updated", None)
+        if callable(sync):
+            sync()
+        else:
+            self.refresh_view()
