@@ -196,6 +196,7 @@ class PreloopApp(App[str | None]):
             open_session=self.open_session,
             clock=self.clock,
             read_only=self.read_only,
+            confirm_risks=self.confirm_risks,
         )
         screen.status = self.attention_status
         self.push_screen(screen, lambda _: self.inbox_updated())

@@ -18,7 +18,7 @@ from client.inbox import ApprovalGone, note_ended_at
 from client.models import Approval, Note
 from client.present import relative_time, short_id
 from client.textsafe import safe_line
-from widgets.approvals_panel import args_text
+from widgets.approvals_panel import args_text, visible_args
 from widgets.badges import note_badge, until
 
 APPROVAL_COLUMNS: list[tuple[str, str]] = [
@@ -62,7 +62,7 @@ def risk_cell(risk: str | None) -> Text:
 def args_cell(approval: Approval, width: int = 80) -> Text:
     """The arguments on one line (the summary when there are none), cut to ``width``; the server's own
     bookkeeping keys (``_preloop_source``) are left out."""
-    args = {k: v for k, v in approval.tool_args.items() if not k.startswith("_preloop")}
+    args = visible_args(approval.tool_args)
     if args:
         flat = " ".join(line.strip() for line in args_text(args).splitlines())
     else:

@@ -19,6 +19,7 @@ from tests.conftest import LiveServer
 from tests.tui.test_pilot import SIZE, attached, until
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
+from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
@@ -69,7 +70,9 @@ async def test_inbox_shows_every_sessions_approvals_and_decides_them(
         await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
         await until(pilot, lambda: len(inbox_rows(app)) == 2, "two rows")
         assert "git push origin main" in inbox_rows(app)[0]  # oldest first
-        await pilot.press("a")
+        await pilot.press("a")  # Bash is a danger-risk tool on the local server: it asks first
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the risk question")
+        await pilot.press("y")
         verdict = await asyncio.wait_for(first, 30)
         assert verdict.decision == "allow"
         await until(pilot, lambda: len(inbox_rows(app)) == 1, "the approved one to leave")

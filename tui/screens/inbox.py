@@ -27,8 +27,15 @@ from client.inbox import Inbox
 from client.models import Approval
 from client.status import Connecting, Live, Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
+from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
-from widgets.inbox_view import InboxApprovals, InboxBadge, decided_elsewhere_text, failed_notes_text
+from widgets.inbox_view import (
+    InboxApprovals,
+    InboxBadge,
+    args_cell,
+    decided_elsewhere_text,
+    failed_notes_text,
+)
 
 if TYPE_CHECKING:
     from client.backend import Backend
@@ -79,8 +86,10 @@ class InboxScreen(Screen[None]):
         open_session: Callable[[str], None],
         clock: Callable[[], datetime],
         read_only: bool = False,
+        confirm_risks: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
+        self.confirm_risks = frozenset(r.lower() for r in confirm_risks)
         self.backend = backend
         self.inbox = inbox
         self.open_session = open_session
@@ -180,10 +189,30 @@ class InboxScreen(Screen[None]):
         self.action_open()
 
     def action_approve(self) -> None:
-        """Let the highlighted approval's tool call run."""
+        """Let the highlighted approval's tool call run; a risky one asks first (as on the attach screen)."""
         approval = self.query_one(InboxApprovals).selected
-        if approval is not None:
+        if approval is None:
+            return
+        risk = (approval.risk_level or "").strip().lower()
+        if risk not in self.confirm_risks:
             self.decide(approval, "approve", None)
+            return
+        tool = safe_line(approval.tool_name or "tool", 40)
+        detail = args_cell(approval, 300).plain
+
+        def _answered(yes: bool | None) -> None:
+            if yes:
+                self.decide(approval, "approve", None)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Approve this {safe_line(risk, 12)}-risk {tool} call?",
+                detail,
+                yes="Approve",
+                no="Keep pending",
+            ),
+            _answered,
+        )
 
     def action_decline(self) -> None:
         """Ask for an optional comment, then decline the highlighted approval."""
