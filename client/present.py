@@ -106,6 +106,47 @@ def session_state(row: Session, now: datetime | None = None) -> SessionState:
     return "idle"
 
 
+def agent_state(row: Session, pending_approvals: int, now: datetime | None = None) -> tuple[str, str]:
+    """What the agent of an attached session is doing, as a state key and the words for it.
+
+    Keys: ``ended``; ``waiting`` (alive and blocked on a human: "waiting for approval"); ``live`` (the
+    session is open, so the agent is alive; the words add whether it did something in the last two minutes
+    or how long it has been quiet). "live" never means merely "recent activity": an agent waiting on an
+    approval is quiet yet alive.
+    """
+    if row.ended_at is not None:
+        return "ended", "ended"
+    if pending_approvals > 0:
+        return "waiting", "waiting for approval"
+    seen = last_activity(row)
+    if seen is None or _now(now) - seen <= LIVE_WINDOW:
+        return "live", "live · working"
+    quiet = relative_time(seen, now).removesuffix(" ago")
+    return "live", f"live · quiet for {quiet}"
+
+
+def connection_lost(reason: str) -> str:
+    """ "Connection lost (why)" without saying it twice when the reason already says so."""
+    why = safe_line(reason, 120).strip()
+    if not why:
+        return "Connection lost"
+    if why.lower().startswith(("connection lost", "connection closed", "connection reset")):
+        return why[0].upper() + why[1:]
+    return f"Connection lost ({why})"
+
+
+def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
+    """A sentence for an approval that stopped waiting: "The Bash approval expired", "... was approved
+    elsewhere" (an expiry is something that happened to it, a decision something someone did)."""
+    name = safe_line(tool or "tool", 40)
+    state = safe_line(status, 20)
+    if state == "expired":
+        return f"The {name} approval expired before anyone decided."
+    if state in ("approved", "declined"):
+        return f"The {name} approval was {state}{' elsewhere' if elsewhere else ''}."
+    return f"The {name} approval is no longer pending ({state})."
+
+
 def normalize_kind(kind: str) -> str:
     """Turn what people type ("Claude Code", "claude-code", "CLAUDE_CODE") into the server's kind key."""
     cleaned = re.sub(r"[\s\-.]+", "_", kind.strip().lower())

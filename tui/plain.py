@@ -46,6 +46,7 @@ from client.events import (
 from client.models import Approval
 from client.present import (
     clock,
+    connection_lost,
     event_line,
     format_duration,
     session_title,
@@ -201,7 +202,8 @@ def status_text(status: StreamStatus) -> str:
         case Live(last_seq=seq):
             return f"live (last event {seq})" if seq else "live"
         case Reconnecting(attempt=n, delay=d, reason=r):
-            return f"connection lost ({safe_line(r, 120)}); reconnecting in {d:.1f}s (attempt {n})"
+            lost = connection_lost(r)
+            return f"{lost[:1].lower()}{lost[1:]}; reconnecting in {d:.1f}s (attempt {n})"
         case Ended():
             return "session ended"
         case Refused(reason=r, status=code):

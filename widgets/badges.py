@@ -29,6 +29,7 @@ NOTE_BADGES: dict[str, tuple[str, str]] = {
 SESSION_BADGES: dict[str, tuple[str, str]] = {
     "live": ("●", "bold green"),
     "idle": ("○", "yellow"),
+    "waiting": ("⚑", "bold yellow"),
     "ended": ("■", "dim"),
 }
 
@@ -39,10 +40,11 @@ def note_badge(state: str) -> Text:
     return Text(f"{icon} {safe_line(state, 24)}", style=style)
 
 
-def session_badge(state: str) -> Text:
-    """``● live`` / ``○ idle`` / ``■ ended`` for the sessions table and the attach header."""
+def session_badge(state: str, words: str | None = None) -> Text:
+    """``● live`` / ``○ idle`` / ``⚑ waiting`` / ``■ ended`` for the sessions table and the attach header;
+    ``words`` replaces the state's own word (``⚑ waiting for approval``)."""
     icon, style = SESSION_BADGES.get(state, ("?", ""))
-    return Text(f"{icon} {state}", style=style)
+    return Text(f"{icon} {words or state}", style=style)
 
 
 def delivery_route(note: Note) -> str:

@@ -83,12 +83,14 @@ class NotesPanel(OptionList):
         self.notes: dict[str, Note] = {}
         self.thens: dict[str, str] = {}
         """note_id -> what the agent did first after reading it (one line, raw text)."""
+        self._shown_words: dict[str, tuple[str, ...]] = {}
+        """Per note, the relative times its prompt shows; a tick redraws only the notes whose words aged."""
         self.border_title = "Notes"
 
     def on_mount(self) -> None:
         self._show_placeholder()
-        # "expires in" and "sent 2m ago" age by themselves; redraw them now and then.
-        self.set_interval(15.0, self._redraw_all)
+        # "expires in 40s" and "sent 19s ago" age by themselves: check every second, redraw what changed.
+        self.set_interval(1.0, self._redraw_aged)
 
     def _show_placeholder(self) -> None:
         if not self.notes:
@@ -157,10 +159,13 @@ class NotesPanel(OptionList):
         pending = [n for n in self.notes.values() if n.state == NoteState.PENDING]
         return sorted(pending, key=_created_key, reverse=True)
 
-    def _redraw_all(self) -> None:
+    def _redraw_aged(self) -> None:
         now = self._clock()
         for note in self.notes.values():
-            self.replace_option_prompt(note.note_id, self._prompt(note, now))
+            words = _time_words(note, now)
+            if self._shown_words.get(note.note_id) != words:
+                self._shown_words[note.note_id] = words
+                self.replace_option_prompt(note.note_id, self._prompt(note, now))
 
     def _update_title(self) -> None:
         waiting = sum(1 for n in self.notes.values() if n.state in (NoteState.PENDING, NoteState.CLAIMED))
@@ -168,6 +173,16 @@ class NotesPanel(OptionList):
         if waiting:
             title += f" · {waiting} waiting"
         self.border_title = title
+
+
+def _time_words(note: Note, now: datetime) -> tuple[str, ...]:
+    return (
+        relative_time(note.created_at, now),
+        relative_time(note.delivered_at, now),
+        until(note.expires_at, now),
+        relative_time(note.cancelled_at, now),
+        relative_time(note.expired_at, now),
+    )
 
 
 def _created_key(note: Note) -> datetime:

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from client.models import Session
-from client.present import kind_label, session_state, session_title, short_id
+from client.present import agent_state, kind_label, session_title, short_id
 from client.status import Connecting, Ended, Live, Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
 from widgets.badges import session_badge
@@ -58,12 +58,11 @@ class SessionHeader(Static):
 
     def on_mount(self) -> None:
         self._render_header()
-        # The reconnect countdown moves once a second; nothing else here changes by itself.
+        # The reconnect countdown and "quiet for 3m" move by themselves: re-render once a second.
         self.set_interval(1.0, self._tick)
 
     def _tick(self) -> None:
-        if isinstance(self.status, Reconnecting):
-            self._render_header()
+        self._render_header()
 
     def set_session(self, session: Session) -> None:
         """A fresh session row (detail, ``session.updated`` or ``session.ended``) arrived."""
@@ -130,7 +129,8 @@ class SessionHeader(Static):
         if self.read_only:
             parts.append(Text("read-only", style="bold magenta"))
         if session is not None:
-            parts.append(Text("session ").append_text(session_badge(session_state(session, self._clock()))))
+            state, words = agent_state(session, count, self._clock())
+            parts.append(Text("agent ").append_text(session_badge(state, words)))
         parts.append(Text("stream ").append_text(self.connection_text()))
         if not count:
             parts.append(Text("no approvals pending", style="dim"))

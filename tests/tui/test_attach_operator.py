@@ -203,3 +203,28 @@ def test_confirm_risk_levels_come_from_the_environment(monkeypatch: Any) -> None
     assert confirm_risks_from_env() == {"caution", "danger"}
     monkeypatch.setenv("PRELOOP_CONFIRM_RISK", "none")
     assert confirm_risks_from_env() == frozenset()
+
+
+async def test_header_says_waiting_for_approval_and_toasts_leave_the_box_alone(
+    client: Client, agent: HarnessSession
+) -> None:
+    """A session blocked on an approval reads "⚑ waiting for approval", not idle; a notice (toast) never
+    covers the note box, the keys or the newest timeline lines."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await attached(pilot, app)
+        header = screen.header
+        assert "agent ● live" in str(header.render())
+        task = asyncio.create_task(agent.permission_check("Read", {"path": "README.md"}))
+        await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+        await until(pilot, lambda: "waiting for approval" in str(header.render()), "the waiting state")
+        assert "idle" not in str(header.render())
+        await pilot.press(*"look at the README", "enter")
+        await until(pilot, lambda: bool(screen.query("Toast")), "the note-queued notice")
+        await pilot.pause()
+        toast = screen.query_one("Toast")
+        bottom_of_view = screen.view.region.bottom - 3  # the newest three lines
+        assert toast.region.bottom <= bottom_of_view, (toast.region, screen.view.region)
+        assert not toast.region.overlaps(screen.composer.region)
+        await pilot.press("escape", "a")
+        await asyncio.wait_for(task, 10)

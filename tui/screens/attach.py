@@ -44,7 +44,7 @@ from client.drafts import DraftStore
 from client.errors import ApiError, AuthError, ClientError, NotFound, PermissionDenied
 from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent, SessionEnded
 from client.models import Approval, Note, NoteState, Session
-from client.present import short_id
+from client.present import approval_outcome, connection_lost, short_id
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from client.textsafe import safe_line
 from client.timeline import Timeline, then_line
@@ -149,6 +149,9 @@ class AttachScreen(Screen[None]):
     AttachScreen #send-error { display: none; height: auto; padding: 0 1; color: $error; }
     AttachScreen #send-error.-shown { display: block; }
     AttachScreen.-no-composer Composer { display: none; }
+    /* Notices go top-left, over the oldest lines in view: never over the note box, the keys or the
+       newest lines, where the operator is reading and typing. */
+    AttachScreen #textual-toastrack { dock: top; align: left top; margin: 1 0 0 1; }
     """
 
     def __init__(
@@ -362,7 +365,7 @@ class AttachScreen(Screen[None]):
         elif isinstance(status, Reconnecting):
             # The header counts down to the next attempt; the banner says what happened and what follows.
             self.banner.show(
-                f"Connection lost ({status.reason}). Reconnecting (attempt {status.attempt}); the stream "
+                f"{connection_lost(status.reason)}. Reconnecting (attempt {status.attempt}); the stream "
                 "resumes where it stopped, nothing is missed.",
                 "warning",
             )
@@ -441,11 +444,10 @@ class AttachScreen(Screen[None]):
         """A shown approval stopped being pending and not by this screen: say so (unless it is history)."""
         if approval.id in self._decided_here or at < self._attached_at - STALE_NOTICE_WINDOW:
             return
-        tool = safe_line(approval.tool_name or "tool", 40)
-        status = safe_line(approval.status, 20)
-        where = " elsewhere" if status in ("approved", "declined") else ""
         self.notify(
-            f"The {tool} approval was {status}{where}.", title="Approval no longer pending", markup=False
+            approval_outcome(approval.tool_name or "tool", approval.status, elsewhere=True),
+            title="Approval no longer pending",
+            markup=False,
         )
 
     def _pending_changed(self) -> None:
@@ -544,7 +546,7 @@ class AttachScreen(Screen[None]):
                 self.approvals_panel.upsert(current)
                 self._pending_changed()
                 self.notify(
-                    f"The {tool} approval was already {safe_line(current.status, 20)} elsewhere.",
+                    approval_outcome(approval.tool_name or "tool", current.status, elsewhere=True),
                     title="Approval no longer pending",
                     severity="warning",
                     markup=False,

@@ -1,0 +1,49 @@
+"""The words an operator reads on the attach screen (issue 10 item 6): what the agent is doing, a lost
+connection, an approval that stopped waiting."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from client.models import Session
+from client.present import agent_state, approval_outcome, connection_lost
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+
+
+def _row(**kw: object) -> Session:
+    return Session(id="s", started_at=NOW - timedelta(hours=1), **kw)  # type: ignore[arg-type]
+
+
+def test_an_agent_waiting_on_an_approval_is_waiting_not_idle() -> None:
+    quiet = _row(last_activity_at=NOW - timedelta(minutes=9))
+    assert agent_state(quiet, 1, NOW) == ("waiting", "waiting for approval")
+
+
+def test_live_means_the_agent_is_alive_however_quiet() -> None:
+    assert agent_state(_row(last_activity_at=NOW - timedelta(seconds=30)), 0, NOW) == (
+        "live",
+        "live · working",
+    )
+    assert agent_state(_row(last_activity_at=NOW - timedelta(minutes=14)), 0, NOW) == (
+        "live",
+        "live · quiet for 14m",
+    )
+    ended = _row(last_activity_at=NOW, ended_at=NOW)
+    assert agent_state(ended, 2, NOW) == ("ended", "ended")
+
+
+def test_connection_lost_is_said_once() -> None:
+    assert connection_lost("connection lost (RemoteProtocolError)") == "Connection lost (RemoteProtocolError)"
+    assert connection_lost("read timeout") == "Connection lost (read timeout)"
+    assert connection_lost("connection closed (1006)") == "Connection closed (1006)"
+    assert connection_lost("") == "Connection lost"
+
+
+def test_approval_outcome_grammar() -> None:
+    assert (
+        approval_outcome("Bash", "expired", elsewhere=True)
+        == "The Bash approval expired before anyone decided."
+    )
+    assert approval_outcome("Bash", "approved", elsewhere=True) == "The Bash approval was approved elsewhere."
+    assert approval_outcome("Edit", "declined", elsewhere=False) == "The Edit approval was declined."
