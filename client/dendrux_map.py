@@ -297,6 +297,13 @@ class DendruxMapper:
         """True when ``raw`` is an ``llm.completed`` whose text has not been fetched yet."""
         return raw.type == "llm.completed" and raw.iteration not in self.traces
 
+    def needs_note(self, raw: RawEvent) -> bool:
+        """True when ``raw`` delivers a note whose text is not known yet (sent after the notes were read)."""
+        if raw.type != "inbox.delivered":
+            return False
+        note_id = _str(raw.data.get("note_id")) or raw.correlation_id
+        return note_id is not None and note_id not in self.notes and note_id not in self._delivered
+
     @property
     def pending_approvals(self) -> list[dict[str, Any]]:
         """Gated calls waiting for a decision, as seen in the events so far."""

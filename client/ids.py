@@ -18,6 +18,9 @@ MIN_PREFIX = 4
 _HEX_PREFIX = re.compile(r"^[0-9a-f-]+$")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _NOTE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# A ULID (Dendrux run, note and tool-call ids): 26 Crockford base32 characters, the first 0-7.
+_ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}")
+_ULID_PREFIX = re.compile(r"[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{3,25}")
 
 
 def is_uuid(value: str) -> bool:
@@ -25,6 +28,16 @@ def is_uuid(value: str) -> bool:
     # Not uuid.UUID(): it also takes dashes anywhere, braces and "urn:uuid:", which would reach the URL as
     # typed (Preloop answers an id it cannot parse with a 500).
     return _UUID.fullmatch(value) is not None
+
+
+def is_ulid(value: str) -> bool:
+    """True for a 26-character ULID, the id shape of a Dendrux app's runs, notes and tool calls."""
+    return _ULID.fullmatch(value) is not None
+
+
+def is_ulid_prefix(value: str) -> bool:
+    """True for the first 4+ characters of a ULID (it starts with a digit 0-7, so words do not match)."""
+    return _ULID_PREFIX.fullmatch(value) is not None
 
 
 def require_uuid(value: str, what: str = "session id") -> str:

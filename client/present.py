@@ -174,8 +174,11 @@ def is_uuid(value: str) -> bool:
 
 
 def looks_like_id_prefix(value: str) -> bool:
-    """True when ``value`` could be a short session id (at least 4 hex characters, dashes allowed)."""
+    """True when ``value`` could be a short id: at least 4 hex characters (dashes allowed), or the start of
+    a ULID (a Dendrux app's ids)."""
     text = value.strip()
+    if ids.is_ulid_prefix(text):
+        return True
     return bool(_PREFIX.match(text)) and len(text.replace("-", "")) >= MIN_PREFIX
 
 

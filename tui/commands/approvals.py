@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from client.backend import Backend
 from client.errors import BadRequest, ClientError, Conflict
-from client.ids import is_uuid
+from client.ids import is_ulid, is_uuid
 from client.models import Approval
 from client.present import cell, looks_like_id_prefix, relative_time, short_id
 from client.textsafe import safe_line
@@ -80,7 +80,7 @@ async def _resolve_approval(backend: Backend, value: str) -> str:
     text = value.strip()
     if not text:
         raise usage("the approval id is empty")
-    if is_uuid(text):
+    if is_uuid(text) or is_ulid(text):
         return text
     if not looks_like_id_prefix(text):
         raise usage(
