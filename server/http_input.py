@@ -1,7 +1,8 @@
 """What the control plane accepts on the wire before any desk sees a request: one place for bad input.
 
 * :class:`StrictJsonRoute`: every route's JSON body is parsed strictly. ``NaN``, ``Infinity`` and
-  ``-Infinity`` (which Python's ``json`` accepts but JSON does not have) and lone UTF-16 surrogates (which
+  ``-Infinity`` (which Python's ``json`` accepts but JSON does not have), numbers too large for a double
+  (``1e400``, which would become infinity) and lone UTF-16 surrogates (which
   SQLite cannot store as UTF-8) are refused as invalid JSON, so such a value can neither reach storage
   and the event stream nor break the 422 that would echo it back.
 * :class:`BodyGuard`: an ASGI middleware in front of the app. A request that carries a body has its bearer
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
@@ -41,6 +43,13 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number; send a finite number or null")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses as infinity
+        raise ValueError(f"{text} is too large for a JSON number; send a finite number or null")
+    return value
 
 
 def _first_lone_surrogate(value: Any) -> str | None:
@@ -71,7 +80,7 @@ def strict_json_loads(body: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise json.JSONDecodeError("the body is not UTF-8 text", "", exc.start) from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
     except json.JSONDecodeError:
         raise
     except ValueError as exc:  # from _refuse_constant
