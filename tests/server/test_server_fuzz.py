@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
+from client.harness import AGENT_EVENT_TYPES
 from server.app import create_app
 from server.embedded import EmbeddedServer
 from server.harness_client import HarnessClient
@@ -213,3 +214,44 @@ def test_no_request_gets_a_5xx(world: World, operation: Any) -> None:
 
     run()
     assert world.sent[label] > 0
+
+
+# -- agent events with real types and arbitrary fields -----------------------------------------------------
+# The schema says only "a list of objects", so the cases above rarely carry a type the server accepts. These
+# do: every agent event type, with its fields present or not and holding any JSON value.
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+EVENT_FIELDS = [
+    "run_id", "task", "iteration", "text", "phase", "tool_calls", "call_id", "name", "args", "args_summary",
+    "status", "duration_ms", "result_summary", "answer", "error", "reason", "seq", "session_id", "at",
+]  # fmt: skip
+AGENT_EVENTS = st.builds(
+    lambda kind, fields: {**fields, "type": kind},
+    st.sampled_from(sorted(AGENT_EVENT_TYPES)),
+    st.fixed_dictionaries({}, optional=dict.fromkeys(EVENT_FIELDS, JSON_VALUES)),
+)
+
+
+def test_any_agent_event_is_stored_or_refused_never_a_5xx(world: World) -> None:
+    @settings(
+        max_examples=EXAMPLES * 10, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    @given(events=st.lists(AGENT_EVENTS, min_size=1, max_size=5), batch_id=st.none() | st.text(max_size=8))
+    def run(events: list[dict[str, Any]], batch_id: str | None) -> None:
+        body: dict[str, Any] = {"events": events, "batch_id": batch_id}
+        response = world.http.post(
+            f"{world.url}/api/v1/agents/events",
+            content=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {world.live_token}", "Content-Type": "application/json"},
+        )
+        world.sent["POST /api/v1/agents/events (typed)"] += 1
+        world.statuses[response.status_code] += 1
+        assert response.status_code < 500, f"{response.status_code} for {body!r}"
+        if response.status_code == 200 and not response.json()["replayed"]:
+            assert response.json()["accepted"] == len(events)
+
+    run()
