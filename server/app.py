@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -38,7 +39,7 @@ from server.attention import window_of
 from server.bus import EventBus
 from server.control import ControlPlane
 from server.errors import ApiError
-from server.http_input import Authenticate, BodyGuard, Offset, StrictJsonRoute
+from server.http_input import Authenticate, BodyGuard, Offset, StrictJsonRoute, validation_error
 from server.notes import NoteTarget
 from server.store import Store, now_utc
 from server.stream import sse_body
@@ -198,6 +199,8 @@ def create_app(
     app.add_middleware(BodyGuard, authenticate=_body_gate(plane))
     app.state.plane = plane
     app.state.startup_error = None
+
+    app.add_exception_handler(RequestValidationError, validation_error)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:

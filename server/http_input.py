@@ -5,6 +5,9 @@
   (``1e400``, which would become infinity) and lone UTF-16 surrogates (which
   SQLite cannot store as UTF-8) are refused as invalid JSON, so such a value can neither reach storage
   and the event stream nor break the 422 that would echo it back.
+* :func:`validation_error`: the 422 handler. It answers FastAPI's usual list, but first makes every echoed
+  ``input`` JSON-safe (a non-JSON body arrives as bytes that need not be UTF-8; a float may not be finite),
+  so refusing bad input can never itself fail.
 * :class:`BodyGuard`: an ASGI middleware in front of the app. A request that carries a body has its bearer
   token checked *before* the body is read (an unauthenticated client cannot make the server buffer or
   parse megabytes; one that sent ``Expect: 100-continue`` is refused before it sends a byte of it), and a
@@ -23,6 +26,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -83,7 +89,9 @@ def strict_json_loads(body: bytes) -> Any:
         value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
     except json.JSONDecodeError:
         raise
-    except ValueError as exc:  # from _refuse_constant
+    except RecursionError:
+        raise json.JSONDecodeError("the JSON is nested too deeply", text, 0) from None
+    except ValueError as exc:  # from _refuse_constant or _finite
         word = str(exc).split(" ", 1)[0]
         raise json.JSONDecodeError(str(exc), text, max(text.find(word), 0)) from None
     if _SURROGATE_ESCAPE.search(text) and (bad := _first_lone_surrogate(value)) is not None:
@@ -95,6 +103,25 @@ def strict_json_loads(body: bytes) -> Any:
             0,
         )
     return value
+
+
+def _echoable(value: Any) -> Any:
+    """``value`` with what JSON cannot carry made text: undecodable bytes, NaN and infinities."""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _echoable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_echoable(v) for v in value]
+    return value
+
+
+async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 body (``{"detail": [{type, loc, msg, input, ctx}]}``, as Preloop's), always encodable."""
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse({"detail": jsonable_encoder(_echoable(list(exc.errors())))}, status_code=422)
 
 
 class _StrictJsonRequest(Request):

@@ -105,6 +105,29 @@ async def test_a_lone_surrogate_is_invalid_json_not_a_database_error(
 
 
 @pytest.mark.parametrize(
+    ("content_type", "body", "says"),
+    [
+        ("text/plain", b"\xff\xfe not utf-8", "Input should be a valid dictionary"),
+        ("application/x-www-form-urlencoded", b"text=\xff", "Input should be a valid dictionary"),
+        ("application/json", b"\xff\xfe", "the body is not UTF-8 text"),
+        ("application/json", b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+    ],
+)
+async def test_a_body_that_is_not_json_text_is_a_422_that_can_be_sent(
+    live_server: Any, content_type: str, body: bytes, says: str
+) -> None:
+    """The 422 echoes what it refused; undecodable bytes must not make the refusal itself fail."""
+    async with httpx.AsyncClient(base_url=live_server.url, timeout=30) as http:
+        response = await http.post(
+            f"{API}/operator-notes",
+            content=body,
+            headers={**auth(live_server.token), "Content-Type": content_type},
+        )
+    assert response.status_code == 422, response.text
+    assert says in _json_error(response)
+
+
+@pytest.mark.parametrize(
     ("path", "param"),
     [
         ("/runtime-sessions", "offset"),

@@ -4,7 +4,8 @@ Schemathesis turns the server's own ``/openapi.json`` into Hypothesis strategies
 both modes: *positive* (requests the schema allows) and *negative* (requests it forbids: wrong types,
 missing fields, junk bodies). On top of that every example picks a credential (the right token, another
 account's, the wrong kind, a bogus one, none), real or made-up ids for path parameters, and sometimes a
-hostile value the schema cannot express (``NaN``, integers beyond 64 bits, lone surrogates, NUL). Each
+hostile value the schema cannot express (``NaN``, integers beyond 64 bits, lone surrogates, NUL, random
+bytes under any content type). Each
 request goes to a real server over loopback; the property is only "never a 5xx and never a dropped
 connection".
 
@@ -44,6 +45,10 @@ STREAMS = {"/api/v1/runtime-sessions/{session_id}/events", "/api/v1/attention/ev
 
 # Values JSON Schema cannot express but a hostile client can send: spliced into bodies and queries.
 HOSTILE_JSON = ["NaN", "Infinity", "-Infinity", str(2**63), str(10**30), '"\\ud800"', '"a\\u0000b"', "1e400"]
+CONTENT_TYPES = [
+    "application/json", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+    "application/json; charset=latin-1", "application/merge-patch+json",
+]  # fmt: skip
 HOSTILE_QUERY = [str(2**63), str(-(2**63) - 1), "1e400", "nan", "0001-01-01T00:00:00+14:00", "\x00", "%"]
 
 
@@ -156,7 +161,9 @@ def _strategy(operation: Any, world: World) -> st.SearchStrategy[Any]:
     return st.one_of(strategies)
 
 
-def _splice(kwargs: dict[str, Any], hostile: str | None, hostile_query: str | None) -> dict[str, Any]:
+def _splice(
+    kwargs: dict[str, Any], hostile: str | None, hostile_query: str | None, raw: tuple[str, bytes] | None
+) -> dict[str, Any]:
     """Turn schemathesis' requests-style arguments into httpx ones, splicing in a hostile value."""
     out: dict[str, Any] = {
         "method": kwargs["method"],
@@ -175,6 +182,8 @@ def _splice(kwargs: dict[str, Any], hostile: str | None, hostile_query: str | No
     elif "data" in kwargs:
         data = kwargs["data"]
         out["content"] = data if isinstance(data, bytes) else str(data).encode()
+    if raw is not None:  # any bytes under any content type, e.g. text/plain that is not UTF-8
+        out["headers"]["Content-Type"], out["content"] = raw
     if hostile_query is not None and out["params"]:
         out["params"][sorted(out["params"])[0]] = hostile_query
     return out
@@ -196,11 +205,21 @@ def test_no_request_gets_a_5xx(world: World, operation: Any) -> None:
         credential=st.sampled_from(["right"] * 6 + ["other", "wrong-kind", "bogus", "none"]),
         hostile=st.none() | st.sampled_from(HOSTILE_JSON),
         hostile_query=st.none() | st.none() | st.sampled_from(HOSTILE_QUERY),
+        raw=st.none()
+        | st.none()
+        | st.none()
+        | st.tuples(st.sampled_from(CONTENT_TYPES), st.binary(max_size=40)),
     )
-    def run(case: Any, credential: str, hostile: str | None, hostile_query: str | None) -> None:
+    def run(
+        case: Any,
+        credential: str,
+        hostile: str | None,
+        hostile_query: str | None,
+        raw: tuple[str, bytes] | None,
+    ) -> None:
         headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"}
         case.headers = {**headers, **_credential(world, operation.path, credential)}
-        request = _splice(case.as_transport_kwargs(base_url=world.url), hostile, hostile_query)
+        request = _splice(case.as_transport_kwargs(base_url=world.url), hostile, hostile_query, raw)
         if operation.path in STREAMS:
             with world.http.stream(**request) as response:
                 status = response.status_code
