@@ -103,6 +103,11 @@ class RawEvent:
     at: datetime
     data: dict[str, Any]
 
+    @property
+    def seq(self) -> int:
+        """The server's number (``sequence_index``), what the follower orders by."""
+        return self.index
+
 
 def raw_event(obj: Any) -> RawEvent:
     """Validate one SSE ``data:`` object or REST item; ``EventDecodeError`` when it is not one."""

@@ -13,6 +13,7 @@ from client.errors import AmbiguousId, NoMatchingId, UsageError
 from client.textsafe import safe_line
 
 SHORT_LEN = 8
+ULID_SHORT_LEN = 12
 MIN_PREFIX = 4
 
 _HEX_PREFIX = re.compile(r"^[0-9a-f-]+$")
@@ -57,8 +58,9 @@ def require_note_id(value: str) -> str:
 
 
 def short_id(value: str) -> str:
-    """The first 8 characters: enough to tell sessions apart on screen and to type back as a prefix."""
-    return value[:SHORT_LEN]
+    """The first 8 characters: enough to tell sessions apart on screen and to type back as a prefix. A
+    ULID's first 10 characters are its millisecond timestamp, so it gets 12 (two random ones too)."""
+    return value[:ULID_SHORT_LEN] if is_ulid(value) else value[:SHORT_LEN]
 
 
 def normalise_prefix(value: str) -> str:

@@ -162,9 +162,12 @@ def kind_label(kind: str | None) -> str:
 
 
 def short_id(value: str | None, length: int = 8) -> str:
-    """The first characters of an id: enough to tell rows apart and to type back as a prefix."""
+    """The first characters of an id: enough to tell rows apart and to type back as a prefix (12 for a
+    ULID, whose first 10 are its millisecond timestamp)."""
     if not value:
         return "-"
+    if length == 8 and ids.is_ulid(value):
+        length = ids.ULID_SHORT_LEN
     return safe_line(value[:length])
 
 

@@ -203,3 +203,8 @@ def test_dendrux_ulids_are_ids_and_their_starts_are_short_ids_but_words_are_not(
     assert is_ulid_prefix("01M8") and looks_like_id_prefix("01M8P3TR")
     assert not looks_like_id_prefix("Needs") and not looks_like_id_prefix("01M")
     assert looks_like_id_prefix("1a2b3c4d")  # short UUIDs still are
+    from client.ids import short_id
+
+    # a ULID's first 10 characters are its millisecond timestamp: runs started together differ after them
+    assert short_id("01M8SFCPN5QP9XN11F674EFJPJ") == "01M8SFCPN5QP"
+    assert short_id("1a2b3c4d-0000-4000-8000-1234567890ab") == "1a2b3c4d"

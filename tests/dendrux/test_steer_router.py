@@ -78,3 +78,16 @@ def test_per_call_decisions_wait_for_every_gated_call_then_resume(dendrux_app: D
         ]
         again = http.post(f"/runs/{run_id}/approvals", json={"decisions": {voucher: {"approved": True}}})
         assert again.status_code == 409
+
+
+def test_the_steer_router_imports_without_the_tui() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, server.dendrux_steer; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tui', 'widgets', 'textual')); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
