@@ -189,6 +189,7 @@ def _splice(
     return out
 
 
+@pytest.mark.timeout(max(120, EXAMPLES))
 @pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: f"{op.method.upper()} {op.path}")
 def test_no_request_gets_a_5xx(world: World, operation: Any) -> None:
     label = f"{operation.method.upper()} {operation.path}"
@@ -239,9 +240,14 @@ def test_no_request_gets_a_5xx(world: World, operation: Any) -> None:
 # The schema says only "a list of objects", so the cases above rarely carry a type the server accepts. These
 # do: every agent event type, with its fields present or not and holding any JSON value.
 
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+
+
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    _containers,
     max_leaves=12,
 )
 EVENT_FIELDS = [
@@ -255,9 +261,10 @@ AGENT_EVENTS = st.builds(
 )
 
 
+@pytest.mark.timeout(max(120, EXAMPLES))
 def test_any_agent_event_is_stored_or_refused_never_a_5xx(world: World) -> None:
     @settings(
-        max_examples=EXAMPLES * 10, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        max_examples=EXAMPLES * 4, deadline=None, database=None, suppress_health_check=list(HealthCheck)
     )
     @given(events=st.lists(AGENT_EVENTS, min_size=1, max_size=5), batch_id=st.none() | st.text(max_size=8))
     def run(events: list[dict[str, Any]], batch_id: str | None) -> None:
