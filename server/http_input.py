@@ -2,9 +2,10 @@
 
 * :class:`StrictJsonRoute`: every route's JSON body is parsed strictly. ``NaN``, ``Infinity`` and
   ``-Infinity`` (which Python's ``json`` accepts but JSON does not have), numbers too large for a double
-  (``1e400``, which would become infinity) and lone UTF-16 surrogates (which
-  SQLite cannot store as UTF-8) are refused as invalid JSON, so such a value can neither reach storage
-  and the event stream nor break the 422 that would echo it back.
+  (``1e400``, which would become infinity), lone UTF-16 surrogates (which SQLite cannot store as UTF-8)
+  and nesting deeper than :data:`MAX_JSON_DEPTH` (which would exhaust the stack wherever the value is
+  echoed, stored or rendered) are refused as invalid JSON, so such a value can neither reach storage and
+  the event stream nor break the 422 that would echo it back.
 * :func:`validation_error`: the 422 handler. It answers FastAPI's usual list, but first makes every echoed
   ``input`` JSON-safe (a non-JSON body arrives as bytes that need not be UTF-8; a float may not be finite),
   so refusing bad input can never itself fail.
@@ -44,6 +45,10 @@ connection is closed."""
 Offset = Annotated[int, Query(ge=0, le=INT64_MAX, description="Rows to skip (at most 2**63 - 1).")]
 """A list's paging offset (``offset`` / ``skip``)."""
 
+MAX_JSON_DEPTH = 64
+"""How deeply arrays and objects may nest in a body (tool arguments need a handful of levels)."""
+_TOO_DEEP = f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep"
+
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
@@ -58,22 +63,30 @@ def _finite(text: str) -> float:
     return value
 
 
-def _first_lone_surrogate(value: Any) -> str | None:
-    """The first string (key or value) in a parsed document that holds a lone surrogate, if any."""
-    stack = [value]
+def _check_tree(value: Any, text: str) -> None:
+    """Refuse a parsed document nested deeper than :data:`MAX_JSON_DEPTH` or holding a lone surrogate.
+
+    Iterative, so a hostile document cannot exhaust the stack here either.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, str):
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError:
-                return item
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return None
+                bad = next(ch for ch in item if 0xD800 <= ord(ch) <= 0xDFFF)
+                raise json.JSONDecodeError(
+                    f"a string holds a lone surrogate \\u{ord(bad):04x}, which is not Unicode text; "
+                    "send a complete surrogate pair or the character itself",
+                    text,
+                    0,
+                ) from None
+        elif isinstance(item, dict | list):
+            if depth >= MAX_JSON_DEPTH:
+                raise json.JSONDecodeError(_TOO_DEEP, text, 0)
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
 
 
 def strict_json_loads(body: bytes) -> Any:
@@ -90,18 +103,14 @@ def strict_json_loads(body: bytes) -> Any:
     except json.JSONDecodeError:
         raise
     except RecursionError:
-        raise json.JSONDecodeError("the JSON is nested too deeply", text, 0) from None
+        raise json.JSONDecodeError(_TOO_DEEP, text, 0) from None
     except ValueError as exc:  # from _refuse_constant or _finite
         word = str(exc).split(" ", 1)[0]
         raise json.JSONDecodeError(str(exc), text, max(text.find(word), 0)) from None
-    if _SURROGATE_ESCAPE.search(text) and (bad := _first_lone_surrogate(value)) is not None:
-        at = next(i for i, ch in enumerate(bad) if 0xD800 <= ord(ch) <= 0xDFFF)
-        raise json.JSONDecodeError(
-            f"a string holds a lone surrogate \\u{ord(bad[at]):04x}, which is not Unicode text; "
-            "send a complete surrogate pair or the character itself",
-            text,
-            0,
-        )
+    # Only a document with that many brackets can be that deep; only one with a \ud8.. escape can hold a
+    # lone surrogate: most bodies skip the walk.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH or _SURROGATE_ESCAPE.search(text):
+        _check_tree(value, text)
     return value
 
 

@@ -4,8 +4,8 @@ Schemathesis turns the server's own ``/openapi.json`` into Hypothesis strategies
 both modes: *positive* (requests the schema allows) and *negative* (requests it forbids: wrong types,
 missing fields, junk bodies). On top of that every example picks a credential (the right token, another
 account's, the wrong kind, a bogus one, none), real or made-up ids for path parameters, and sometimes a
-hostile value the schema cannot express (``NaN``, integers beyond 64 bits, lone surrogates, NUL, random
-bytes under any content type). Each
+hostile value the schema cannot express (``NaN``, integers beyond 64 bits, lone surrogates, NUL, deep
+nesting, random bytes under any content type). Each
 request goes to a real server over loopback; the property is only "never a 5xx and never a dropped
 connection".
 
@@ -44,7 +44,10 @@ OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
 STREAMS = {"/api/v1/runtime-sessions/{session_id}/events", "/api/v1/attention/events"}
 
 # Values JSON Schema cannot express but a hostile client can send: spliced into bodies and queries.
-HOSTILE_JSON = ["NaN", "Infinity", "-Infinity", str(2**63), str(10**30), '"\\ud800"', '"a\\u0000b"', "1e400"]
+HOSTILE_JSON = [
+    "NaN", "Infinity", "-Infinity", str(2**63), str(10**30), '"\\ud800"', '"a\\u0000b"', "1e400",
+    "[" * 600 + "]" * 600, '{"a": ' * 70 + "1" + "}" * 70,
+]  # fmt: skip
 CONTENT_TYPES = [
     "application/json", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
     "application/json; charset=latin-1", "application/merge-patch+json",
