@@ -4,7 +4,8 @@ The three lines an app adds to steer its runs from ``preloop`` are the two ``inc
 import of :func:`server.dendrux_steer.make_steer_router`; everything else here is an ordinary app::
 
     app.include_router(make_read_router(store=store, authorize=authorize))
-    app.include_router(make_steer_router(store=store, agents=[agent], authorize=authorize))
+    if steer:
+        app.include_router(make_steer_router(store=store, agents=[agent], authorize=authorize))
 
 The model is :class:`ScriptedLLM`, offline and deterministic: the run's input names a script
 (``"refund: ..."``, ``"hold gate=g1: ..."``, ``"parallel gate=g2 n=8: ..."``, ``"answer: ..."``) and the
@@ -142,8 +143,9 @@ class _Captured(BaseNotifier):
             self.future.set_result(run_id)
 
 
-def create_app(db_path: Path, *, token: str | None = None) -> FastAPI:
-    """The app: one agent (``refund_desk``), Dendrux's read router, our steer router, test routes."""
+def create_app(db_path: Path, *, token: str | None = None, steer: bool = True) -> FastAPI:
+    """The app: one agent (``refund_desk``), Dendrux's read router, our steer router (unless ``steer`` is
+    False: an app that only reads), test routes."""
     url = f"sqlite+aiosqlite:///{db_path}"
     gates: dict[str, asyncio.Event] = {}
 
@@ -205,7 +207,8 @@ def create_app(db_path: Path, *, token: str | None = None) -> FastAPI:
 
     # The three lines an app adds (with the import of make_steer_router):
     app.include_router(make_read_router(store=store, authorize=authorize))
-    app.include_router(make_steer_router(store=store, agents=[agent], authorize=authorize))
+    if steer:
+        app.include_router(make_steer_router(store=store, agents=[agent], authorize=authorize))
 
     @app.post("/_test/runs", status_code=201)
     async def start_run(body: StartRun) -> dict[str, str]:

@@ -27,8 +27,11 @@ from tests.dendrux_app.app import create_app
 class DendruxAppServer:
     """A real Dendrux app over loopback; ``stop()`` then ``start()`` restarts it on the same port and file."""
 
-    def __init__(self, db_path: Path, *, port: int = 0, token: str | None = "dx-test-token") -> None:
+    def __init__(
+        self, db_path: Path, *, port: int = 0, token: str | None = "dx-test-token", steer: bool = True
+    ) -> None:
         self.db_path = Path(db_path)
+        self.steer = steer
         self.port = port
         self.token = token
         self._thread: threading.Thread | None = None
@@ -46,7 +49,7 @@ class DendruxAppServer:
         sock.listen(128)
         sock.setblocking(False)
         self.port = sock.getsockname()[1]
-        app = create_app(self.db_path, token=self.token)
+        app = create_app(self.db_path, token=self.token, steer=self.steer)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none")
         config.timeout_graceful_shutdown = 1
         server = uvicorn.Server(config)
