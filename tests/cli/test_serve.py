@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from server.store import SCHEMA_VERSION
 from tests.cli.helpers import PRELOOP, preloop
 from tui.cli import main
 
@@ -68,8 +69,8 @@ def test_serve_on_a_database_from_a_newer_version_says_so_in_one_line(isolated_d
     done = preloop("serve", "--port", "0", "--db", str(db), timeout=30)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
-        f"preloop: the local server did not start: {db} has schema version 99; this program knows up to 1: "
-        "upgrade preloop, or pass --db with another file"
+        f"preloop: the local server did not start: {db} has schema version 99; "
+        f"this program knows up to {SCHEMA_VERSION}: upgrade preloop, or pass --db with another file"
     ]
     assert done.stdout == ""
 
