@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from textual import events
 from textual.binding import Binding, BindingType
 
-from client.backend import ApprovalPage
+from client.backend import ApprovalPage, Capabilities
 from client.events import Event, event_from_dict
 from client.models import Note, NoteList, Session
 from client.status import Live, StreamStatus
@@ -108,6 +108,7 @@ class FloodBackend:
     """Just enough of ``client.backend.Backend`` for the attach screen, with a rate-limited ``follow``."""
 
     server_kind = "local"
+    capabilities = Capabilities()
 
     def __init__(self, rate: int) -> None:
         self.rate = rate

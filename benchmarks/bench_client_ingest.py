@@ -29,8 +29,9 @@ from client.events import (
     EventDecodeError,
     SessionEnded,
 )
-from client.follow import EventOrderer, decode_batch, decode_frames
-from client.sse import SSEDecoder
+from client.streaming.decode import decode_batch, decode_frames
+from client.streaming.order import EventOrderer
+from client.streaming.sse import SSEDecoder
 
 try:
     from client.timeline import Timeline

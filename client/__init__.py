@@ -2,7 +2,7 @@
 
 Public names (imported lazily, so ``import client.models`` from the server stays light)::
 
-    from client import Client, open_client, ClientError, resolve_settings
+    from client import Client, open_backend, open_client, ClientError, resolve_settings
 
 No UI toolkit is imported anywhere in this package, so scripts can use it.
 """
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from client.api import Client, open_client
-    from client.backend import ApprovalPage, Backend, ServerKind, SessionFilter
+    from client.backend import ApprovalPage, Backend, Capabilities, ServerKind, SessionFilter
+    from client.backends import open_backend
     from client.config import Settings, delete_token, resolve_settings, save_profile, store_token
     from client.errors import (
         ApiError,
@@ -35,14 +36,16 @@ if TYPE_CHECKING:
         ValidationFailed,
     )
     from client.events import Event, parse_event
-    from client.sse import SSEDecoder, SSEFrame
     from client.status import StreamStatus
+    from client.streaming.sse import SSEDecoder, SSEFrame
 
 _EXPORTS: dict[str, str] = {
     "Client": "client.api",
     "open_client": "client.api",
     "ApprovalPage": "client.backend",
     "Backend": "client.backend",
+    "Capabilities": "client.backend",
+    "open_backend": "client.backends",
     "ServerKind": "client.backend",
     "SessionFilter": "client.backend",
     "Settings": "client.config",
@@ -68,8 +71,8 @@ _EXPORTS: dict[str, str] = {
     "ValidationFailed": "client.errors",
     "Event": "client.events",
     "parse_event": "client.events",
-    "SSEDecoder": "client.sse",
-    "SSEFrame": "client.sse",
+    "SSEDecoder": "client.streaming.sse",
+    "SSEFrame": "client.streaming.sse",
     "StreamStatus": "client.status",
 }
 
@@ -79,6 +82,7 @@ __all__ = [
     "AuthError",
     "Backend",
     "BadRequest",
+    "Capabilities",
     "Client",
     "ClientError",
     "ConfigError",
@@ -101,6 +105,7 @@ __all__ = [
     "UsageError",
     "ValidationFailed",
     "delete_token",
+    "open_backend",
     "open_client",
     "parse_event",
     "resolve_settings",

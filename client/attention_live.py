@@ -8,7 +8,7 @@
   dropped connection, a 5xx or a stall is a reconnect after a jittered backoff, and every (re)connection
   starts with a fresh snapshot, so nothing that happened while away is lost. 401/403 stop it
   (``Refused``); a server without the endpoint (404) is polled instead.
-* :func:`poll_attention` works on any :class:`~client.backend.Backend` (a Preloop server pushes no
+* :func:`poll_attention` works on any backend's REST side (a Preloop server pushes no
   account-wide feed): pending approvals every ``interval`` seconds, the failed notes of recently active
   sessions every ``notes_every`` polls, each round yielded as a snapshot. Failures back off up to
   ``backoff_max``; an auth refusal stops it.
@@ -18,29 +18,38 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 from pydantic import ValidationError
 
-from client.backend import Backend, SessionFilter
+from client.backends.base import ApprovalDesk, NoteDesk, SessionDesk, SessionFilter
+from client.backends.rest import API_PREFIX
 from client.errors import AuthError, ClientError, PermissionDenied
 from client.events import Event, EventDecodeError
-from client.follow import backoff_delay, decode_frame
 from client.inbox import ENDED_BADLY, note_ended_at
 from client.models import Approval, AttentionSnapshot, Note
-from client.sse import SSEDecoder
 from client.status import Connecting, Live, Reconnecting, Refused, Skipped, StreamStatus
+from client.streaming.decode import decode_frame
+from client.streaming.policy import backoff_delay
+from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
+from client.streaming.sse import SSEDecoder
 
 if TYPE_CHECKING:
-    from client.api import Client
+    from client.backends.rest import PreloopRestApi
 
 __all__ = ["AttentionItem", "failed_notes", "follow_attention_local", "pending_approvals", "poll_attention"]
 
 AttentionItem = AttentionSnapshot | Event | StreamStatus
 """What an attention feed yields."""
+
+
+class Desks(SessionDesk, NoteDesk, ApprovalDesk, Protocol):
+    """The REST side of a backend: all polling needs."""
+
 
 SNAPSHOT_EVENT = "attention.snapshot"
 _MAX_APPROVALS = 1000
@@ -53,81 +62,84 @@ def window_minutes(window: timedelta) -> int:
     return min(max(math.ceil(window.total_seconds() / 60), 1), 10080)
 
 
-async def follow_attention_local(
-    client: Client, notes_window: timedelta, *, poll_interval: float = 3.0
-) -> AsyncIterator[AttentionItem]:
+def follow_attention_local(
+    api: PreloopRestApi, notes_window: timedelta, *, poll_interval: float = 3.0
+) -> AsyncGenerator[AttentionItem, None]:
     """The local server's attention stream, reconnecting for ever (see the module docstring)."""
-    attempt = 0
-    server_retry: float | None = None
+    conn = api.conn
     skipped = 0
-    while True:
-        yield Connecting(attempt + 1)
-        try:
-            async with client.open_attention_stream(window_minutes(notes_window)) as response:
-                status = response.status_code
-                if status == 404:  # a server from before the attention feed: poll it like any other
-                    await response.aread()
-                    async for item in poll_attention(client, notes_window, interval=poll_interval):
-                        yield item
-                    return
-                if status in (401, 403):
-                    await response.aread()
-                    yield Refused(client.api_error(response, "the attention feed").hint, status)
-                    return
-                if status >= 400:
-                    await response.aread()
-                    raise _Reconnect(f"the server answered {status}")
-                yield Live(0)
-                decoder = SSEDecoder()
-                chunks = response.aiter_bytes().__aiter__()
-                while True:
+    no_feed = False
+
+    async def connect(link: Link) -> AsyncGenerator[AttentionItem, None]:
+        nonlocal skipped, no_feed
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        params = {"notes_since_minutes": window_minutes(notes_window)}
+        async with conn.stream(
+            "GET", f"{API_PREFIX}/attention/events", headers=headers, params=params
+        ) as response:
+            status = response.status_code
+            if status == 404:  # a server from before the attention feed: poll it like any other
+                await response.aread()
+                no_feed = True
+                raise Refusal("no attention feed", 404)
+            if status in (401, 403):
+                await response.aread()
+                raise Refusal(conn.api_error(response, "the attention feed").hint, status)
+            if status >= 400:
+                await response.aread()
+                raise Retry(f"the server answered {status}")
+            yield Live(0)
+            decoder = SSEDecoder()
+            chunks = response.aiter_bytes().__aiter__()
+            while True:
+                try:
+                    async with asyncio.timeout(conn.stall_timeout):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    raise Retry("the server closed the attention stream") from None
+                except TimeoutError:
+                    raise Retry(f"stalled: nothing received for {conn.stall_timeout:g} s") from None
+                link.alive()
+                frames = decoder.feed(chunk)
+                if decoder.retry_ms:
+                    link.retry_hint = decoder.retry_ms / 1000
+                for frame in frames:
                     try:
-                        async with asyncio.timeout(client.stall_timeout):
-                            chunk = await anext(chunks)
-                    except StopAsyncIteration:
-                        raise _Reconnect("the server closed the attention stream") from None
-                    except TimeoutError:
-                        raise _Reconnect(
-                            f"stalled: nothing received for {client.stall_timeout:g} s"
-                        ) from None
-                    attempt = 0
-                    frames = decoder.feed(chunk)
-                    if decoder.retry_ms:
-                        server_retry = decoder.retry_ms / 1000
-                    for frame in frames:
-                        try:
-                            if frame.event == SNAPSHOT_EVENT:
-                                yield AttentionSnapshot.model_validate_json(frame.data)
-                            else:
-                                yield decode_frame(frame)
-                        except (EventDecodeError, ValidationError) as exc:
-                            skipped += 1
-                            yield Skipped(
-                                f"unreadable {frame.event or 'frame'}: {type(exc).__name__}", skipped
-                            )
-        except _Reconnect as exc:
-            reason = exc.reason
-        except (httpx.ConnectError, httpx.ConnectTimeout):
-            reason = f"cannot reach {client.display_url}"
-        except httpx.TimeoutException:
-            reason = f"stalled: nothing received for {client.stall_timeout:g} s"
-        except httpx.TransportError as exc:
-            reason = f"connection lost ({type(exc).__name__})"
-        attempt += 1
-        delay = backoff_delay(
-            attempt, initial=server_retry or client.backoff_initial, maximum=client.backoff_max
+                        if frame.event == SNAPSHOT_EVENT:
+                            yield AttentionSnapshot.model_validate_json(frame.data)
+                        else:
+                            yield decode_frame(frame)
+                    except (EventDecodeError, ValidationError) as exc:
+                        skipped += 1
+                        yield Skipped(f"unreadable {frame.event or 'frame'}: {type(exc).__name__}", skipped)
+
+    def classify(exc: Exception) -> str | None:
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return f"cannot reach {conn.display_url}"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"stalled: nothing received for {conn.stall_timeout:g} s"
+        if isinstance(exc, httpx.TransportError):
+            return f"connection lost ({type(exc).__name__})"
+        return None
+
+    async def run() -> AsyncGenerator[AttentionItem, None]:
+        feed: AsyncGenerator[AttentionItem, None] = reconnecting(
+            connect, backoff_initial=conn.backoff_initial, backoff_max=conn.backoff_max, classify=classify
         )
-        yield Reconnecting(attempt, delay, reason)
-        await asyncio.sleep(delay)
+        async with aclosing(feed) as items:
+            async for item in items:
+                if isinstance(item, Refused) and no_feed:
+                    break
+                yield item
+        if no_feed:
+            async with aclosing(poll_attention(api, notes_window, interval=poll_interval)) as polled:
+                async for item in polled:
+                    yield item
+
+    return run()
 
 
-class _Reconnect(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-async def pending_approvals(backend: Backend) -> list[Approval]:
+async def pending_approvals(backend: Desks) -> list[Approval]:
     """Every pending approval of every session (paged, at most 1000), the longest waiting first."""
     items: list[Approval] = []
     skip = 0
@@ -141,7 +153,7 @@ async def pending_approvals(backend: Backend) -> list[Approval]:
     return sorted((a for a in items if a.pending), key=lambda a: a.requested_at or epoch)
 
 
-async def failed_notes(backend: Backend, since: datetime) -> list[Note]:
+async def failed_notes(backend: Desks, since: datetime) -> list[Note]:
     """Notes that ended expired, failed or undeliverable since ``since``, in sessions active since then.
 
     A server that lists notes per target only (Preloop) is asked session by session, a few at a time, for
@@ -171,14 +183,14 @@ async def failed_notes(backend: Backend, since: datetime) -> list[Note]:
 
 
 async def poll_attention(
-    backend: Backend,
+    backend: Desks,
     notes_window: timedelta,
     *,
     interval: float = 3.0,
     notes_every: int = 5,
     backoff_max: float = 30.0,
     clock: Callable[[], datetime] | None = None,
-) -> AsyncIterator[AttentionItem]:
+) -> AsyncGenerator[AttentionItem, None]:
     """Snapshots every ``interval`` seconds from plain REST calls (approvals each time, notes less often)."""
     now = clock or (lambda: datetime.now(UTC))
     notes: list[Note] = []

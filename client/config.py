@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from client import paths
-from client.backend import ServerKind
+from client.backend import SERVER_KINDS, ServerKind
 from client.errors import ConfigError, NoKeyring, UsageError
 
 __all__ = [
@@ -149,7 +149,10 @@ class Config:
 
 
 def _kind(value: Any) -> ServerKind | None:
-    return value if value in ("local", "preloop") else None
+    for kind in SERVER_KINDS:
+        if value == kind:
+            return kind
+    return None
 
 
 def load_config() -> Config:

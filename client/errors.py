@@ -14,6 +14,7 @@
     │   ├── ConnectionLost           the connection broke mid-answer
     │   └── NoteOutcomeUnknown       a note was sent but no answer came back: check the list
     ├── InvalidResponse              the server answered something this client cannot read
+    ├── Unsupported                  this kind of server cannot do that (see ``Backend.capabilities``)
     └── ApiError                     the server answered with an error status (``status``, ``detail``)
         ├── BadRequest               400 (e.g. "Request already approved")
         ├── AuthError                401: token missing, invalid or expired
@@ -59,6 +60,7 @@ __all__ = [
     "ServerUnreachable",
     "Timeout",
     "TransportError",
+    "Unsupported",
     "UsageError",
     "ValidationFailed",
     "error_for_status",
@@ -178,6 +180,13 @@ class InvalidResponse(ClientError):
     """The server answered, but not with something this client can read (not JSON, wrong shape)."""
 
     title = "unexpected answer"
+
+
+class Unsupported(ClientError):
+    """The server behind the backend cannot do this at all (e.g. withdraw a note on a server without
+    withdrawal); the UI checks ``Backend.capabilities`` first, so this is for scripts and races."""
+
+    title = "not supported"
 
 
 @dataclass(frozen=True, slots=True)

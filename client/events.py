@@ -6,10 +6,11 @@ On the wire (``GET /api/v1/runtime-sessions/{id}/events``, ``text/event-stream``
     event: tool.started
     data: {"seq": 42, "type": "tool.started", "session_id": "...", "at": "2026-...Z", ...}
 
-``seq`` is per session, contiguous from 1, never skipped or reused. ``data`` is one JSON object whose
-fields are those of the matching model below. Parsing is tolerant: an event type this client does not
-know becomes an :class:`UnknownEvent` (kept, shown as such, never an exception); a body that is not
-valid JSON or not valid for its type raises :class:`EventDecodeError` so the stream can count and skip it.
+``seq`` is per session, contiguous from 1 (from 0 on a Dendrux app), never skipped or reused. ``data`` is
+one JSON object whose fields are those of the matching model below. Parsing is tolerant: an event type
+this client does not know becomes an :class:`UnknownEvent` (kept, shown as such, never an exception); a
+body that is not valid JSON or not valid for its type raises :class:`EventDecodeError` so the stream can
+count and skip it.
 
 Model text arrives as ``model.delta`` chunks tagged with their ``iteration`` (one model step). When the
 step finishes, ``model.step`` says how it ended: ``phase="commentary"`` when the step went on to call
@@ -71,7 +72,7 @@ class EventDecodeError(ValueError):
 class BaseEvent(WireModel):
     """Fields every event carries."""
 
-    seq: int = Field(ge=1)
+    seq: int = Field(ge=0)  # ours count from 1; a Dendrux app counts from 0
     type: str
     session_id: str
     at: UtcDatetime

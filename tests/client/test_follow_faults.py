@@ -10,8 +10,9 @@ import random
 
 from client.api import Client
 from client.events import Event, ModelDelta, SessionEnded, UnknownEvent
-from client.follow import EventOrderer, backoff_delay
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.streaming.order import EventOrderer
+from client.streaming.policy import backoff_delay
 from tests.client.faults import SID, Hang, Pause, Script, ScriptedSSE, event_json, frame
 
 
@@ -158,6 +159,12 @@ async def test_unknown_event_types_are_kept() -> None:
     assert unknown.at.tzinfo is not None  # a zone-less time is read as UTC
 
 
+def _delta(seq: int) -> Event:
+    from client.events import event_from_dict
+
+    return event_from_dict(event_json(seq))
+
+
 def test_orderer_releases_in_order_once() -> None:
     order = EventOrderer(after=0)
     from client.events import event_from_dict
@@ -176,8 +183,75 @@ def test_backoff_grows_with_jitter_and_caps() -> None:
     rng = random.Random(7)
     delays = [backoff_delay(n, initial=1.0, maximum=30.0, rng=rng) for n in range(1, 10)]
     assert all(1.0 <= d <= 30.0 for d in delays)
-    assert delays[0] <= 1.0 and delays[-1] >= 15.0
+    assert delays[0] <= 2.0 and delays[-1] >= 15.0
     assert len({round(d, 6) for d in delays}) == len(delays)
+
+
+def test_the_first_reconnect_is_jittered_too() -> None:
+    """Regression: ``backoff_delay(1, initial=3)`` was always exactly 3.0, so every client dropped by a
+    server restart came back in the same instant. It stays at or above the server's ``retry:``."""
+    rng = random.Random(11)
+    firsts = [backoff_delay(1, initial=3.0, maximum=30.0, rng=rng) for _ in range(50)]
+    assert all(3.0 <= d <= 6.0 for d in firsts)
+    assert len({round(d, 6) for d in firsts}) == 50
+    assert max(firsts) - min(firsts) > 1.0  # spread over the window, not bunched at one end
+
+
+async def test_a_reopened_stream_that_starts_with_its_retry_line_still_fills_the_gap() -> None:
+    """Regression: our server writes ``retry:`` in a chunk of its own before the events. A gap refill whose
+    first chunk held no event was taken as "still missing", reconnected at once, and after three such
+    refills gave the gap up: 48 events reported missed although the server was about to send them."""
+    first = Script(steps=[frame(1), frame(50), Hang()])
+    refill = Script(
+        steps=[b"retry: 1000\n\n", b"".join(frame(n) for n in range(2, 51)), frame(51, "session.ended")]
+    )
+    items, transport = await run([first, *[refill for _ in range(4)]])
+    assert seqs(items) == list(range(1, 52))
+    assert not [i for i in items if isinstance(i, Missed)]
+    assert transport.last_event_ids == [None, "1"]  # one refill was enough
+    assert items[-1] == Ended(51)
+
+
+async def test_an_absurd_seq_never_becomes_the_cursor_nor_hides_later_events() -> None:
+    """Regression: one frame numbered 10**12 was held as a gap, the gap was given up, the cursor jumped to
+    10**12 and every later event, ``session.ended`` included, looked like a duplicate: attach never
+    exited. The far-off frame is set aside; the real events and the end still come through."""
+    absurd = frame(10**12)
+    quiet = Script(steps=[b": keepalive\n\n", Hang()])
+    scripts = [
+        Script(steps=[frame(1), absurd, Hang()]),
+        quiet,
+        quiet,
+        quiet,
+        quiet,
+        Script(steps=[frame(2), frame(3), absurd, Hang()]),
+        Script(steps=[absurd, Hang()]),
+        Script(steps=[absurd, Hang()]),
+        Script(steps=[absurd, Hang()]),
+        Script(steps=[frame(4), frame(5, "session.ended")]),
+    ]
+    items, transport = await run(scripts, stall_timeout=0.2)
+    assert seqs(items) == [1, 2, 3, 4, 5]
+    assert items[-1] == Ended(5)
+    assert all(not (i.isdigit() and int(i) > 5) for i in transport.last_event_ids if i is not None)
+
+
+def test_an_orderer_sets_far_off_seqs_aside_when_giving_up_a_gap() -> None:
+    order = EventOrderer()
+    ev = {n: _delta(n) for n in (1, 2, 3, 10**12)}
+    assert order.push(1, ev[1]) == [ev[1]]
+    assert order.push(10**12, ev[10**12]) == []
+    assert order.give_up_gap() == (0, [], 1)
+    assert order.last_seq == 1 and not order.gap
+    assert order.push_many([ev[2], ev[3]]) == [ev[2], ev[3]]
+
+
+def test_an_orderer_can_count_from_zero() -> None:
+    order = EventOrderer(first_seq=0)
+    ev = {n: _delta(n) for n in (0, 1, 2)}
+    assert order.push_many([ev[0], ev[1]]) == [ev[0], ev[1]]
+    assert order.push(0, ev[0]) == []  # a duplicate
+    assert order.push(2, ev[2]) == [ev[2]] and order.last_seq == 2
 
 
 async def test_other_client_errors_refuse_but_rate_limits_retry() -> None:

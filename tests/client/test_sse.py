@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from client.sse import SSEDecoder, SSEFrame
+from client.streaming.sse import SSEDecoder, SSEFrame
 
 STREAM = (
     b"\xef\xbb\xbf: keep-alive\r\n"

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from client.api import Client
+from client.backends.preloop import PreloopBackend
+from client.backends.preloop.live import PreloopTiming
+from client.connection import Connection
 from client.events import BaseEvent, Event
-from client.preloop_live import PreloopTiming
 from client.status import StreamStatus
 from tests.fake_preloop import TOKEN, FakePreloop, running_fake_preloop
 
@@ -47,8 +48,8 @@ def base_url(fake_server: tuple[FakePreloop, str]) -> str:
 
 
 @pytest.fixture
-async def client(base_url: str) -> AsyncIterator[Client]:
-    async with Client(base_url, TOKEN, server_kind="preloop") as c:
+async def client(base_url: str) -> AsyncIterator[PreloopBackend]:
+    async with PreloopBackend(Connection(base_url, TOKEN)) as c:
         yield c
 
 

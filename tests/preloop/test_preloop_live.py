@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from client.api import Client
+from client.backends.preloop import PreloopBackend
+from client.backends.preloop.live import follow_preloop
+from client.connection import Connection
 from client.events import BaseEvent, NoteEvent, SessionEnded, ToolCompleted, ToolStarted
-from client.preloop_live import follow_preloop, nudge
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped
 from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
 from tests.fake_preloop.app import RawText
@@ -30,7 +32,9 @@ def _tool_names(w: Watch) -> list[str]:
     return [e.name for e in w.events if isinstance(e, ToolCompleted)]
 
 
-async def test_replay_then_live_tool_calls(client: Client, fake: FakePreloop, watch: WatchFactory) -> None:
+async def test_replay_then_live_tool_calls(
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
+) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     # The recorded history: session start, a warning, Bash and Read, oldest first.
@@ -55,7 +59,7 @@ async def test_replay_then_live_tool_calls(client: Client, fake: FakePreloop, wa
 
 
 async def test_recorded_frames_after_replay_are_not_shown_twice(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     """The recorded conversation's first two tool calls are already in the replayed activity list."""
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
@@ -82,7 +86,7 @@ async def test_recorded_frames_after_replay_are_not_shown_twice(
 
 
 async def test_note_delivery_is_shown_from_the_pushed_event(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     """Note polling is slowed to 30 s here, so the delivery can only come from the websocket."""
     slow_notes = replace(FAST, note_poll=30.0, note_idle_poll=30.0)
@@ -98,7 +102,7 @@ async def test_note_delivery_is_shown_from_the_pushed_event(
 
 
 async def test_a_note_sent_is_delivered_and_another_withdrawn(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -132,7 +136,7 @@ async def test_a_note_sent_is_delivered_and_another_withdrawn(
 
 
 async def test_an_expired_note_is_seen_by_polling(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -144,7 +148,7 @@ async def test_an_expired_note_is_seen_by_polling(
 
 
 async def test_an_approval_appears_by_polling_and_is_approved(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -155,7 +159,7 @@ async def test_an_approval_appears_by_polling_and_is_approved(
     assert requested.approval.tool_args["command"] == "git push origin main"
     decided = await client.approve(approval_id, "ok, go ahead")
     assert decided.status == "approved"
-    nudge(client, MAIN_SESSION)  # harmless twice: the Client already nudges after a decision
+    client.nudge(MAIN_SESSION)  # harmless twice: the backend already nudges after a decision
     await w.until(lambda w: bool(w.of_type("approval.decided")))
     (event,) = w.of_type("approval.decided")
     assert (event.approval.status, event.approval.approver_comment) == ("approved", "ok, go ahead")
@@ -167,7 +171,7 @@ async def test_an_approval_appears_by_polling_and_is_approved(
 
 
 async def test_a_declined_approval_is_shown_declined(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     approval_id = fake.request_approval("rm -rf build/")
@@ -179,7 +183,7 @@ async def test_a_declined_approval_is_shown_declined(
 
 
 async def test_session_end_is_the_last_event_and_pending_notes_turn_undeliverable(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -199,7 +203,7 @@ async def test_session_end_is_the_last_event_and_pending_notes_turn_undeliverabl
 
 
 async def test_session_end_by_idle_sweep_is_found_by_polling(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -210,7 +214,7 @@ async def test_session_end_by_idle_sweep_is_found_by_polling(
 
 
 async def test_attaching_to_an_ended_session_replays_and_ends(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     fake.end_session(push=False)
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
@@ -222,7 +226,7 @@ async def test_attaching_to_an_ended_session_replays_and_ends(
 
 
 async def test_unknown_session_is_refused_4404_without_retry(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, UNKNOWN_SESSION, timing=FAST))
     await w.done()
@@ -231,14 +235,14 @@ async def test_unknown_session_is_refused_4404_without_retry(
 
 
 async def test_bad_token_is_refused_4401(base_url: str, fake: FakePreloop, watch: WatchFactory) -> None:
-    async with Client(base_url, "wrong-token", server_kind="preloop") as bad:
+    async with PreloopBackend(Connection(base_url, "wrong-token")) as bad:
         w = watch(follow_preloop(bad, MAIN_SESSION, timing=FAST))
         await w.done()
     assert w.items == [Connecting(1), Refused("A valid bearer token is required", 4401)]
 
 
 async def test_a_non_uuid_session_id_never_reaches_the_server(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, "not-a-uuid", timing=FAST))
     await w.done()
@@ -248,7 +252,7 @@ async def test_a_non_uuid_session_id_never_reaches_the_server(
 
 
 async def test_reconnect_counts_the_events_missed_while_away(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -272,7 +276,7 @@ async def test_reconnect_counts_the_events_missed_while_away(
 
 
 async def test_a_silent_connection_is_declared_dead_and_replaced(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -285,7 +289,9 @@ async def test_a_silent_connection_is_declared_dead_and_replaced(
     assert fake.ws_attaches >= 2
 
 
-async def test_model_calls_become_steps(client: Client, fake: FakePreloop, watch: WatchFactory) -> None:
+async def test_model_calls_become_steps(
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
+) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     fake.model_call("Let me look at the failing test.", tool_calls=1)
@@ -301,7 +307,7 @@ async def test_model_calls_become_steps(client: Client, fake: FakePreloop, watch
 
 
 async def test_after_hides_what_was_already_seen(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, after=4, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -320,7 +326,7 @@ async def test_client_follow_detects_preloop_and_uses_the_websocket(
 
 
 async def test_unreadable_frames_are_skipped_and_counted(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -354,7 +360,7 @@ def test_nothing_above_the_client_layer_knows_about_preloop() -> None:
 
 
 async def test_the_token_travels_in_the_header_only(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
@@ -362,7 +368,7 @@ async def test_the_token_travels_in_the_header_only(
 
 
 async def test_changes_made_through_the_client_show_at_once_not_at_the_next_poll(
-    client: Client, fake: FakePreloop, watch: WatchFactory
+    client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     """Preloop pushes neither new notes, withdrawals nor decisions: the Client makes the follower poll now.
 
@@ -376,7 +382,7 @@ async def test_changes_made_through_the_client_show_at_once_not_at_the_next_poll
     await client.withdraw_note(note.note_id)
     await w.until(lambda w: bool(w.of_type("note.cancelled")), within=2.0)
     approval_id = fake.request_approval("git push origin main")
-    nudge(client, MAIN_SESSION)  # stands in for the approval timer, so the follower knows it is pending
+    client.nudge(MAIN_SESSION)  # stands in for the approval timer, so the follower knows it is pending
     await w.until(lambda w: bool(w.of_type("approval.requested")), within=2.0)
     await client.approve(approval_id)
     await w.until(lambda w: bool(w.of_type("approval.decided")), within=2.0)

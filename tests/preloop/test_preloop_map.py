@@ -8,19 +8,8 @@ from typing import Any
 
 import pytest
 
-from client.events import (
-    ModelDelta,
-    ModelStep,
-    NoteEvent,
-    SessionEnded,
-    SessionStarted,
-    ToolCompleted,
-    ToolStarted,
-    UnknownEvent,
-)
-from client.models import ActivityList, Approval, Session
-from client.preloop_live import PreloopTiming, backoff_delay, is_session_id, websocket_url
-from client.preloop_map import (
+from client.backends.preloop.live import PreloopTiming, is_session_id, websocket_url
+from client.backends.preloop.mapping import (
     Draft,
     Sequencer,
     approval_decided_draft,
@@ -33,6 +22,18 @@ from client.preloop_map import (
     replay_drafts,
     tool_status,
 )
+from client.events import (
+    ModelDelta,
+    ModelStep,
+    NoteEvent,
+    SessionEnded,
+    SessionStarted,
+    ToolCompleted,
+    ToolStarted,
+    UnknownEvent,
+)
+from client.models import ActivityList, Approval, Session
+from client.streaming.policy import backoff_delay
 from tests.fake_preloop import MAIN_SESSION, load_capture
 from tests.fake_preloop.app import CAPTURES
 
@@ -289,9 +290,13 @@ def test_session_id_must_be_a_uuid() -> None:
 
 
 def test_backoff_grows_from_one_to_thirty_seconds_with_jitter() -> None:
+    """The Preloop follower uses the shared backoff (client.streaming.policy) with its own timing."""
     timing = PreloopTiming()
-    assert backoff_delay(1, timing, rand=1.0) == 1.0
-    assert backoff_delay(1, timing, rand=0.0) == 0.5
-    assert backoff_delay(4, timing, rand=1.0) == 8.0
-    assert backoff_delay(10, timing, rand=1.0) == 30.0
-    assert 15.0 <= backoff_delay(20, timing) <= 30.0
+
+    def delay(attempt: int) -> float:
+        return backoff_delay(attempt, initial=timing.backoff_initial, maximum=timing.backoff_max)
+
+    assert 1.0 <= delay(1) <= 2.0
+    assert 8.0 <= delay(4) <= 16.0
+    assert delay(10) <= 30.0
+    assert 15.0 <= delay(20) <= 30.0

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from client.backend import ApprovalPage, ServerKind, SessionFilter
+from client.backend import ApprovalPage, Capabilities, ServerKind, SessionFilter
 from client.errors import ClientError, NotFound
 from client.events import Event, event_from_dict
 from client.models import (
@@ -39,6 +39,7 @@ def ago(**kwargs: float) -> datetime:
 
 class FakeBackend:
     server_kind: ServerKind = "local"
+    capabilities = Capabilities()
 
     def __init__(
         self,

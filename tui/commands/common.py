@@ -22,7 +22,6 @@ from client.ids import is_uuid, require_uuid
 from tui.cli import EXIT_FAILED, EXIT_USAGE, CliUsageError
 
 if TYPE_CHECKING:
-    from client.api import Client
     from client.config import Settings
 
 
@@ -54,23 +53,33 @@ def check_uuid(value: str | None, flag: str) -> str | None:
 
 def server_kind_flag(args: argparse.Namespace) -> ServerKind | None:
     """``--server-kind auto`` means: ask the server (None); otherwise what the user said."""
-    value = getattr(args, "server_kind", "auto")
-    if value == "local":
-        return "local"
-    if value == "preloop":
-        return "preloop"
-    return None
+    from client.backends import parse_server_kind
+
+    return parse_server_kind(getattr(args, "server_kind", "auto"))
 
 
-async def first_contact(client: Client, settings: Settings, flag: ServerKind | None) -> None:
+def known_kind(backend: Backend) -> ServerKind | None:
+    """The backend's server kind, or None while it is still to be asked (a kind-detecting Client)."""
+    from client.api import Client
+
+    if isinstance(backend, Client) and not backend.server_kind_known:
+        return None
+    return backend.server_kind
+
+
+async def first_contact(backend: Backend, settings: Settings, flag: ServerKind | None) -> None:
     """Detect the server kind once per profile and remember it there (``--server-kind`` overrides and
     is never saved). Without a profile, ``follow()`` detects it when it needs to."""
-    if flag is not None or client.server_kind_known or settings.profile is None:
+    from client.api import Client
+
+    if flag is not None or not isinstance(backend, Client) or backend.server_kind_known:
+        return
+    if settings.profile is None:
         return
     from client.config import remember_server_kind
 
     try:
-        kind = await client.detect_server_kind()
+        kind = await backend.detect_server_kind()
     except ClientError:
         return  # the command's own request will report an unreachable server in its words
     with contextlib.suppress(ClientError, OSError):  # a read-only config dir must not fail the command
@@ -78,15 +87,26 @@ async def first_contact(client: Client, settings: Settings, flag: ServerKind | N
 
 
 @asynccontextmanager
+async def opened(settings: Settings, flag: ServerKind | None) -> AsyncIterator[Backend]:
+    """The backend for ``settings`` (``--server-kind`` wins), its kind learnt once per profile; closed
+    afterwards."""
+    from client.backends import open_backend
+
+    backend = open_backend(settings, server_kind=flag)
+    try:
+        await first_contact(backend, settings, flag)
+        yield backend
+    finally:
+        await backend.aclose()
+
+
+@asynccontextmanager
 async def connect(args: argparse.Namespace) -> AsyncIterator[Backend]:
     """Open the backend the global flags, environment and profile point at; close it afterwards."""
-    from client.api import Client
     from client.config import resolve_settings
 
     settings = resolve_settings(args.url, args.token, args.profile)
-    flag = server_kind_flag(args)
-    async with Client(settings.url, settings.token, server_kind=flag or settings.server_kind) as backend:
-        await first_contact(backend, settings, flag)
+    async with opened(settings, server_kind_flag(args)) as backend:
         yield backend
 
 

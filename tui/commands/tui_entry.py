@@ -15,16 +15,15 @@ from client.config import Settings, resolve_settings
 from client.errors import TransportError
 from client.ids import is_uuid
 from client.present import short_id
-from tui.commands.common import first_contact, is_tty, resolve_session, server_kind_flag, usage
+from tui.commands.common import is_tty, known_kind, opened, resolve_session, server_kind_flag, usage
 
 
 def launch(settings: Settings, kind_flag: str | None, *, session_id: str | None, read_only: bool) -> int:
-    """Build a fresh client (not yet bound to any loop) and hand it to the app, which closes it."""
-    from client.api import Client
+    """Build a fresh backend (not yet bound to any loop) and hand it to the app, which closes it."""
+    from client.backends import open_backend
     from tui.app import run_tui
 
-    kind = server_kind_flag(argparse.Namespace(server_kind=kind_flag)) or settings.server_kind
-    backend = Client(settings.url, settings.token, server_kind=kind)
+    backend = open_backend(settings, server_kind=kind_flag)
     return run_tui(backend, session_id=session_id, read_only=read_only)
 
 
@@ -32,15 +31,13 @@ async def _prepare(
     args: argparse.Namespace, session: str | None, execution: str | None = None
 ) -> tuple[Settings, str | None]:
     """Check the server answers and the token works before the screen takes over the terminal."""
-    from client.api import Client
     from tui.commands.sessions import find_execution_session
 
     settings = resolve_settings(args.url, args.token, args.profile)
-    flag = server_kind_flag(args)
-    async with Client(settings.url, settings.token, server_kind=flag or settings.server_kind) as client:
-        await first_contact(client, settings, flag)
-        if client.server_kind_known and settings.server_kind is None:
-            settings = replace(settings, server_kind=client.server_kind)  # the app's client skips detection
+    async with opened(settings, server_kind_flag(args)) as client:
+        kind = known_kind(client)
+        if kind is not None and settings.server_kind is None:
+            settings = replace(settings, server_kind=kind)  # the app's backend skips detection
         await client.list_sessions(limit=1)
         if execution is not None:
             return settings, await find_execution_session(client, execution)

@@ -765,16 +765,17 @@ class AttachScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer a key (footer, palette) only when it can do something in the screen's current state."""
+        can = self.backend.capabilities  # what this kind of server can do at all
         if action in ("approve", "decline"):
-            return not self.read_only and self.approvals_panel.count > 0
+            return can.approvals and not self.read_only and self.approvals_panel.count > 0
         if action == "expand_args":
             return self.approvals_panel.count > 0
         if action == "withdraw":
-            return not self.read_only and bool(self.notes_panel.pending_notes)
+            return can.withdraw_notes and not self.read_only and bool(self.notes_panel.pending_notes)
         if action == "withdraw_none":
-            return not self.read_only and not self.notes_panel.pending_notes
+            return can.withdraw_notes and not self.read_only and not self.notes_panel.pending_notes
         if action == "focus_composer":
-            return not (self.read_only or self.ended or self.unavailable is not None)
+            return can.notes and not (self.read_only or self.ended or self.unavailable is not None)
         if action in ("leave_composer", "help_from_box"):
             # F1 is listed only while typing (elsewhere ? is shown); the app's own F1 still answers.
             return self._composer.has_focus

@@ -13,7 +13,7 @@ of the text by one regex ``split`` per chunk; anything else goes line by line, w
 test checks both against a plain reading of the spec on random streams cut at random places).
 
 Keeping this separate from the connection means it is tested byte by byte, at every split offset, without
-a network, and the follower (:mod:`client.follow`) only deals with connecting and ordering.
+a network, and the follower (:mod:`client.backends.local.feed`) only deals with connecting.
 """
 
 from __future__ import annotations

@@ -1,20 +1,22 @@
 """Follow one runtime session on a Preloop 0.17.1 server: its websocket, replay, and polling.
 
-``Client.follow()`` delegates here when the server is a Preloop server, so the TUI and the CLI read the
-same ``Event | StreamStatus`` values whatever is behind the client. Preloop pushes less than our SSE
-stream and numbers nothing, so this module:
+``PreloopBackend.follow()`` runs this, so the TUI and the CLI read the same ``Event | StreamStatus``
+values whatever is behind the backend; connecting, backoff and refusals are the shared loop's
+(:mod:`client.streaming.reconnect`), this module supplies one connection's work. Preloop pushes less
+than our SSE stream and numbers nothing, so this module:
 
 * attaches to ``{base}/api/v1/ws/runtime-sessions/{id}`` (ws:// or wss://) with the bearer token in the
   ``Authorization`` header only; the first frame is ``attached`` or ``error`` (then a 44xx close);
 * replays ``GET .../{id}/activity`` (newest first, reversed) on attach and after every reconnect, and
-  drops what it already showed by a stable key (:mod:`client.preloop_map`), numbering the rest with a
-  contiguous local ``seq``; after a reconnect it yields ``Missed(n)`` for the n facts the replay found
-  that happened while it was away;
+  drops what it already showed by a stable key (:mod:`client.backends.preloop.mapping`), numbering the
+  rest with a contiguous local ``seq``; after a reconnect it yields ``Missed(n)`` for the n facts the
+  replay found that happened while it was away;
 * polls what is never pushed: note states other than *delivered* (fast while a note is open, slowly
   otherwise), pending approvals (``approval.requested`` / ``approval.decided`` when one disappears),
   and the session row (an idle sweep ends a session silently);
 * pings every 25 s, treats 75 s of silence as a dead connection, reconnects with 1 s → 30 s jittered
-  backoff, and stops for good on a 4400-4499 close or a 401/403/404 (``Refused``).
+  backoff, and stops for good on a 4400-4499 close or a refusing 4xx (``Refused``,
+  :func:`client.streaming.policy.refuses`).
 
 Status values come from :mod:`client.status`; every interval is a :class:`PreloopTiming` field so
 tests can run the whole dance in a fraction of a second.
@@ -25,9 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import random
-import weakref
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,12 +35,8 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
-from client.backend import ApprovalPage
-from client.errors import ApiError, ClientError
-from client.events import Event
-from client.ids import is_uuid
-from client.models import Approval, NoteList, NoteState, Session
-from client.preloop_map import (
+from client.backends.base import ApprovalPage
+from client.backends.preloop.mapping import (
     Draft,
     Sequencer,
     approval_decided_draft,
@@ -50,12 +46,17 @@ from client.preloop_map import (
     replay_drafts,
     session_ended_draft,
 )
-from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.errors import ApiError, ClientError
+from client.events import Event
+from client.ids import is_uuid
+from client.models import Approval, NoteList, NoteState, Session
+from client.status import Ended, Live, Missed, Refused, Skipped, StreamStatus
+from client.streaming.policy import refuses
+from client.streaming.reconnect import Link, Refusal, reconnecting
 
 if TYPE_CHECKING:
-    from client.api import Client
+    from client.backends.preloop import PreloopBackend
 
-REFUSAL_HTTP_STATUSES = frozenset({401, 403, 404})
 _T = TypeVar("_T")
 
 
@@ -95,45 +96,19 @@ def websocket_url(base_url: Any, session_id: str) -> str:
     return f"{base}/api/v1/ws/runtime-sessions/{session_id}"
 
 
-def backoff_delay(attempt: int, timing: PreloopTiming, rand: float | None = None) -> float:
-    """Exponential from ``backoff_initial`` to ``backoff_max``, with jitter so replicas are not stampeded."""
-    base: float = min(timing.backoff_max, timing.backoff_initial * (2.0 ** max(0, attempt - 1)))
-    jitter: float = random.random() if rand is None else rand
-    return base * (0.5 + 0.5 * jitter)
-
-
-_nudges: weakref.WeakKeyDictionary[Any, dict[str, set[asyncio.Event]]] = weakref.WeakKeyDictionary()
-
-
-def nudge(client: Any, session_id: str) -> None:
-    """Poll notes and approvals now: call after sending a note or deciding an approval.
-
-    Preloop pushes neither, so without this the follower only sees the change at its next timer.
-    """
-    for event in _nudges.get(client, {}).get(session_id, set()):
-        event.set()
-
-
-class _Refusal(Exception):
-    def __init__(self, reason: str, status: int | None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-
-
 def _is_rest_error(exc: Exception) -> bool:
     """REST failures the follower can survive (transport trouble, a 5xx) or must stop on (401/403/404)."""
     return isinstance(exc, ClientError | httpx.HTTPError | OSError | TimeoutError | ValueError)
 
 
-def _refusal_from(exc: Exception) -> _Refusal | None:
-    if isinstance(exc, ApiError) and exc.status in REFUSAL_HTTP_STATUSES:
-        return _Refusal(str(exc), exc.status)
+def _refusal_from(exc: Exception) -> Refusal | None:
+    if isinstance(exc, ApiError) and refuses(exc.status):
+        return Refusal(str(exc), exc.status)
     return None
 
 
 class _Follower:
-    def __init__(self, client: Client, session_id: str, after: int, timing: PreloopTiming) -> None:
+    def __init__(self, client: PreloopBackend, session_id: str, after: int, timing: PreloopTiming) -> None:
         self.client = client
         self.session_id = session_id
         self.after = after
@@ -144,6 +119,7 @@ class _Follower:
         self.pending_approvals: set[str] = set()
         self.nudged = asyncio.Event()
         self.reported_skips = 0
+        self.connections = 0
 
     # ---------------------------------------------------------------- output helpers
 
@@ -220,7 +196,7 @@ class _Follower:
         for gone in sorted(self.pending_approvals - pending.keys()):
             try:
                 decided = await self._rest(self.client.get_approval(gone))
-            except _Refusal:
+            except Refusal:
                 continue  # deleted or no longer ours: nothing to show
             if not decided.pending:
                 drafts.append(approval_decided_draft(self.session_id, decided))
@@ -248,7 +224,7 @@ class _Follower:
     async def _finish(self, end: Draft) -> list[Event]:
         """The session ended: a last look at notes (pending ones turn undeliverable) and approvals."""
         drafts: list[Draft] = []
-        with contextlib.suppress(_Refusal):
+        with contextlib.suppress(Refusal):
             drafts.extend(await self._poll_notes())
             drafts.extend(await self._poll_approvals())
         events = self._emit(drafts)
@@ -267,7 +243,7 @@ class _Follower:
                 await asyncio.wait_for(ws.wait_closed(), 2.0)
             code = ws.close_code
             detail = str(frame.get("detail") or frame.get("error") or "refused")
-            raise _Refusal(detail, code)
+            raise Refusal(detail, code)
         if frame.get("type") != "attached":
             raise ValueError(f"unexpected first frame {frame.get('type')!r}")
         return frame
@@ -349,7 +325,7 @@ class _Follower:
         """A poll that fails for a passing reason is retried at the next tick, not fatal."""
         try:
             result: list[Draft] = await call
-        except _Refusal:
+        except Refusal:
             raise
         except Exception as exc:
             if not _is_rest_error(exc):
@@ -360,7 +336,7 @@ class _Follower:
     async def _quiet_session(self) -> Session | None:
         try:
             row: Session = await self._rest(self.client.get_session(self.session_id))
-        except _Refusal:
+        except Refusal:
             raise
         except Exception as exc:
             if not _is_rest_error(exc):
@@ -379,7 +355,7 @@ class _Follower:
             self.seq.skipped += 1
             return None
         if frame.get("type") == "error":
-            raise _Refusal(str(frame.get("detail") or frame.get("error") or "refused"), None)
+            raise Refusal(str(frame.get("detail") or frame.get("error") or "refused"), None)
         try:
             draft = from_envelope(self.session_id, frame, self.session)
         except ValueError:  # includes pydantic's ValidationError: a frame we cannot read is skipped
@@ -392,94 +368,83 @@ class _Follower:
 
     # ---------------------------------------------------------------- the whole dance
 
-    async def run(self) -> AsyncIterator[Event | StreamStatus]:
+    async def run(self) -> AsyncGenerator[Event | StreamStatus, None]:
         if not is_session_id(self.session_id):
             yield Refused(f"{self.session_id!r} is not a session id (a UUID)", None)
             return
-        registry: set[asyncio.Event] = set()
-        with contextlib.suppress(TypeError):  # a client that cannot be weakly referenced just is not nudged
-            registry = _nudges.setdefault(self.client, {}).setdefault(self.session_id, set())
-        registry.add(self.nudged)
+        self.client.watch(self.session_id, self.nudged)
         try:
-            async for item in self._run():
-                yield item
+            feed: AsyncGenerator[Event | StreamStatus, None] = reconnecting(
+                self._connect,
+                backoff_initial=self.timing.backoff_initial,
+                backoff_max=self.timing.backoff_max,
+                classify=_classify,
+            )
+            async with contextlib.aclosing(feed) as items:
+                async for item in items:
+                    yield item
         finally:
-            registry.discard(self.nudged)
+            self.client.unwatch(self.session_id, self.nudged)
 
-    async def _run(self) -> AsyncIterator[Event | StreamStatus]:
-        url = websocket_url(self.client.base_url, self.session_id)
-        attempt = 1
-        reconnected = False
-        while True:
-            yield Connecting(attempt)
-            reason = ""
-            try:
-                async with connect(
-                    url,
-                    additional_headers=dict(self.client.auth_headers()),
-                    open_timeout=self.timing.attach_timeout,
-                    ping_interval=None,  # Preloop's own {"type": "ping"} keeps it alive
-                    close_timeout=self.timing.close_timeout,
-                    max_size=2**22,
-                ) as ws:
-                    await self._attach(ws)
-                    before = self.seq.last_seq
-                    events, ended = await self._replay()
-                    for item in self._visible(events):
-                        yield item
-                    recovered = self.seq.last_seq - before
-                    if reconnected and recovered > 0:
-                        yield Missed(recovered)
-                    attempt = 1
-                    if ended:
-                        yield Ended(self.seq.last_seq)
-                        return
-                    yield Live(self.seq.last_seq)
-                    async for item in self._live(ws):
-                        yield item
-                        if isinstance(item, Ended):
-                            return
-                    reason = "connection closed"
-            except _Refusal as refusal:
-                yield Refused(refusal.reason, refusal.status)
+    async def _connect(self, link: Link) -> AsyncGenerator[Event | StreamStatus, None]:
+        """One websocket connection: attach, replay what happened, then follow it live."""
+        self.connections += 1
+        async with connect(
+            websocket_url(self.client.conn.base_url, self.session_id),
+            additional_headers=dict(self.client.conn.auth_headers()),
+            open_timeout=self.timing.attach_timeout,
+            ping_interval=None,  # Preloop's own {"type": "ping"} keeps it alive
+            close_timeout=self.timing.close_timeout,
+            max_size=2**22,
+        ) as ws:
+            await self._attach(ws)
+            before = self.seq.last_seq
+            events, ended = await self._replay()
+            for item in self._visible(events):
+                yield item
+            recovered = self.seq.last_seq - before
+            if self.connections > 1 and recovered > 0:
+                yield Missed(recovered)
+            link.alive()
+            if ended:
+                yield Ended(self.seq.last_seq)
                 return
-            except ConnectionClosed as exc:
-                code = exc.rcvd.code if exc.rcvd is not None else None
-                if code is not None and 4400 <= code <= 4499:
-                    yield Refused(exc.rcvd.reason if exc.rcvd and exc.rcvd.reason else f"closed {code}", code)
-                    return
-                reason = f"connection closed ({code})" if code is not None else "connection lost"
-            except InvalidStatus as exc:
-                status = exc.response.status_code
-                if status in REFUSAL_HTTP_STATUSES:
-                    yield Refused(f"websocket upgrade refused: HTTP {status}", status)
-                    return
-                reason = f"websocket upgrade failed: HTTP {status}"
-            except InvalidURI as exc:
-                yield Refused(f"bad server address: {exc}", None)
-                return
-            except (OSError, TimeoutError, InvalidHandshake, ValueError) as exc:
-                reason = str(exc) or type(exc).__name__
-            except Exception as exc:
-                if not _is_rest_error(exc):
-                    raise
-                reason = str(exc) or type(exc).__name__
-            delay = backoff_delay(attempt, self.timing)
-            yield Reconnecting(attempt, delay, reason)
-            await asyncio.sleep(delay)
-            attempt += 1
-            reconnected = True
+            yield Live(self.seq.last_seq)
+            async for item in self._live(ws):
+                yield item
+
+
+def _classify(exc: Exception) -> str | Refusal | None:
+    """What a failed websocket connection means: a reason to retry, a refusal, or a bug (None)."""
+    if isinstance(exc, ConnectionClosed):
+        code = exc.rcvd.code if exc.rcvd is not None else None
+        if code is not None and refuses(code) and code >= 4000:
+            return Refusal(exc.rcvd.reason if exc.rcvd and exc.rcvd.reason else f"closed {code}", code)
+        return f"connection closed ({code})" if code is not None else "connection lost"
+    if isinstance(exc, InvalidStatus):
+        status = exc.response.status_code
+        if refuses(status):
+            return Refusal(f"websocket upgrade refused: HTTP {status}", status)
+        return f"websocket upgrade failed: HTTP {status}"
+    if isinstance(exc, InvalidURI):
+        return Refusal(f"bad server address: {exc}", None)
+    if isinstance(exc, OSError | TimeoutError | InvalidHandshake | ValueError) or _is_rest_error(exc):
+        return str(exc) or type(exc).__name__
+    return None
 
 
 async def follow_preloop(
-    client: Client, session_id: str, *, after: int = 0, timing: PreloopTiming | None = None
-) -> AsyncIterator[Event | StreamStatus]:
+    client: PreloopBackend, session_id: str, *, after: int = 0, timing: PreloopTiming | None = None
+) -> AsyncGenerator[Event | StreamStatus, None]:
     """Live events of one session on a Preloop server, as ``Event | StreamStatus`` like our SSE follower.
 
     ``after`` hides events up to that local seq (seq is synthesized here, contiguous per follow).
     """
-    if timing is None:  # the client's own reconnect settings apply here too
-        timing = PreloopTiming(backoff_initial=client.backoff_initial, backoff_max=client.backoff_max)
+    if timing is None:  # the connection's own reconnect settings apply here too
+        timing = PreloopTiming(
+            backoff_initial=client.conn.backoff_initial, backoff_max=client.conn.backoff_max
+        )
     follower = _Follower(client, session_id, after, timing)
-    async for item in follower.run():
-        yield item
+    async with contextlib.aclosing(follower.run()) as items:
+        async for item in items:
+            yield item

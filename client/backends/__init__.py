@@ -1,0 +1,110 @@
+"""Backends: one package per kind of server, behind one protocol, opened by :func:`open_backend`.
+
+::
+
+    client/backends/
+      base.py         Backend = SessionDesk + NoteDesk + ApprovalDesk + LiveFeed (+ Capabilities)
+      rest.py         the Preloop-shaped REST that local and preloop share
+      local/          our control plane: that REST + our SSE stream            LocalBackend
+      preloop/        a Preloop 0.17.1 server: REST + websocket + polling      PreloopBackend
+    client/streaming/ the live-feed toolkit every backend uses (decode, order, backoff, refusal, reconnect)
+    client/connection.py  one httpx.AsyncClient per server, and how answers become client.errors
+
+**Adding a backend** (e.g. ``dendrux/``):
+
+1. Make a package ``client/backends/<kind>/`` whose ``__init__`` defines a class implementing
+   :class:`~client.backends.base.Backend`: ``__init__(self, conn: Connection, ...)``, a ``server_kind``
+   and a ``capabilities`` (:class:`~client.backends.base.Capabilities`; methods the server cannot serve
+   raise :class:`client.errors.Unsupported`). Use ``conn.request``/``conn.parse`` for REST so errors read
+   the same everywhere.
+2. Its ``follow()`` is "open, read, map" handed to :func:`client.streaming.reconnect.reconnecting`: one
+   connection's work as an async generator (yield ``Live`` once open, events, ``Ended``; raise ``Retry``
+   or ``Refusal``; call ``link.alive()`` when bytes flow). For a seq-numbered stream,
+   :class:`client.streaming.intake.SeqIntake` (``first_seq=0`` if it counts from 0) does ordering,
+   duplicates, skips and the gap policy; ``client.streaming.sse`` decodes SSE.
+3. Add the kind to :data:`~client.backends.base.ServerKind` (already there for ``dendrux``), a branch in
+   :func:`backend_for` below, and detection in :func:`detect_server_kind` if the server can be told apart.
+4. Never import another backend package (an import-linter contract checks it): share through ``base``,
+   ``rest``, ``client.streaming`` or ``client.connection``.
+
+Nothing above ``client/`` may know which backend it talks to; it reads ``backend.capabilities``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from client.backends.base import (
+    SERVER_KINDS,
+    ApprovalPage,
+    Backend,
+    Capabilities,
+    ServerKind,
+    SessionFilter,
+)
+from client.errors import Unsupported, UsageError
+
+if TYPE_CHECKING:
+    from client.config import Settings
+    from client.connection import Connection
+
+__all__ = [
+    "SERVER_KINDS",
+    "ApprovalPage",
+    "Backend",
+    "Capabilities",
+    "ServerKind",
+    "SessionFilter",
+    "backend_for",
+    "detect_server_kind",
+    "open_backend",
+    "parse_server_kind",
+]
+
+
+def parse_server_kind(value: str | None) -> ServerKind | None:
+    """A kind named by a flag or a config file; ``None``/``"auto"`` means "ask the server"."""
+    if value in (None, "auto"):
+        return None
+    for kind in SERVER_KINDS:
+        if value == kind:
+            return kind
+    raise UsageError(f"server kind must be {', '.join(SERVER_KINDS)} or auto (got '{str(value)[:20]}')")
+
+
+def backend_for(kind: ServerKind, conn: Connection) -> Backend:
+    """The backend class for ``kind``, on ``conn`` (imported only when used: websockets, Dendrux...)."""
+    if kind == "local":
+        from client.backends.local import LocalBackend
+
+        return LocalBackend(conn)
+    if kind == "preloop":
+        from client.backends.preloop import PreloopBackend
+
+        return PreloopBackend(conn)
+    raise Unsupported(f"this client cannot talk to a {kind} server yet")
+
+
+async def detect_server_kind(conn: Connection) -> ServerKind:
+    """Ask the server what it is: ``/api/v1/health`` of ours says ``"local"``, Preloop's says nothing."""
+    from client.backends.rest import PreloopRestApi
+
+    health = await PreloopRestApi(conn).health()
+    return "local" if health.server_kind == "local" else "preloop"
+
+
+def open_backend(settings: Settings, *, server_kind: str | None = None, **options: Any) -> Backend:
+    """The backend for what ``settings`` name (``client.config.resolve_settings``), not yet connected.
+
+    ``server_kind`` (a ``--server-kind`` flag) wins over the profile's; when neither knows, the result
+    asks the server on first use (:class:`client.api.Client`). ``options`` go to :class:`Connection`
+    (timeout, transport, backoff...). Close it with ``await backend.aclose()`` or ``async with``.
+    """
+    kind = parse_server_kind(server_kind) or settings.server_kind
+    if kind is None:
+        from client.api import Client
+
+        return Client(settings.url, settings.token, **options)
+    from client.connection import Connection
+
+    return backend_for(kind, Connection(settings.url, settings.token, **options))

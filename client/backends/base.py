@@ -1,0 +1,173 @@
+"""What the TUI and the CLI may ask of a server, split by capability, whatever kind of server it is.
+
+Every backend class (``client.backends.local``, ``client.backends.preloop``, ...) implements the whole
+:class:`Backend` protocol so the UI is written once and type-checked against it. Servers differ in what they
+*can* do: a backend says so in :attr:`Backend.capabilities`; an action the server cannot take raises
+:class:`client.errors.Unsupported` (a sentence, never a traceback), and a listing it cannot make answers
+an empty page. The UI reads the capabilities to hide
+or disable keys up front instead of letting the operator find out by failing.
+
+The capability protocols exist so a piece of code can ask for no more than it needs (a notes command needs
+a :class:`NoteDesk`, a follower needs a :class:`LiveFeed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal, Protocol
+
+from client.events import Event
+from client.models import (
+    ActivityItem,
+    Approval,
+    AttentionSnapshot,
+    Health,
+    Note,
+    NoteList,
+    Session,
+    SessionList,
+)
+from client.status import StreamStatus
+
+ServerKind = Literal["local", "preloop", "dendrux"]
+"""The kinds of server the client knows; ``client.backends.open_backend`` maps each to its backend."""
+
+SERVER_KINDS: tuple[ServerKind, ...] = ("local", "preloop", "dendrux")
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend's server can do, so the UI gates keys on it instead of failing after a key press."""
+
+    notes: bool = True
+    """Operator notes can be sent and listed."""
+    withdraw_notes: bool = True
+    """A pending note can be withdrawn."""
+    approvals: bool = True
+    """Pending approvals are listed and can be approved or declined."""
+    end_session: bool = True
+    """A session can be ended from the client."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """Filters of ``GET /api/v1/runtime-sessions``, as the server names them."""
+
+    status: Literal["all", "active", "ended"] | None = None
+    active_within_minutes: int | None = None
+    agent: str | None = None
+    agent_kind: str | None = None
+    start_date: datetime | None = None
+    parent_session_id: str | None = None
+    flow_execution_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPage:
+    """A page of approvals; the server sends a bare array and the total in ``X-Total-Count``."""
+
+    items: list[Approval] = field(default_factory=list)
+    total: int | None = None
+
+
+class SessionDesk(Protocol):
+    """Sessions: list, look up, end. Every method raises ``client.errors.ClientError`` subclasses."""
+
+    async def health(self) -> Health: ...
+
+    async def list_sessions(
+        self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
+    ) -> SessionList: ...
+
+    def iter_sessions(
+        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
+    ) -> AsyncIterator[Session]: ...
+
+    async def get_session(self, session_id: str) -> Session: ...
+
+    async def resolve_session_id(self, id_or_prefix: str, *, page_size: int = 100) -> str: ...
+
+    async def session_activity(self, session_id: str) -> list[ActivityItem]: ...
+
+    async def end_session(self, session_id: str) -> Session: ...
+
+
+class NoteDesk(Protocol):
+    """Operator notes: send, list, withdraw (see ``Capabilities.notes`` / ``withdraw_notes``)."""
+
+    async def send_note(
+        self,
+        text: str,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        execution_id: str | None = None,
+        expires_in_seconds: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Note: ...
+
+    async def list_notes(
+        self,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        execution_id: str | None = None,
+        state: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> NoteList: ...
+
+    async def get_note(self, note_id: str) -> Note: ...
+
+    async def withdraw_note(self, note_id: str) -> Note: ...
+
+
+class ApprovalDesk(Protocol):
+    """Approvals a tool call waits for: list, approve, decline (see ``Capabilities.approvals``)."""
+
+    async def list_approvals(
+        self,
+        *,
+        session_id: str | None = None,
+        status: str | None = "pending",
+        limit: int = 100,
+        skip: int = 0,
+    ) -> ApprovalPage: ...
+
+    async def get_approval(self, approval_id: str) -> Approval: ...
+
+    async def approve(self, approval_id: str, comment: str | None = None) -> Approval: ...
+
+    async def decline(self, approval_id: str, comment: str | None = None) -> Approval: ...
+
+
+class LiveFeed(Protocol):
+    """One session's events as they happen, in order, once each, with connection states between them."""
+
+    def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]: ...
+
+
+class AttentionFeed(Protocol):
+    """Every session's pending approvals and failed notes, for the attention inbox (``client.inbox``)."""
+
+    def watch_attention(
+        self, *, notes_window: timedelta = ..., poll_interval: float = ...
+    ) -> AsyncIterator[AttentionSnapshot | Event | StreamStatus]: ...
+
+
+class Backend(SessionDesk, NoteDesk, ApprovalDesk, LiveFeed, AttentionFeed, Protocol):
+    """Everything the TUI and the CLI talk to; one class per server kind implements it."""
+
+    @property
+    def server_kind(self) -> ServerKind:
+        """Which kind of server this is (for messages and remembering it in a profile)."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the server can do: the UI gates keys on it."""
+        ...
+
+    async def aclose(self) -> None: ...

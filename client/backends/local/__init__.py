@@ -1,0 +1,47 @@
+"""Our local control plane (``preloop serve``): Preloop-shaped REST plus our own SSE event stream.
+
+Everything is supported; the live feed is :mod:`client.backends.local.feed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from datetime import timedelta
+
+from client.backends.base import Capabilities, ServerKind
+from client.backends.local.feed import follow_sse
+from client.backends.rest import PreloopRestApi
+from client.events import Event
+from client.ids import require_uuid
+from client.models import AttentionSnapshot, Session
+from client.status import StreamStatus
+
+__all__ = ["LocalBackend"]
+
+
+class LocalBackend(PreloopRestApi):
+    """The backend for our own server: its REST answers are complete and its stream is numbered."""
+
+    server_kind: ServerKind = "local"
+    capabilities: Capabilities = Capabilities()
+
+    async def get_session(self, session_id: str) -> Session:
+        """The session detail as is: our server fills every counter (no list-row lookup needed)."""
+        return await self._session_detail(session_id)
+
+    async def follow(self, session_id: str, *, after: int = 0) -> AsyncGenerator[Event | StreamStatus, None]:
+        """Live events after seq ``after``, in order, exactly once, with connection states between them."""
+        async with aclosing(follow_sse(self, require_uuid(session_id), after=after)) as items:
+            async for item in items:
+                yield item
+
+    async def watch_attention(
+        self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
+    ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
+        """Every session's pending approvals and failed notes (``client.attention_live``)."""
+        from client.attention_live import follow_attention_local
+
+        async with aclosing(follow_attention_local(self, notes_window, poll_interval=poll_interval)) as items:
+            async for item in items:
+                yield item

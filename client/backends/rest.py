@@ -1,0 +1,331 @@
+"""The Preloop-shaped REST API (``/api/v1``) that a Preloop server and our local control plane both speak.
+
+The local and the Preloop backend share it and differ only where the servers do (the live channel, a few
+quirks); a backend for a server with another API (a Dendrux app) does not use it. Every answer is validated
+by a pydantic model, and every failure is a :mod:`client.errors` exception (via :class:`Connection`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+from pydantic import TypeAdapter, ValidationError
+
+from client.backends.base import ApprovalPage, SessionFilter
+from client.connection import Connection
+from client.errors import ClientError, InvalidResponse, NoteOutcomeUnknown, UsageError
+from client.ids import match_prefix, normalise_prefix, require_note_id, require_uuid, short_id
+from client.models import (
+    ActivityItem,
+    ActivityList,
+    Approval,
+    ApprovalDecision,
+    Health,
+    Note,
+    NoteCreate,
+    NoteList,
+    Session,
+    SessionDetail,
+    SessionList,
+)
+from client.notetext import NOTE_EMPTY, note_text_problem
+
+__all__ = ["API_PREFIX", "PreloopRestApi"]
+
+API_PREFIX = "/api/v1"
+_approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
+
+# Counters a Preloop session *detail* leaves empty although the list row has them.
+_LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", "cwd")
+_RESOLVE_LIMIT = 10_000
+
+
+class PreloopRestApi:
+    """Sessions, notes and approvals over Preloop's REST shapes, on a shared :class:`Connection`.
+
+    Subclasses hook :meth:`_changed` to learn about a change the server will not push (a note sent or
+    withdrawn, an approval decided).
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.conn.base_url!r}, token=***)"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str = "",
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+    ) -> httpx.Response:
+        return await self.conn.request(method, API_PREFIX + path, what=what, params=params, json=json)
+
+    def _changed(self, session_id: str | None) -> None:
+        """A note or approval of this session changed here; a follower that polls may want to look now."""
+
+    # --------------------------------------------------------------------------------------- health
+
+    async def health(self) -> Health:
+        """Check the server answers at all; also tells our server from Preloop."""
+        return self.conn.parse(await self._request("GET", "/health"), Health)
+
+    # --------------------------------------------------------------------------------------- sessions
+
+    async def list_sessions(
+        self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
+    ) -> SessionList:
+        """One page of sessions; keep paging while ``has_more`` (``total`` may be null)."""
+        f = filters or SessionFilter()
+        params: dict[str, Any] = {
+            "status": f.status,
+            "active_within_minutes": f.active_within_minutes,
+            "agent": f.agent,
+            "agent_kind": f.agent_kind,
+            "start_date": f.start_date.astimezone(UTC).isoformat() if f.start_date else None,
+            "parent_session_id": f.parent_session_id,
+            "flow_execution_id": f.flow_execution_id,
+            "limit": limit,
+            "offset": offset,
+        }
+        response = await self._request("GET", "/runtime-sessions", params=params)
+        return self.conn.parse(response, SessionList)
+
+    async def iter_sessions(
+        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
+    ) -> AsyncIterator[Session]:
+        """Every session matching ``filters`` across pages, up to ``max_items``, following ``has_more``."""
+        offset = 0
+        seen = 0
+        while seen < max_items:
+            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
+            for item in page.items:
+                yield item
+                seen += 1
+                if seen >= max_items:
+                    return
+            if not page.has_more or not page.items:
+                return
+            offset += len(page.items)
+
+    async def _session_detail(self, session_id: str) -> Session:
+        sid = require_uuid(session_id)
+        response = await self._request("GET", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}")
+        return self.conn.parse(response, SessionDetail).session
+
+    async def get_session(self, session_id: str) -> Session:
+        """The session detail, with the counters Preloop's detail leaves empty filled from its list row."""
+        sid = require_uuid(session_id)
+        session = await self._session_detail(sid)
+        # Preloop's detail sends 0/None for these even when the list row has them (captures 017 vs 012).
+        missing = [name for name in _LIST_ONLY_FIELDS if not getattr(session, name)]
+        if not missing:
+            return session
+        try:
+            async for row in self.iter_sessions(SessionFilter(status="all"), max_items=500):
+                if row.id.lower() == sid:
+                    update = {n: getattr(row, n) for n in missing if getattr(row, n) is not None}
+                    return session.model_copy(update=update) if update else session
+        except ClientError:
+            pass  # the detail itself is fine; the counters just stay unknown
+        return session
+
+    async def resolve_session_id(self, id_or_prefix: str, *, page_size: int = 100) -> str:
+        """Turn a full UUID or a short id (≥ 4 hex characters) into a full id, looking across all pages."""
+        text = id_or_prefix.strip()
+        if len(text) == 36:
+            return require_uuid(text)
+        prefix = normalise_prefix(text)
+        candidates: list[str] = []
+        sessions = self.iter_sessions(
+            SessionFilter(status="all"), max_items=_RESOLVE_LIMIT, page_size=page_size
+        )
+        async for row in sessions:
+            if row.id.lower().startswith(prefix):
+                candidates.append(row.id.lower())
+        return match_prefix(prefix, candidates)
+
+    async def session_activity(self, session_id: str) -> list[ActivityItem]:
+        """What happened in a session, newest first (Preloop's history; no total)."""
+        sid = require_uuid(session_id)
+        response = await self._request(
+            "GET", f"/runtime-sessions/{sid}/activity", what=f"session {short_id(sid)}"
+        )
+        return self.conn.parse(response, ActivityList).items
+
+    async def end_session(self, session_id: str) -> Session:
+        """Ask the server to end a session; pending notes become undeliverable."""
+        sid = require_uuid(session_id)
+        response = await self._request(
+            "PATCH", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}", json={"action": "end"}
+        )
+        return self.conn.parse(response, Session)
+
+    # --------------------------------------------------------------------------------------- notes
+
+    async def send_note(
+        self,
+        text: str,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        execution_id: str | None = None,
+        expires_in_seconds: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Note:
+        """Send a note exactly once: a ``correlation_id`` is always attached so a deliberate retry with the
+        same id returns the first note (on our server); if the answer is lost, raise NoteOutcomeUnknown
+        rather than guess."""
+        targets = [t for t in (session_id, agent_id, execution_id) if t]
+        if len(targets) != 1:
+            raise UsageError("a note needs exactly one target: a session, an agent or an execution")
+        problem = note_text_problem(text)
+        if problem is not None:
+            raise UsageError(f"{problem}: type something to send" if problem == NOTE_EMPTY else problem)
+        body = NoteCreate(
+            text=text,
+            runtime_session_id=require_uuid(session_id) if session_id else None,
+            agent_id=require_uuid(agent_id, "agent id") if agent_id else None,
+            execution_id=require_uuid(execution_id, "execution id") if execution_id else None,
+            expires_in_seconds=expires_in_seconds,
+            correlation_id=correlation_id or uuid.uuid4().hex,
+        )
+        cid = body.correlation_id or ""
+        url = API_PREFIX + "/operator-notes"
+        what = f"session {short_id(session_id)}" if session_id else "the note's target"
+        try:
+            response = await self.conn.http.post(url, json=body.model_dump(exclude_none=True))
+        except (
+            httpx.ConnectError,
+            httpx.ConnectTimeout,
+            httpx.PoolTimeout,
+            httpx.UnsupportedProtocol,
+        ) as exc:
+            # Nothing left this machine: safe to say "not sent".
+            err = self.conn.transport_error(exc, "POST", url)
+            raise type(err)(f"{err.hint}; the note was not sent") from None
+        except httpx.TransportError as exc:
+            reason = (
+                "no answer in time" if isinstance(exc, httpx.TimeoutException) else "the connection broke"
+            )
+            raise NoteOutcomeUnknown(cid, reason) from None
+        if response.status_code in (502, 504):
+            # a proxy gave up waiting: the server behind it may well have created the note
+            raise NoteOutcomeUnknown(cid, f"a proxy answered {response.status_code}")
+        if response.status_code >= 400:
+            raise self.conn.api_error(response, what)
+        try:
+            note = self.conn.parse(response, Note)
+        except InvalidResponse:
+            raise NoteOutcomeUnknown(cid, "the answer could not be read") from None
+        self._changed(note.runtime_session_id)
+        return note
+
+    async def list_notes(
+        self,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        execution_id: str | None = None,
+        state: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> NoteList:
+        """Notes for one target (the server refuses a list without one), newest first."""
+        params = {
+            "runtime_session_id": require_uuid(session_id) if session_id else None,
+            "agent_id": require_uuid(agent_id, "agent id") if agent_id else None,
+            "execution_id": require_uuid(execution_id, "execution id") if execution_id else None,
+            "state": state,
+            "limit": limit,
+            "offset": offset,
+        }
+        response = await self._request("GET", "/operator-notes", params=params)
+        return self.conn.parse(response, NoteList)
+
+    async def get_note(self, note_id: str) -> Note:
+        """A note as it is now (states move as the agent picks it up)."""
+        nid = require_note_id(note_id)
+        response = await self._request("GET", f"/operator-notes/{nid}", what=f"note {nid}")
+        return self.conn.parse(response, Note)
+
+    async def withdraw_note(self, note_id: str) -> Note:
+        """Cancel a note; the answer is the note as it now is: read ``state`` (only pending ones cancel)."""
+        nid = require_note_id(note_id)
+        response = await self._request("POST", f"/operator-notes/{nid}/cancel", what=f"note {nid}")
+        note = self.conn.parse(response, Note)
+        self._changed(note.runtime_session_id)
+        return note
+
+    # --------------------------------------------------------------------------------------- approvals
+
+    async def list_approvals(
+        self,
+        *,
+        session_id: str | None = None,
+        status: str | None = "pending",
+        limit: int = 100,
+        skip: int = 0,
+    ) -> ApprovalPage:
+        """Approval requests (pending by default); the total comes from ``X-Total-Count``."""
+        params = {
+            "runtime_session_id": require_uuid(session_id) if session_id else None,
+            "status": status,
+            "limit": limit,
+            "skip": skip,
+        }
+        response = await self._request("GET", "/approval-requests", params=params)
+        try:
+            items = _approvals_adapter.validate_json(response.content)
+        except ValidationError as exc:
+            raise self.conn.invalid(response, exc) from None
+        total_header = response.headers.get("x-total-count")
+        total = int(total_header) if total_header and total_header.strip().isdigit() else None
+        return ApprovalPage(items=items, total=total)
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        """One approval request with its tool arguments and current status."""
+        aid = require_uuid(approval_id, "approval id")
+        response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {short_id(aid)}")
+        return self.conn.parse(response, Approval)
+
+    async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
+        """Let the waiting tool call run; deciding twice is a BadRequest ("Request already approved")."""
+        return await self._decide(approval_id, "approve", comment)
+
+    async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
+        """Refuse the waiting tool call; the comment reaches the agent."""
+        return await self._decide(approval_id, "decline", comment)
+
+    async def _decide(self, approval_id: str, verb: str, comment: str | None) -> Approval:
+        aid = require_uuid(approval_id, "approval id")
+        body = ApprovalDecision(comment=comment).model_dump(exclude_none=True)
+        response = await self._request(
+            "POST", f"/approval-requests/{aid}/{verb}", what=f"approval {short_id(aid)}", json=body
+        )
+        approval = self.conn.parse(response, Approval)
+        self._changed(approval.runtime_session_id)
+        return approval
+
+    async def aclose(self) -> None:
+        """Close the connection; open streams end."""
+        await self.conn.aclose()

@@ -1,0 +1,213 @@
+"""One connection to one server: the ``httpx.AsyncClient``, the token, and how answers become errors.
+
+Every backend (``client.backends``) talks through one of these, whatever the server's API looks like, so
+a failed request, a refused token or a redirect reads the same on every kind of server::
+
+    conn = Connection("http://127.0.0.1:8765", token, transport=...)   # transport: tests inject faults
+    response = await conn.request("GET", "/api/v1/health")             # ClientError on any failure
+    session = conn.parse(response, SessionDetail)                      # InvalidResponse on a wrong shape
+
+It knows nothing about sessions, notes or events: that is the backends' business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from client.errors import (
+    ApiError,
+    ConnectionLost,
+    InvalidResponse,
+    ServerUnreachable,
+    Timeout,
+    TransportError,
+    UsageError,
+    error_for_status,
+)
+from client.textsafe import safe_line
+
+__all__ = ["Connection", "display_url"]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def display_url(url: str) -> str:
+    """The URL for messages: without user:password, query or fragment, which may carry secrets."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "the server"
+    return str(parsed.copy_with(username=None, password=None, query=None, fragment=None))
+
+
+def _check_token(token: str | None) -> str | None:
+    """A token goes into a header: refuse one that cannot, without ever echoing it (httpx would)."""
+    if token is None or not token.strip():
+        return None
+    token = token.strip()
+    if any(not (0x21 <= ord(ch) <= 0x7E) for ch in token):
+        raise UsageError(
+            "the token contains spaces, line breaks or non-ASCII characters: copy it again "
+            "(`preloop login --with-token` reads it from standard input)"
+        )
+    return token
+
+
+class Connection:
+    """One connection pool to one server with one token, and the settings every live feed shares.
+
+    ``stall_timeout`` (default twice ``keepalive_interval``) is how long a live stream may stay silent
+    before its follower reconnects; ``backoff_initial``/``backoff_max`` bound the reconnect backoff.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float = 10.0,
+        keepalive_interval: float = 15.0,
+        stall_timeout: float | None = None,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 30.0,
+    ) -> None:
+        url = base_url.strip().rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"server URL must start with http:// or https:// (got '{safe_line(url, 80)}')")
+        self.base_url = url
+        self._token = _check_token(token)
+        self.timeout = timeout
+        self.stall_timeout = stall_timeout if stall_timeout is not None else 2 * keepalive_interval
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.http = httpx.AsyncClient(
+            base_url=url,
+            transport=transport,
+            timeout=httpx.Timeout(timeout),
+            headers={"Accept": "application/json", **self.auth_headers()},
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"Connection(base_url={self.base_url!r}, token=***)"
+
+    async def aclose(self) -> None:
+        """Close the connection pool; open streams end."""
+        await self.http.aclose()
+
+    @property
+    def display_url(self) -> str:
+        """The server URL safe to show (no credentials, query or fragment)."""
+        return display_url(self.base_url)
+
+    @property
+    def has_token(self) -> bool:
+        """Lets a UI say "no token" up front instead of waiting for the server's 401."""
+        return self._token is not None
+
+    def auth_headers(self) -> dict[str, str]:
+        """The headers that authenticate a request (a websocket follower sends the same ones)."""
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    # ------------------------------------------------------------------------------------ requests
+
+    def transport_error(self, exc: httpx.TransportError, method: str, path: str) -> TransportError:
+        """What a failed request means for the operator (server down, too slow, connection broke)."""
+        where = self.display_url
+        if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError | httpx.UnsupportedProtocol):
+            return ServerUnreachable(
+                f"cannot reach {where}: is the server running? (`preloop serve` starts a local one)"
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return Timeout(f"{method} {path} got no answer from {where} within {self.timeout:g} s")
+        return ConnectionLost(f"the connection to {where} broke during {method} {path}")
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str = "",
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+    ) -> httpx.Response:
+        """One request; any failure (transport, error status, redirect) is a ClientError saying what to do.
+        ``what`` names the object for a 404 ("session 1a2b3c4d")."""
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            response = await self.http.request(method, path, params=clean or None, json=json)
+        except httpx.TransportError as exc:
+            raise self.transport_error(exc, method, path) from None
+        if response.status_code >= 400:
+            raise self.api_error(response, what)
+        if response.status_code >= 300:
+            raise self.redirected(response)
+        return response
+
+    @asynccontextmanager
+    async def stream(
+        self, method: str, path: str, *, headers: dict[str, str], params: dict[str, Any] | None = None
+    ) -> AsyncIterator[httpx.Response]:
+        """Low-level: a streamed response (not yet checked) whose read timeout is the stall timeout, so a
+        silent stream raises ``httpx.ReadTimeout``; transport errors propagate for the follower to read."""
+        timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
+        async with self.http.stream(
+            method, path, headers=headers, params=params, timeout=timeout
+        ) as response:
+            yield response
+
+    def redirected(self, response: httpx.Response) -> InvalidResponse:
+        """Redirects are not followed (the token must not travel to another host): say where it points."""
+        location = response.headers.get("location")
+        target = display_url(location) if location else "?"
+        return InvalidResponse(
+            f"the server redirects {response.request.url.path} to {safe_line(target, 120)}: "
+            "use that address as the server URL"
+        )
+
+    def api_error(self, response: httpx.Response, what: str) -> ApiError:
+        """The error an error answer means, with the token scrubbed from the server's text; live feeds use
+        it too, so a refused stream reads exactly like a refused REST call."""
+        try:
+            body: Any = response.json()
+        except ValueError:
+            # Not cut here: ``error_for_status`` scrubs the token first and then shortens (a cut first
+            # could leave the start of an echoed token that no longer matches the whole one).
+            body = response.text
+        return error_for_status(
+            response.status_code,
+            body,
+            what=what,
+            token_sent=self._token is not None,
+            retry_after=response.headers.get("retry-after"),
+            secret=self._token,
+        )
+
+    def invalid(self, response: httpx.Response, exc: Exception) -> InvalidResponse:
+        """An answer of the wrong shape, named by its request and first bad field (never a traceback)."""
+        path = response.request.url.path
+        detail = "wrong shape"
+        if isinstance(exc, ValidationError) and exc.error_count():
+            first = exc.errors()[0]
+            where = safe_line(".".join(str(p) for p in first["loc"]), 60)
+            if first["type"] == "json_invalid":
+                detail = "not JSON"
+            elif where:
+                detail = f"{exc.error_count()} field error(s), first at '{where}'"
+        return InvalidResponse(
+            f"the answer to {response.request.method} {path} could not be read ({detail}): "
+            "is this a Preloop-compatible server?"
+        )
+
+    def parse(self, response: httpx.Response, model: type[_M]) -> _M:
+        """The answer validated as ``model``, or InvalidResponse."""
+        try:
+            return model.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise self.invalid(response, exc) from None

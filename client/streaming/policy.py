@@ -1,0 +1,38 @@
+"""The two rules every live feed follows when a connection fails: how long to wait, and when to stop.
+
+* :func:`backoff_delay`: exponential backoff with jitter on every attempt, the first included, so clients
+  dropped together by a server restart do not come back in lock step;
+* :func:`refuses`: which answers mean "retrying cannot help" (stop with ``Refused``) rather than "try
+  again later".
+"""
+
+from __future__ import annotations
+
+import random
+
+__all__ = ["RETRYABLE_4XX", "backoff_delay", "refuses"]
+
+RETRYABLE_4XX = frozenset({408, 425, 429})
+"""Client errors that are about timing, not about us: retried like a 5xx."""
+
+
+def backoff_delay(attempt: int, *, initial: float, maximum: float, rng: random.Random | None = None) -> float:
+    """Seconds to wait before reconnect ``attempt`` (1, 2, ...): drawn from ``[base, 2·base]`` with
+    ``base = initial·2^(attempt-1)``, the top capped at ``maximum`` (then from its upper half), and never
+    below ``initial`` (the server's ``retry:`` when it gave one). The first attempt is jittered too."""
+    floor = min(initial, maximum)
+    high: float = min(maximum, initial * (2.0 ** max(attempt, 1)))
+    low = max(floor, high / 2)
+    return (rng or random).uniform(low, high)
+
+
+def refuses(status: int | None) -> bool:
+    """Whether an answer ends a live feed for good: any 4xx but 408/425/429 (401, 403, 404, 422, ...).
+
+    A websocket close code 4400-4499 carries an HTTP 4xx in its last three digits and reads the same way.
+    """
+    if status is None:
+        return False
+    if 4400 <= status <= 4499:
+        status -= 4000
+    return 400 <= status < 500 and status not in RETRYABLE_4XX
