@@ -201,6 +201,71 @@ def session_title(row: Session) -> str:
     return " ".join(parts)
 
 
+SORT_DESCRIPTION = "newest first (by start time)"
+"""How :func:`sort_sessions` orders rows, in words (the CLI's footer; the TUI's status line says "newest
+first" and marks the STARTED column)."""
+
+
+NARROW_DROP_ORDER = ("model", "tools", "activity")
+"""Columns a sessions list drops first, in this order, while a narrow terminal leaves the titles too little
+room (the CLI's table and the TUI's sessions screen alike): id, agent, title, state and pending stay."""
+
+TITLE_WANTED = 40
+"""Columns are dropped until the titles have this much room (or the longest title's length)."""
+
+
+def sort_sessions(rows: Sequence[Session]) -> list[Session]:
+    """The one order of sessions lists, the CLI's and the TUI's: newest start first (a session without a
+    start time by its last activity), ties by id. Stable while agents work, so rows do not jump about."""
+    epoch = datetime.min.replace(tzinfo=UTC)
+    by_id = sorted(rows, key=lambda s: s.id)
+    return sorted(
+        by_id, key=lambda s: _utc(s.started_at) if s.started_at else last_activity(s) or epoch, reverse=True
+    )
+
+
+def fit_titles(titles: Sequence[str], width: int) -> list[str]:
+    """Cut each title to ``width`` characters so that titles that differ still read differently.
+
+    A plain cut keeps the beginning. When titles on the same page share a beginning longer than the
+    room ("Add an index for invoice lookups" and "... (shift 2)"), a plain cut would make them read the
+    same, so the part that tells them apart is kept and the middle is elided: "Add an inde… (shift 2)".
+    """
+    width = max(width, 8)
+    out: list[str] = []
+    for i, title in enumerate(titles):
+        if len(title) <= width:
+            out.append(title)
+            continue
+        shared = max((_common_prefix(title, other) for j, other in enumerate(titles) if j != i), default=0)
+        if shared < width - 1 or shared >= len(title):
+            # The cut keeps the difference, or this title is the others' beginning: its end is "no more".
+            out.append(title[: width - 1].rstrip() + "…")
+            continue
+        # The difference starts at ``shared``: keep from the word it is in ("(shift 2)", not "2)": a
+        # word of fewer than 6 characters takes the one before it along).
+        room = width - 5  # at least 4 characters of the beginning and the ellipsis stay
+        start = title.rfind(" ", 0, shared) + 1
+        while start > 0 and len(title) - start < 6:
+            start = title.rfind(" ", 0, start - 1) + 1
+        tail = title[start:]
+        if len(tail) > room:
+            # Too long: its end when the difference is there, else its beginning.
+            tail = title[-room:] if len(title) - shared <= room else title[start : start + room - 1] + "…"
+        head = title[: width - len(tail) - 2].rstrip()
+        out.append(f"{head}… {tail}")
+    return out
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def unique_titles(rows: Sequence[Session]) -> list[str]:
     """Titles for one page, where two rows never read the same: duplicates get their short id appended."""
     titles = [session_title(row) for row in rows]

@@ -170,3 +170,31 @@ def test_dead_server_is_one_line_and_exit_1(isolated_dirs) -> None:
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "server unreachable" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_sorted_as_the_sessions_screen_and_titles_told_apart_at_80_columns(
+    live_server, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10 item 8: newest start first like the TUI (the server orders by last activity), the sort is
+    said, and at 80 columns the titles keep the end that tells them apart."""
+    import tui.commands.sessions as sessions_command
+
+    base = "Add an index for invoice lookups"
+
+    async def oldest_works_last(sessions: list[HarnessSession]) -> None:
+        await sessions[0].run_started("still going")  # now the most recently active
+
+    ids, _ = with_sessions(
+        live_server.url,
+        live_server.token,
+        [{"agent_name": "migrator", "title": base if n == 1 else f"{base} (shift {n})"} for n in (1, 2, 3)],
+        oldest_works_last,
+    )
+    monkeypatch.setattr(sessions_command, "terminal_width", lambda _stream: 80)
+    assert main(["sessions", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    body = [line for line in lines[1:4]]
+    assert [line.split()[0] for line in body] == [i[:8] for i in reversed(ids)]
+    assert all(len(line) <= 80 for line in lines[:4]), lines
+    assert body[0].endswith("(shift 3)") and body[1].endswith("(shift 2)") and "(shift" not in body[2]
+    assert "Sorted newest first (by start time)." in lines

@@ -538,6 +538,41 @@ async def test_sessions_rows_fit_80_columns_and_titles_use_the_room(
             assert table.virtual_size.width <= table.size.width
 
 
+async def test_sessions_move_with_j_k_g_shift_g_and_keep_the_titles_end_at_80_columns(
+    client: Client, live_server: LiveServer
+) -> None:
+    """Issue 10 item 8: j/k/g/G move as in less and k9s; titles that differ only at their end stay told
+    apart at 80 columns; newest start first, as `preloop sessions list`."""
+    base = "Add an index for invoice lookups"
+    async with live_server.harness() as harness:
+        started = [
+            await harness.start_session(
+                agent_name="migrator", title=base if n == 1 else f"{base} (shift {n})"
+            )
+            for n in (1, 2, 3, 4)
+        ]
+        app = PreloopApp(client, refresh_interval=0)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
+            table = app.screen.query_one("#sessions-table", DataTable)
+            await until(pilot, lambda: table.row_count == 4, "the rows")
+            await pilot.pause()
+            order = [str(key.value) for key in table.rows]
+            assert order == [s.session_id for s in reversed(started)]  # newest first
+            titles = [str(table.get_row_at(i)[-1]) for i in range(4)]
+            assert [t[-9:] for t in titles[:3]] == ["(shift 4)", "(shift 3)", "(shift 2)"]
+            assert len(set(titles)) == 4 and table.virtual_size.width <= table.size.width
+            assert table.cursor_row == 0
+            await pilot.press("j", "j")
+            assert table.cursor_row == 2
+            await pilot.press("k")
+            assert table.cursor_row == 1
+            await pilot.press("G")
+            assert table.cursor_row == 3
+            await pilot.press("g")
+            assert table.cursor_row == 0
+
+
 async def test_command_palette_puts_this_screens_actions_first(client: Client, agent: HarnessSession) -> None:
     """Ctrl+P with nothing typed: the sessions screen's own actions head the list, before Textual's
     generic entries (Keys, Maximize, Screenshot, Theme)."""

@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from client.errors import ServerUnreachable
+from client.models import Session
 from client.status import Ended, Live, Reconnecting
 from tests.tui import data
 from tests.tui.fakes import FakeBackend, frozen_clock
@@ -96,6 +97,45 @@ def test_sessions_list_wide(snap_compare: Any) -> None:
     """The same list at 200×50."""
     app = _app(FakeBackend(sessions=data.sessions()))
     assert snap_compare(app, run_before=_settle, terminal_size=(200, 50))
+
+
+def _demo_like_sessions() -> list[Session]:
+    """What `preloop demo` shows after a while: three titles that differ only at their end."""
+    base = "Add an index for invoice lookups"
+    rows = [
+        Session(
+            id=f"{n}d0e0a00-0000-4000-8000-00000000000{n}",
+            agent_name="migrator",
+            agent_kind="claude_code",
+            title=base if n == 1 else f"{base} (shift {n})",
+            started_at=data.ago(minutes=30 - 10 * n),
+            last_activity_at=data.ago(minutes=29 - 10 * n) if n < 3 else data.ago(seconds=8),
+            ended_at=data.ago(minutes=29 - 10 * n) if n < 3 else None,
+            tool_call_count=5 * n,
+            latest_model_alias="claude-sonnet-4",
+            pending_approval_count=1 if n == 3 else 0,
+        )
+        for n in (1, 2, 3)
+    ]
+    return [*rows, *data.sessions()[:2]]
+
+
+def test_sessions_list_at_80_columns_keeps_what_tells_titles_apart(snap_compare: Any) -> None:
+    """80×24: model and tool columns give way first; "(shift 2)" / "(shift 3)" stay in view; j moves."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        await pilot.press("j", "j")
+        await pilot.pause()
+
+    app = _app(FakeBackend(sessions=_demo_like_sessions()))
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+def test_sessions_list_at_60_columns(snap_compare: Any) -> None:
+    """60×20: the same rows, still one line each, the distinguishing ends kept."""
+    app = _app(FakeBackend(sessions=_demo_like_sessions()))
+    assert snap_compare(app, run_before=_settle, terminal_size=(60, 20))
 
 
 def test_sessions_list_empty(snap_compare: Any) -> None:

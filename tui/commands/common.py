@@ -12,7 +12,7 @@ import contextlib
 import json
 import shutil
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
@@ -132,23 +132,33 @@ def print_json(obj: Any, stream: TextIO | None = None) -> None:
 
 
 def render_table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], *, last_flexible: bool, width: int | None
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    last_flexible: bool,
+    width: int | None,
+    fit_last: Callable[[list[str], int], list[str]] | None = None,
 ) -> list[str]:
-    """Left-aligned columns two spaces apart; on a terminal the last column is cut to fit ``width``."""
+    """Left-aligned columns two spaces apart; on a terminal the last column is cut to fit ``width``
+    (by ``fit_last`` over the whole column when given, so cut values can stay told apart)."""
     widths = [len(h) for h in headers]
     for row in rows:
         for i, value in enumerate(row):
             widths[i] = max(widths[i], len(value))
+    table = [list(headers), *[list(r) for r in rows]]
+    if last_flexible and width is not None and table and len(headers) > 1:
+        room = max(width - sum(widths[:-1]) - 2 * (len(headers) - 1), 8)
+        lasts = [row[-1] for row in table[1:]]
+        if fit_last is not None:
+            lasts = fit_last(lasts, room)
+        else:
+            lasts = [last if len(last) <= room else last[: room - 1] + "…" for last in lasts]
+        for row, last in zip(table[1:], lasts, strict=True):
+            row[-1] = last
     lines = []
-    for row in [list(headers), *[list(r) for r in rows]]:
+    for row in table:
         cells = [value.ljust(widths[i]) for i, value in enumerate(row[:-1])]
-        last = row[-1]
-        line = "  ".join([*cells, last]).rstrip()
-        if last_flexible and width is not None and len(line) > width:
-            room = max(width - (len(line) - len(last)), 8)
-            cut = last if len(last) <= room else last[: room - 1] + "…"
-            line = "  ".join([*cells, cut]).rstrip()
-        lines.append(line)
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
     return lines
 
 

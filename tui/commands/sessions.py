@@ -12,8 +12,12 @@ from client.backend import Backend, SessionFilter
 from client.models import Session
 from client.present import (
     ACTIVE_WINDOW_MINUTES,
+    NARROW_DROP_ORDER,
+    SORT_DESCRIPTION,
+    TITLE_WANTED,
     cell,
     count_cell,
+    fit_titles,
     last_activity,
     normalize_kind,
     parse_duration,
@@ -21,6 +25,7 @@ from client.present import (
     session_state,
     session_title,
     short_id,
+    sort_sessions,
     unique_titles,
 )
 from tui.cli import EXIT_OK
@@ -121,12 +126,36 @@ def session_json(row: Session, title: str, now: datetime) -> dict[str, Any]:
     return data
 
 
+def _narrow_columns(
+    keys: list[str], labels: dict[str, str], table: list[dict[str, str]], width: int
+) -> list[str]:
+    """On a narrow terminal, drop the columns the sessions screen drops first (``NARROW_DROP_ORDER``) while
+    the titles lack room, and cut agent names to 10: what tells sessions apart stays."""
+    longest = max((len(row["title"]) for row in table), default=0)
+    wanted = min(TITLE_WANTED, longest)
+
+    def room(shown: list[str]) -> int:
+        widths = [max(len(labels[k]), *(len(row[k]) for row in table)) for k in shown if k != "title"]
+        return width - sum(widths) - 2 * len(widths)
+
+    shown = list(keys)
+    for key in NARROW_DROP_ORDER:
+        if room(shown) >= wanted:
+            break
+        shown.remove(key)
+    if room(shown) < wanted:
+        for row in table:
+            row["agent"] = cell(row["agent"], 10)
+    return shown
+
+
 async def list_sessions(args: argparse.Namespace) -> int:
     """Print sessions as a table, ids (one per line, for scripts) or JSON."""
     now = datetime.now(UTC)
     filters = _list_filters(args, now)
     async with connect(args) as backend:
         rows, more, total = await fetch_sessions(backend, filters, args.limit)
+    rows = sort_sessions(rows)  # the sessions screen's order too
     titles = unique_titles(rows)
     out = sys.stdout
     if args.json:
@@ -146,28 +175,32 @@ async def list_sessions(args: argparse.Namespace) -> int:
     if not rows:
         print("No sessions match.", file=out)
         return EXIT_OK
-    headers = ["ID", "AGENT", *(["KIND"] if args.wide else []), "STARTED", "LAST ACTIVITY", "STATE"]
-    headers += ["TOOLS", "MODEL", "PENDING", "TITLE"]
-    table = []
+    labels = {"id": "ID", "agent": "AGENT", "kind": "KIND", "started": "STARTED"}
+    labels |= {"activity": "LAST ACTIVITY", "state": "STATE", "tools": "TOOLS", "model": "MODEL"}
+    labels |= {"pending": "PENDING", "title": "TITLE"}
+    keys = [key for key in labels if key != "kind" or args.wide]
+    table: list[dict[str, str]] = []
     for row, title in zip(rows, titles, strict=True):
-        cells = [
-            cell(row.id) if args.wide else short_id(row.id),
-            cell(row.agent_label, None if args.wide else 24),
-        ]
-        if args.wide:
-            cells.append(cell(row.agent_kind or row.session_source_type))
-        cells += [
-            relative_time(row.started_at, now),
-            relative_time(last_activity(row), now),
-            session_state(row, now),
-            count_cell(row.tool_call_count),
-            cell(row.latest_model_alias, None if args.wide else 20),
-            count_cell(row.pending_approval_count),
-            title,
-        ]
-        table.append(cells)
+        table.append(
+            {
+                "id": cell(row.id) if args.wide else short_id(row.id),
+                "agent": cell(row.agent_label, None if args.wide else 24),
+                "kind": cell(row.agent_kind or row.session_source_type),
+                "started": relative_time(row.started_at, now),
+                "activity": relative_time(last_activity(row), now),
+                "state": session_state(row, now),
+                "tools": count_cell(row.tool_call_count),
+                "model": cell(row.latest_model_alias, None if args.wide else 20),
+                "pending": count_cell(row.pending_approval_count),
+                "title": title,
+            }
+        )
     width = terminal_width(out)
-    for line in render_table(headers, table, last_flexible=True, width=width):
+    if width is not None and not args.wide:
+        keys = _narrow_columns(keys, labels, table, width)
+    headers = [labels[key] for key in keys]
+    cells = [[row[key] for key in keys] for row in table]
+    for line in render_table(headers, cells, last_flexible=True, width=width, fit_last=fit_titles):
         print(line, file=out)
     if more:
         shown = len(rows)
@@ -179,6 +212,7 @@ async def list_sessions(args: argparse.Namespace) -> int:
         print(f"Showing {shown}{f' of {total}' if total else ''} sessions; more exist: {hint}.", file=out)
     if width is not None:
         first = short_id(next((r.id for r in rows if r.ended_at is None), rows[0].id))
+        print(f"Sorted {SORT_DESCRIPTION}.", file=out)
         print(
             f"Attach: preloop sessions attach {first}   "
             f'Send a note: preloop notes send --session {first} "..."',

@@ -17,6 +17,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         "Sessions",
         [
             ("Enter", "attach to the highlighted session"),
+            ("j / k, g / G", "next / previous session, first / last (arrows, Home, End too)"),
             ("/", "filter by id, agent or title (Escape clears)"),
             ("a", "only sessions active in the last 10 minutes / all"),
             ("r", "refresh now (also after the server was down)"),

@@ -10,6 +10,7 @@ carrying the client error's sentence and a retry key), never a traceback.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import ClassVar
 
@@ -28,12 +29,16 @@ from client.errors import ClientError
 from client.models import Session
 from client.present import (
     ACTIVE_WINDOW_MINUTES,
+    NARROW_DROP_ORDER,
+    TITLE_WANTED,
     count_cell,
+    fit_titles,
     kind_label,
     last_activity,
     relative_time,
     session_state,
     short_id,
+    sort_sessions,
 )
 from client.present import session_title as title_of
 from client.textsafe import safe_line
@@ -41,49 +46,71 @@ from widgets.badges import session_badge
 from widgets.banner import Banner
 from widgets.inbox_view import InboxBadge
 
-COLUMNS: list[tuple[str, str]] = [
-    ("id", "ID"),
-    ("agent", "AGENT"),
-    ("started", "STARTED"),
-    ("activity", "LAST ACTIVITY"),
-    ("state", "STATE"),
-    ("tools", "TOOL CALLS"),
-    ("model", "MODEL CALLS"),
-    ("pending", "PENDING"),
-    ("title", "TITLE"),
+COLUMNS: list[tuple[str, str, str]] = [
+    ("id", "ID", "ID"),
+    ("agent", "AGENT", "AGENT"),
+    ("started", "STARTED ↓", "STARTED ↓"),
+    ("activity", "LAST ACTIVITY", "ACTIVE"),
+    ("state", "STATE", "STATE"),
+    ("tools", "TOOLS", "TOOLS"),
+    ("model", "MODEL", "MODEL"),
+    ("pending", "PENDING", "⚑"),
+    ("title", "TITLE", "TITLE"),
 ]
-"""Columns on a wide terminal (key, header)."""
+"""(key, header, narrow header). The headers are ``preloop sessions list``'s and mean the same: TOOLS counts
+tool calls, MODEL names the model. ↓ marks the sort column (``client.present.sort_sessions``)."""
 
-COMPACT_COLUMNS: list[tuple[str, str]] = [
-    ("id", "ID"),
-    ("agent", "AGENT"),
-    ("activity", "ACTIVE"),
-    ("state", "STATE"),
-    ("tools", "TOOLS"),
-    ("model", "MODEL"),
-    ("pending", "⚑"),
-    ("title", "TITLE"),
-]
-"""Below ``WIDE_AT`` columns the start time goes and the agent is cut, so the title stays in view."""
+DROP_ORDER = NARROW_DROP_ORDER
+"""Below ``WIDE_AT`` columns these go first, in this order, while the titles lack room: what tells sessions
+apart (id, agent, title) and what needs a human (state, pending) stay. The CLI's table drops the same."""
 
 WIDE_AT = 120
 
-AGENT_WIDTH = {True: 14, False: 24}
-"""Longest agent name shown, compact and wide (longer ones are cut with an ellipsis)."""
+AGENT_WIDTHS = (24, 14, 10)
+"""Longest agent name shown: wide, narrow, and narrow when the titles still lack room (longer names are
+cut with an ellipsis)."""
 
-RESERVED = {True: 64, False: 107}
-"""Columns the other cells take at most (agent at ``AGENT_WIDTH``, cell padding, the scrollbar), compact
-and wide: the title gets the rest, cut with an ellipsis, so no row runs off the right edge. Shorter agent
-names leave their spare columns to the title."""
+LAST_RESORT = ("started", "agent")
+"""On a very narrow terminal (60 columns) these go too, after the agent names were cut to 10: the sort
+stays named in the status line, and a row still fits on one line."""
+
+MODEL_WIDTH = 20
+TIME_WIDTH = 8
+"""A relative time is at most 8 cells ("just now", "100d ago"): the column never outgrows it later."""
+
+
+MIN_TITLE = 12
+CELL_PADDING = 2
+SCROLLBAR = 2
 
 PAGE = 100
 """How many sessions one refresh asks for (newest first)."""
 
 
+@dataclass(frozen=True)
+class ColumnLayout:
+    """Which columns a terminal this wide shows, and how much of it the titles get."""
+
+    keys: tuple[str, ...]
+    narrow: bool
+    title_width: int
+    agent_width: int = AGENT_WIDTHS[0]
+
+
 def session_cells(
-    row: Session, now: datetime, *, compact: bool = False, title_width: int = 120
+    row: Session,
+    now: datetime,
+    *,
+    agent_width: int = AGENT_WIDTHS[0],
+    title_width: int = 120,
+    title: str | None = None,
+    keys: tuple[str, ...] | None = None,
 ) -> list[Text]:
-    """The table cells of one session (pure: the snapshot tests and the refresh share it)."""
+    """The table cells of one session (pure: the snapshot tests and the refresh share it).
+
+    ``title`` is the already fitted title (:func:`client.present.fit_titles` over the page), else the
+    session's own title cut to ``title_width``.
+    """
     pending = row.pending_approval_count or 0
     if pending > 0:
         pending_cell = Text(f"⚑ {pending}", style="bold reverse yellow")
@@ -91,31 +118,67 @@ def session_cells(
         pending_cell = Text(count_cell(row.pending_approval_count), style="dim")
     cells = {
         "id": Text(short_id(row.id)),
-        "agent": Text(agent_cell(row, compact=compact)),
+        "agent": Text(agent_cell(row, agent_width)),
         "started": Text(relative_time(row.started_at, now)),
         "activity": Text(relative_time(last_activity(row), now)),
         "state": session_badge(session_state(row, now)),
         "tools": Text(count_cell(row.tool_call_count), justify="right"),
-        "model": Text(count_cell(row.total_requests), justify="right"),
+        "model": Text(safe_line(row.latest_model_alias or "-", MODEL_WIDTH)),
         "pending": pending_cell,
-        "title": Text(safe_line(title_of(row), title_width)),
+        "title": Text(title if title is not None else safe_line(title_of(row), title_width)),
     }
-    return [cells[key] for key, _ in (COMPACT_COLUMNS if compact else COLUMNS)]
+    return [cells[key] for key in keys or tuple(key for key, _, _ in COLUMNS)]
 
 
-def agent_cell(row: Session, *, compact: bool) -> str:
-    """The agent column's text: its name, else its kind, cut to ``AGENT_WIDTH``."""
+def agent_cell(row: Session, width: int) -> str:
+    """The agent column's text: its name, else its kind, cut to ``width``."""
     label = row.agent_label
     kind = row.agent_kind or row.session_source_type
     if kind and label == "?":
         label = kind_label(kind)
-    return safe_line(label, AGENT_WIDTH[compact])
+    return safe_line(label, width)
 
 
-def title_room(rows: list[Session], width: int, *, compact: bool) -> int:
-    """Columns left for the title on a ``width``-column terminal, given the agent names shown."""
-    agent = max([len("AGENT"), *(cell_len(agent_cell(row, compact=compact)) for row in rows)])
-    return max(16, width - RESERVED[compact] + AGENT_WIDTH[compact] - agent)
+def plan_layout(rows: list[Session], width: int, now: datetime) -> ColumnLayout:
+    """The columns for a ``width``-column terminal: all of them when wide; when narrow, drop the columns in
+    ``DROP_ORDER`` while the titles lack room, so what tells sessions apart stays in view."""
+    narrow = width < WIDE_AT
+    keys = [key for key, _, _ in COLUMNS]
+    labels = {key: (short if narrow else long) for key, long, short in COLUMNS}
+    longest = max((len(title_of(row)) for row in rows), default=0)
+    wanted = max(MIN_TITLE, min(TITLE_WANTED, longest))
+
+    def widths(agent_width: int) -> dict[str, int]:
+        found: dict[str, int] = {key: cell_len(label) for key, label in labels.items()}
+        for row in rows:
+            cells = session_cells(row, now, agent_width=agent_width, title="")
+            for key, cell in zip(keys, cells, strict=True):
+                found[key] = max(found[key], cell.cell_len)
+        for key in ("started", "activity"):  # "5s ago" now may read "just now" or "100d ago" later
+            found[key] = max(cell_len(labels[key]), TIME_WIDTH)
+        return found
+
+    def room(shown: list[str], sizes: dict[str, int]) -> int:
+        others = sum(sizes[key] + CELL_PADDING for key in shown if key != "title")
+        return width - others - CELL_PADDING - SCROLLBAR
+
+    agent_width = AGENT_WIDTHS[1 if narrow else 0]
+    sizes = widths(agent_width)
+    if narrow:
+        shown = list(keys)
+        for key in DROP_ORDER:
+            if room(shown, sizes) >= wanted:
+                break
+            shown.remove(key)
+        if room(shown, sizes) < wanted:
+            agent_width = AGENT_WIDTHS[2]
+            sizes = widths(agent_width)
+        for key in LAST_RESORT:
+            if room(shown, sizes) >= min(wanted, 20):
+                break
+            shown.remove(key)
+        keys = shown
+    return ColumnLayout(tuple(keys), narrow, max(MIN_TITLE, room(keys, sizes)), agent_width)
 
 
 class SessionTable(DataTable[Text]):
@@ -123,6 +186,11 @@ class SessionTable(DataTable[Text]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select_cursor", "Attach", id="sessions.attach", tooltip="Attach to this session"),
+        # Movement as in less, vim and k9s (the arrows, PageUp/PageDown, Home/End work too).
+        Binding("j", "cursor_down", "Down", show=False, id="sessions.down", tooltip="Next session"),
+        Binding("k", "cursor_up", "Up", show=False, id="sessions.up", tooltip="Previous session"),
+        Binding("g", "scroll_top", "First", show=False, id="sessions.first", tooltip="First session"),
+        Binding("G", "scroll_bottom", "Last", show=False, id="sessions.last", tooltip="Last session"),
     ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -190,8 +258,7 @@ class SessionsScreen(Screen[None]):
         self.error: ClientError | None = None
         self.active_only = False
         self.filter_text = ""
-        self.compact: bool | None = None
-        self.title_width = 120
+        self.columns_layout: ColumnLayout | None = None
         self._restore_key: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -216,25 +283,29 @@ class SessionsScreen(Screen[None]):
             self.apply_rows()
 
     def _set_columns(self) -> bool:
-        """Pick the column set for the current width; True if it changed (the rows must be re-added).
+        """Pick the columns for the current width; True if they changed (the rows must be re-added).
 
-        A column never narrows by itself in a ``DataTable``, so when the title's room shrinks (narrower
-        terminal, a longer agent name) the columns are rebuilt; when it grows the rows are merely re-cut.
+        A column never narrows by itself in a ``DataTable``, so when the layout changes or the title's room
+        shrinks (narrower terminal, a longer agent name) the columns are rebuilt; when the room grows the
+        rows are merely re-cut.
         """
-        width = self.app.size.width
-        compact = width < WIDE_AT
-        title_width = title_room(self.visible_sessions(), width, compact=compact)
-        if compact == self.compact and title_width >= self.title_width:
-            changed = title_width != self.title_width
-            self.title_width = title_width
-            return changed
-        self.compact = compact
-        self.title_width = title_width
+        layout = plan_layout(self.visible_sessions(), self.app.size.width, self._clock())
+        old = self.columns_layout
+        same = old is not None and (layout.keys, layout.narrow, layout.agent_width) == (
+            old.keys,
+            old.narrow,
+            old.agent_width,
+        )
+        if old is not None and same and layout.title_width >= old.title_width:
+            self.columns_layout = layout
+            return layout.title_width != old.title_width
+        self.columns_layout = layout
         table = self.query_one(DataTable)
         self._restore_key = self._cursor_key()
         table.clear(columns=True)
-        for key, label in COMPACT_COLUMNS if compact else COLUMNS:
-            table.add_column(label, key=key)
+        for key, long, short in COLUMNS:
+            if key in layout.keys:
+                table.add_column(short if layout.narrow else long, key=key)
         return True
 
     def _cursor_key(self) -> str | None:
@@ -286,9 +357,7 @@ class SessionsScreen(Screen[None]):
                 for s in rows
                 if needle in s.id.lower() or needle in s.agent_label.lower() or needle in title_of(s).lower()
             ]
-        # Newest first by start time: a stable order, so rows do not jump about as agents work.
-        epoch = datetime.min.replace(tzinfo=now.tzinfo)
-        return sorted(rows, key=lambda s: s.started_at or last_activity(s) or epoch, reverse=True)
+        return sort_sessions(rows)
 
     def apply_rows(self) -> None:
         """Bring the table to the visible rows, in place when the order is unchanged, keeping the cursor."""
@@ -300,21 +369,22 @@ class SessionsScreen(Screen[None]):
         current = [str(key.value) for key in table.rows]
         cursor_key = self._cursor_key() or self._restore_key
         self._restore_key = None
-        compact = bool(self.compact)
-        columns = COMPACT_COLUMNS if compact else COLUMNS
+        layout = self.columns_layout
+        if layout is None:  # not mounted yet
+            return
+        titles = fit_titles([title_of(s) for s in rows], layout.title_width)
+
+        def cells(session: Session, title: str) -> list[Text]:
+            return session_cells(session, now, agent_width=layout.agent_width, title=title, keys=layout.keys)
+
         if wanted == current:
-            for session in rows:
-                for (column, _), cell in zip(
-                    columns,
-                    session_cells(session, now, compact=compact, title_width=self.title_width),
-                    strict=True,
-                ):
+            for session, title in zip(rows, titles, strict=True):
+                for column, cell in zip(layout.keys, cells(session, title), strict=True):
                     table.update_cell(session.id, column, cell, update_width=True)
         else:
             table.clear()
-            for session in rows:
-                cells = session_cells(session, now, compact=compact, title_width=self.title_width)
-                table.add_row(*cells, key=session.id)
+            for session, title in zip(rows, titles, strict=True):
+                table.add_row(*cells(session, title), key=session.id)
             if cursor_key is not None and cursor_key in wanted:
                 table.move_cursor(row=wanted.index(cursor_key), animate=False)
         self._show_status()
@@ -348,7 +418,7 @@ class SessionsScreen(Screen[None]):
         waiting = sum(s.pending_approval_count or 0 for s in self.sessions)
         line = Text("Sessions", style="bold")
         shown = f"newest {len(self.sessions)} shown" if self.more_on_server else f"{len(self.sessions)} total"
-        line.append(f"  {shown} · {live} live")
+        line.append(f"  {shown} · {live} live · newest first")
         if waiting:
             noun = "approval" if waiting == 1 else "approvals"
             line.append(f" · ⚑ {waiting} {noun} pending", style="bold yellow")
