@@ -23,7 +23,8 @@ remembered (a bounded set) so a late ``approval.requested`` cannot bring it back
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -37,6 +38,7 @@ __all__ = [
     "Inbox",
     "InboxChange",
     "NoteFailed",
+    "closing_feed",
     "note_ended_at",
 ]
 
@@ -232,3 +234,14 @@ class Inbox:
     def _remember(self, gone: ApprovalGone) -> None:
         if gone.elsewhere:
             self.recently_gone = [gone, *self.recently_gone][:RECENTLY_GONE]
+
+
+@asynccontextmanager
+async def closing_feed(feed: AsyncIterator[object]) -> AsyncIterator[None]:
+    """Close an attention feed in the task that reads it, also when reading stops with an error (a
+    closed pipe, Ctrl+C): left to the garbage collector, its open stream would be closed half-way."""
+    try:
+        yield
+    finally:
+        if isinstance(feed, AsyncGenerator):
+            await feed.aclose()

@@ -49,7 +49,7 @@ from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backend import Backend
 from client.drafts import DraftStore
 from client.errors import ClientError
-from client.inbox import Inbox, InboxChange
+from client.inbox import Inbox, InboxChange, closing_feed
 from client.models import AttentionSnapshot
 from client.paths import state_dir
 from client.present import short_id
@@ -140,20 +140,22 @@ class PreloopApp(App[str | None]):
         """Keep the inbox in step with every session for as long as the app runs (the feed reconnects
         by itself and starts each connection with a fresh snapshot)."""
         try:
-            async for item in self.backend.watch_attention(
+            feed = self.backend.watch_attention(
                 notes_window=self.inbox.notes_window, poll_interval=self.attention_poll_interval
-            ):
-                if isinstance(item, AttentionSnapshot):
-                    self.inbox_updated(self.inbox.reset(item))
-                elif isinstance(item, STATUS_TYPES):
-                    self.attention_status = item
-                    self.inbox_updated([])
-                    if isinstance(item, Refused):
-                        return
-                else:
-                    changes = self.inbox.apply(item)  # type: ignore[arg-type]
-                    if changes:
-                        self.inbox_updated(changes)
+            )
+            async with closing_feed(feed):
+                async for item in feed:
+                    if isinstance(item, AttentionSnapshot):
+                        self.inbox_updated(self.inbox.reset(item))
+                    elif isinstance(item, STATUS_TYPES):
+                        self.attention_status = item
+                        self.inbox_updated([])
+                        if isinstance(item, Refused):
+                            return
+                    else:
+                        changes = self.inbox.apply(item)  # type: ignore[arg-type]
+                        if changes:
+                            self.inbox_updated(changes)
         except ClientError as exc:
             self.attention_status = Refused(exc.hint)
             self.inbox_updated([])

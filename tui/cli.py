@@ -264,7 +264,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
     )
-    p.add_argument("--json", action="store_true", help="print the approvals as JSON")
+    p.add_argument("--json", action="store_true", help="print the approvals as JSON (NDJSON with --watch)")
+    p.add_argument(
+        "--all-sessions",
+        action="store_true",
+        help="every session's approvals (the default without --session)",
+    )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep printing: pending approvals now, then each new, decided or expired one and every note "
+        "that could not be delivered, until Ctrl+C",
+    )
     p.set_defaults(handler=_handler("approvals", "list_approvals"))
 
     for verb in ("approve", "decline"):

@@ -7,7 +7,7 @@ values and then waits forever (like a live stream with nothing new), so screensh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -137,7 +137,7 @@ class FakeBackend:
 
     async def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
-    ) -> AsyncIterator[AttentionSnapshot | Event | StreamStatus]:
+    ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
         for item in self.attention or [AttentionSnapshot(at=NOW)]:
             yield item
         self.attention_consumed = True

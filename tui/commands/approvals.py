@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
+import signal
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 from client.backend import Backend
 from client.errors import BadRequest, ClientError, Conflict
 from client.ids import is_ulid, is_uuid
-from client.models import Approval
+from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
+from client.models import Approval, AttentionSnapshot, Note
 from client.present import cell, looks_like_id_prefix, relative_time, short_id
+from client.status import Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
 from tui.cli import EXIT_FAILED, EXIT_OK
-from tui.commands.common import connect, print_json, render_table, resolve_session, terminal_width, usage
+from tui.commands.common import (
+    connect,
+    is_tty,
+    print_json,
+    render_table,
+    resolve_session,
+    terminal_width,
+    usage,
+)
 
 
 async def _all_approvals(backend: Backend, session: str | None, status: str | None) -> list[Approval]:
@@ -31,6 +46,12 @@ async def list_approvals(args: argparse.Namespace) -> int:
     """Approvals waiting for a person (or, with --status, decided ones), oldest first."""
     if args.json and args.output == "id":
         raise usage("--json and -o id both choose the output: keep one of them")
+    if args.all_sessions and args.session:
+        raise usage("--all-sessions and --session contradict each other: keep one of them")
+    if args.watch:
+        if args.status != "pending" or args.output == "id":
+            raise usage("--watch follows pending approvals: it takes neither --status nor -o id")
+        return await watch_approvals(args)
     now = datetime.now(UTC)
     status = None if args.status == "all" else args.status
     async with connect(args) as backend:
@@ -133,3 +154,141 @@ async def approve(args: argparse.Namespace) -> int:
 async def decline(args: argparse.Namespace) -> int:
     """Refuse the waiting tool call; the comment tells the agent why."""
     return await _decide(args)
+
+
+# ---------------------------------------------------------------------------------------------- --watch
+
+STATUS_TYPES = tuple(StreamStatus.__args__)
+
+
+def _left(when: datetime, now: datetime) -> str:
+    seconds = max(int((when - now).total_seconds()), 0)
+    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m"
+
+
+def _clock(when: datetime | None = None) -> str:
+    return (when or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
+
+
+def _approval_line(approval: Approval, head: str, now: datetime) -> str:
+    """One human line for an approval: time, what happened, ids, agent, tool, what it wants, expiry."""
+    agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None) or "agent"
+    args = {k: v for k, v in approval.tool_args.items() if not str(k).startswith("_")}
+    what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
+    expires = ""
+    if approval.pending and approval.expires_at:
+        expires = f"  expires in {_left(approval.expires_at, now)}"
+    comment = f'  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else ""
+    return (
+        f"{_clock()}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
+        f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
+        f"{expires}{comment}"
+    )
+
+
+def _note_line(note: Note) -> str:
+    reason = f" ({safe_line(note.undeliverable_reason, 30)})" if note.undeliverable_reason else ""
+    return (
+        f"{_clock()}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
+        f"  session {short_id(note.runtime_session_id)}  {safe_line(note.text, 100)}"
+    )
+
+
+def _record(kind: str, **fields: Any) -> str:
+    return json.dumps({"type": kind, "at": datetime.now(UTC).isoformat(), **fields}, ensure_ascii=False)
+
+
+def _emit(args: argparse.Namespace, change: InboxChange, session: str | None) -> None:
+    """Print one inbox change (NDJSON with --json), flushed at once so a pipe sees it now."""
+    now = datetime.now(UTC)
+    if isinstance(change, ApprovalAdded | ApprovalGone):
+        approval = change.approval
+        if session and approval.runtime_session_id != session:
+            return
+        if isinstance(change, ApprovalAdded):
+            line = (
+                _record("approval.pending", approval=approval.model_dump(mode="json"))
+                if args.json
+                else _approval_line(approval, "⚑ pending ", now)
+            )
+        else:
+            status = approval.status if not approval.pending else "gone"
+            where = "elsewhere" if change.elsewhere else "here"
+            line = (
+                _record(
+                    "approval.resolved",
+                    status=status,
+                    elsewhere=change.elsewhere,
+                    approval=approval.model_dump(mode="json"),
+                )
+                if args.json
+                else _approval_line(approval, f"✓ {status} ({where})", now)
+            )
+    else:
+        note = change.note
+        if session and note.runtime_session_id != session:
+            return
+        line = _record("note.failed", note=note.model_dump(mode="json")) if args.json else _note_line(note)
+    print(line, flush=True)
+
+
+def _notice(item: StreamStatus) -> None:
+    """Connection states go to stderr (stdout stays data only)."""
+    if isinstance(item, Reconnecting):
+        print(f"preloop: reconnecting in {item.delay:.0f}s: {safe_line(item.reason, 120)}", file=sys.stderr)
+    elif isinstance(item, Refused):
+        print(f"preloop: the attention feed was refused: {safe_line(item.reason, 200)}", file=sys.stderr)
+
+
+async def watch_approvals(args: argparse.Namespace) -> int:
+    """Follow every session's pending approvals (and notes that never arrived) until Ctrl+C: the current
+    ones first, then each change as it happens. Pushed by our server, polled from others."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    interrupted = False
+
+    def _on_sigint() -> None:  # end the feed cleanly (its connection closed), then report Ctrl+C
+        nonlocal interrupted
+        interrupted = True
+        if task is not None:
+            task.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, _on_sigint)
+    try:
+        return await _watch(args)
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _watch(args: argparse.Namespace) -> int:
+    inbox = Inbox()
+    async with connect(args) as backend:
+        session = await resolve_session(backend, args.session) if args.session else None
+        if not args.json and is_tty(sys.stderr):
+            print("Watching every session's approvals; Ctrl+C stops.", file=sys.stderr)
+        feed = backend.watch_attention(notes_window=inbox.notes_window)
+        # closed here, in this task, also when printing fails (a closed pipe) or Ctrl+C cancels us
+        async with closing_feed(feed):
+            async for item in feed:
+                if isinstance(item, AttentionSnapshot):
+                    first = not inbox.synced
+                    changes = inbox.reset(item)
+                    if first:
+                        changes = [ApprovalAdded(a) for a in inbox.approvals]
+                        changes += [NoteFailed(n) for n in reversed(inbox.notes)]
+                elif isinstance(item, STATUS_TYPES):
+                    _notice(item)
+                    if isinstance(item, Refused):
+                        return EXIT_FAILED
+                    continue
+                else:
+                    changes = inbox.apply(item)  # type: ignore[arg-type]
+                for change in changes:
+                    _emit(args, change, session)
+    return EXIT_OK

@@ -1,0 +1,114 @@
+"""``preloop approvals list --all-sessions --watch``: the real console script against the local server.
+
+NDJSON with ``--json`` (one object per change, stdout only), human lines otherwise, 130 on Ctrl+C, and a
+quiet exit when the reader of the pipe goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from client.api import Client
+from server.harness_client import HarnessSession
+from tests.cli.helpers import PRELOOP, preloop
+from tests.conftest import LiveServer
+
+
+async def _spawn(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        PRELOOP,
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def _line(stream: asyncio.StreamReader | None) -> str:
+    assert stream is not None
+    async with asyncio.timeout(60):  # generous: a loaded machine starts processes slowly
+        raw = await stream.readline()
+    assert raw, "the watch ended early"
+    return raw.decode()
+
+
+def ask(session: HarnessSession, command: str) -> asyncio.Task[Any]:
+    return asyncio.create_task(session.permission_check("Bash", {"command": command}, ask=True))
+
+
+async def pending(client: Client, n: int) -> None:
+    for _ in range(1500):
+        if len((await client.list_approvals(status="pending")).items) >= n:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{n} pending approvals never showed")
+
+
+async def test_watch_json_is_ndjson_of_changes_and_ctrl_c_exits_130(live_server: LiveServer) -> None:
+    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+        one = await harness.start_session(agent_name="builder")
+        two = await harness.start_session(agent_name="tester")
+        first = ask(one, "git push origin main")
+        await pending(client, 1)
+        proc = await _spawn("approvals", "list", "--all-sessions", "--watch", "--json")
+        now = json.loads(await _line(proc.stdout))  # what is pending already comes first
+        assert now["type"] == "approval.pending"
+        assert now["approval"]["tool_args"]["command"] == "git push origin main"
+        second = ask(two, "rm -rf build")
+        new = json.loads(await _line(proc.stdout))
+        assert new["type"] == "approval.pending" and new["approval"]["runtime_session_id"] == two.session_id
+        await client.decline(new["approval"]["id"], "not today")
+        gone = json.loads(await _line(proc.stdout))
+        assert gone["type"] == "approval.resolved" and gone["status"] == "declined" and gone["elsewhere"]
+        assert gone["approval"]["approver_comment"] == "not today"
+        await client.send_note("run the linter", session_id=one.session_id)
+        await one.end()  # the pending note becomes undeliverable, the approval is cancelled
+        lines = [json.loads(await _line(proc.stdout)) for _ in range(2)]
+        assert sorted(x["type"] for x in lines) == ["approval.resolved", "note.failed"]
+        note = next(x for x in lines if x["type"] == "note.failed")["note"]
+        assert note["state"] == "undeliverable" and note["text"] == "run the linter"
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 30) == 130
+        assert proc.stderr is not None
+        err = (await proc.stderr.read()).decode()
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err
+        await asyncio.gather(first, second)
+
+
+async def test_watch_human_lines_and_a_closed_pipe_ends_quietly(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+        agent = await harness.start_session(agent_name="builder")
+        first = ask(agent, "make deploy")
+        await pending(client, 1)
+        err_file = tmp_path / "err.txt"
+        env = {**os.environ, "PATH": f"{Path(PRELOOP).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        proc = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            f"set -o pipefail; preloop approvals list --all-sessions --watch 2>{err_file} | head -1",
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        line = await _line(proc.stdout)
+        assert "⚑ pending" in line and "make deploy" in line and "builder" in line and "expires in" in line
+        # head has gone; the next change makes preloop write into the closed pipe, and it leaves quietly
+        second = ask(agent, "make release")
+        assert await asyncio.wait_for(proc.wait(), 60) == 0
+        assert "Traceback" not in err_file.read_text() and "Broken pipe" not in err_file.read_text()
+        for approval in (await client.list_approvals(status="pending")).items:
+            await client.approve(approval.id)
+        await asyncio.gather(first, second)
+
+
+def test_watch_flag_combinations_are_usage_errors(live_server: LiveServer) -> None:
+    both = preloop("approvals", "list", "--all-sessions", "--session", "abcd1234", "--watch")
+    assert both.returncode == 2 and "contradict" in both.stderr
+    status = preloop("approvals", "list", "--watch", "--status", "approved")
+    assert status.returncode == 2 and "--watch" in status.stderr
