@@ -71,7 +71,7 @@ def _global_flags(*, suppress: bool) -> argparse.ArgumentParser:
     group.add_argument("--profile", default=default, help="named profile from the config file")
     group.add_argument(
         "--server-kind",
-        choices=("auto", "local", "preloop"),
+        choices=("auto", "local", "preloop", "dendrux"),
         default=default if suppress else "auto",
         help="what is behind the URL (default: auto-detect from /health)",
     )

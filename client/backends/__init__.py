@@ -7,6 +7,7 @@
       rest.py         the Preloop-shaped REST that local and preloop share
       local/          our control plane: that REST + our SSE stream            LocalBackend
       preloop/        a Preloop 0.17.1 server: REST + websocket + polling      PreloopBackend
+      dendrux/        a Dendrux 0.4.1 app: read router + our steer router      DendruxBackend
     client/streaming/ the live-feed toolkit every backend uses (decode, order, backoff, refusal, reconnect)
     client/connection.py  one httpx.AsyncClient per server, and how answers become client.errors
 
@@ -82,14 +83,27 @@ def backend_for(kind: ServerKind, conn: Connection) -> Backend:
         from client.backends.preloop import PreloopBackend
 
         return PreloopBackend(conn)
+    if kind == "dendrux":
+        from client.backends.dendrux import DendruxBackend
+
+        return DendruxBackend(conn)
     raise Unsupported(f"this client cannot talk to a {kind} server yet")
 
 
 async def detect_server_kind(conn: Connection) -> ServerKind:
-    """Ask the server what it is: ``/api/v1/health`` of ours says ``"local"``, Preloop's says nothing."""
+    """Ask the server what it is: ``/api/v1/health`` of ours says ``"local"``, Preloop's says nothing, and a
+    server without ``/api/v1`` that answers ``GET /runs`` like Dendrux's read router is a Dendrux app."""
     from client.backends.rest import PreloopRestApi
+    from client.errors import NotFound
 
-    health = await PreloopRestApi(conn).health()
+    try:
+        health = await PreloopRestApi(conn).health()
+    except NotFound:
+        from client.backends.dendrux import looks_like_dendrux
+
+        if await looks_like_dendrux(conn):
+            return "dendrux"
+        raise
     return "local" if health.server_kind == "local" else "preloop"
 
 

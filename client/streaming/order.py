@@ -10,6 +10,9 @@ up it is set aside, so one bad frame cannot make every later event look like a d
 from __future__ import annotations
 
 from operator import attrgetter
+from typing import Generic, Protocol
+
+from typing_extensions import TypeVar
 
 from client.events import Event, SessionEnded
 
@@ -22,8 +25,21 @@ _event_seq = attrgetter("seq")
 _SENTINEL = object()
 
 
-class EventOrderer:
-    """Pure ordering state: releases events in seq order, once each, holding back what follows a gap."""
+class Numbered(Protocol):
+    """Anything with a ``seq``: our events, or a server's raw events before mapping (Dendrux's)."""
+
+    @property
+    def seq(self) -> int: ...
+
+
+E = TypeVar("E", bound=Numbered, default=Event)
+
+
+class EventOrderer(Generic[E]):
+    """Pure ordering state: releases events in seq order, once each, holding back what follows a gap.
+
+    Generic over what it orders: our events by default, or a backend's raw events (``EventOrderer[RawEvent]``)
+    when the server's numbering must be checked before mapping."""
 
     def __init__(self, after: int | None = None, *, first_seq: int = 1, far_ahead: int = FAR_AHEAD) -> None:
         self.last_seq = first_seq - 1 if after is None else max(after, first_seq - 1)
@@ -33,7 +49,7 @@ class EventOrderer:
         self.jumps = 0
         """How many offered seqs were ahead of the next expected one: a follower compares it before and
         after a chunk to tell "this connection skipped events" from "nothing new arrived"."""
-        self._held: dict[int, Event | None] = {}
+        self._held: dict[int, E | None] = {}
 
     @property
     def gap(self) -> bool:
@@ -47,7 +63,7 @@ class EventOrderer:
             return None
         return self.last_seq + 1, min(self._held) - 1
 
-    def push(self, seq: int, event: Event | None) -> list[Event]:
+    def push(self, seq: int, event: E | None) -> list[E]:
         """Offer one event (``None`` for an undecodable frame with a known seq); return what is releasable."""
         if seq == self.last_seq + 1 and not self._held:  # the common case: next in line, nothing held
             self.last_seq = seq
@@ -58,7 +74,7 @@ class EventOrderer:
             self.jumps += 1
             self._held.setdefault(seq, event)
             return []
-        out: list[Event] = []
+        out: list[E] = []
         if event is not None:
             out.append(event)
         self.last_seq = seq
@@ -71,19 +87,19 @@ class EventOrderer:
             self.last_seq += 1
         return out
 
-    def push_many(self, events: list[Event]) -> list[Event]:
+    def push_many(self, events: list[E]) -> list[E]:
         """Offer decoded events in arrival order; a contiguous run with nothing held goes straight through."""
         if not self._held and events:
             first = self.last_seq + 1
             if list(map(_event_seq, events)) == list(range(first, first + len(events))):
                 self.last_seq = events[-1].seq
                 return events
-        out: list[Event] = []
+        out: list[E] = []
         for event in events:
             out += self.push(event.seq, event)
         return out
 
-    def give_up_gap(self) -> tuple[int, list[Event], int]:
+    def give_up_gap(self) -> tuple[int, list[E], int]:
         """The missing events will not come: count them as missed and release what was held.
 
         Returns ``(missed, released, set_aside)``. Held seqs more than ``far_ahead`` past the cursor are

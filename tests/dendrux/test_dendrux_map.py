@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from client.dendrux_map import (
+from client.backends.dendrux.mapping import (
     DendruxMapper,
     note_from_row,
     parse_time,

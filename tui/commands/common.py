@@ -68,13 +68,12 @@ def known_kind(backend: Backend) -> ServerKind | None:
 
 
 async def first_contact(backend: Backend, settings: Settings, flag: ServerKind | None) -> None:
-    """Detect the server kind once per profile and remember it there (``--server-kind`` overrides and
-    is never saved). Without a profile, ``follow()`` detects it when it needs to."""
+    """Detect the server kind before the command's first request (a Dendrux app does not speak the
+    Preloop-shaped REST) and remember it in the profile, if any (``--server-kind`` overrides and is never
+    saved)."""
     from client.api import Client
 
     if flag is not None or not isinstance(backend, Client) or backend.server_kind_known:
-        return
-    if settings.profile is None:
         return
     from client.config import remember_server_kind
 
@@ -82,6 +81,8 @@ async def first_contact(backend: Backend, settings: Settings, flag: ServerKind |
         kind = await backend.detect_server_kind()
     except ClientError:
         return  # the command's own request will report an unreachable server in its words
+    if settings.profile is None:
+        return
     with contextlib.suppress(ClientError, OSError):  # a read-only config dir must not fail the command
         remember_server_kind(settings.profile, kind)
 

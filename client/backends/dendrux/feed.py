@@ -1,0 +1,246 @@
+"""A Dendrux run's live feed: its SSE stream, opened, read and mapped for the shared reconnect loop.
+
+Dendrux's stream (``GET /runs/{id}/events/stream``) numbers events from **0** (``id:`` = ``sequence_index``),
+always says ``event: message`` with one JSON ``data:`` line, sends ``: keepalive`` after 15 s idle, never
+closes and sends no ``retry:``. Its router polls the database every 0.5 s with a cursor, so when parallel
+tools commit out of order an event can be skipped **for good** on the stream while REST has it. Here:
+
+* raw events are ordered by ``sequence_index`` (:class:`~client.streaming.order.EventOrderer` with
+  ``first_seq=0``); a jump opens a gap that is **backfilled from** ``GET /runs/{id}/events?after=N`` at
+  once, without dropping the stream, and asked again (backing off to 0.5 s) while REST does not have it yet:
+  the late commit usually lands within milliseconds but can take a second or more when the database is
+  busy; a gap REST still cannot fill after ``gap_wait`` seconds is given up as ``Missed(n)``;
+* an ``llm.completed`` carries no text: the ``/traces`` assistant row of the same iteration does, and may
+  land a few ms after the event, so it is fetched (new rows only) and re-fetched until ``trace_wait``;
+* the terminal event is reconciled once: the run row (its answer) and the notes (unread ones become
+  ``note.undeliverable``) are read again before ``run.completed``/``session.ended`` go out;
+* a 404 for a run this follow has never seen is normal for a few seconds after it starts (``run_grace``):
+  retried; later, and for 401/403, the feed stops with ``Refused``;
+* reconnects (a dropped connection, an app restart, a stall) resume with ``Last-Event-ID``; mapping state
+  survives them, so nothing is shown twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import httpx
+
+from client.backends.dendrux.mapping import TERMINAL_EVENTS, DendruxMapper, RawEvent, raw_event
+from client.errors import ApiError, ClientError, NotFound, Unsupported
+from client.events import Event, EventDecodeError
+from client.status import Ended, Live, Missed, Skipped, StreamStatus
+from client.streaming.order import EventOrderer
+from client.streaming.policy import refuses
+from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
+from client.streaming.sse import SSEDecoder
+
+if TYPE_CHECKING:
+    from client.backends.dendrux import DendruxBackend
+
+__all__ = ["FeedStats", "follow_dendrux"]
+
+_PAGE = 1000
+
+
+@dataclass
+class FeedStats:
+    """What one follow saw, for tests and benchmarks: Dendrux indexes released (in order), how many came
+    from the REST backfill rather than the stream, and how many were given up as missed."""
+
+    released: list[int] = field(default_factory=list)
+    from_stream: int = 0
+    backfilled: int = 0
+    gaps: int = 0
+    missed: int = 0
+    longest_fill: float = 0.0
+    """Seconds the longest gap took to fill from REST (the late commit landing)."""
+
+
+def follow_dendrux(
+    backend: DendruxBackend, run_id: str, *, after: int = 0, stats: FeedStats | None = None
+) -> AsyncGenerator[Event | StreamStatus, None]:
+    """Follow one run (see the module docstring); events numbered locally from 1, after ``after``."""
+    conn = backend.conn
+    mapper = DendruxMapper(run_id=run_id)
+    order: EventOrderer[RawEvent] = EventOrderer(first_seq=0)
+    seen = stats if stats is not None else FeedStats()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    trace_rows = 0
+    skipped = 0
+
+    def not_found(what: str) -> Retry | Refusal:
+        if not mapper.run and loop.time() - started < backend.run_grace:
+            return Retry(f"run {run_id[:10]} is not visible yet ({what} answered 404)")
+        return Refusal(f"run {run_id[:10]} not found", 404)
+
+    async def fetch_traces() -> None:
+        nonlocal trace_rows
+        body = await backend.get_json(f"/runs/{run_id}/traces", params={"limit": _PAGE, "offset": trace_rows})
+        items = body.get("items") if isinstance(body, dict) else None
+        if isinstance(items, list):
+            trace_rows += len(items)
+            mapper.learn_traces(items)
+
+    async def learn_notes() -> list[object]:
+        try:
+            body = await backend._steer("GET", f"/runs/{run_id}/notes", run_id, "notes")
+        except Unsupported:
+            return []
+        rows = body.get("notes") if isinstance(body, dict) else None
+        rows = rows if isinstance(rows, list) else []
+        mapper.learn_notes(rows)
+        return rows
+
+    async def texts_for(raws: list[RawEvent]) -> None:
+        """Fetch the trace rows the released ``llm.completed`` events need, re-fetching briefly if late."""
+        delay = 0.02
+        deadline = loop.time() + backend.trace_wait
+        while any(mapper.needs_trace(r) for r in raws):
+            await fetch_traces()
+            if not any(mapper.needs_trace(r) for r in raws) or loop.time() >= deadline:
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    async def backfill() -> list[RawEvent | StreamStatus]:
+        """Ask REST for what the stream skipped; give the gap up when REST does not have it either."""
+        out: list[RawEvent | StreamStatus] = []
+        seen.gaps += 1
+        delay = 0.02
+        began = loop.time()
+        deadline = began + backend.gap_wait
+        while True:
+            body = await backend.get_json(
+                f"/runs/{run_id}/events", params={"after": order.last_seq, "limit": _PAGE}
+            )
+            for item in body.get("items") or [] if isinstance(body, dict) else []:
+                try:
+                    raw = raw_event(item)
+                except EventDecodeError:
+                    continue
+                released = order.push(raw.index, raw)
+                seen.backfilled += int(raw in released)
+                out += released
+            if not order.gap or loop.time() >= deadline:
+                break
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+        seen.longest_fill = max(seen.longest_fill, loop.time() - began)
+        if not order.gap:
+            return out
+        missed, released, set_aside = order.give_up_gap()
+        seen.missed += missed
+        if missed:
+            out.append(Missed(missed))
+        if set_aside:
+            out.append(Skipped(f"{set_aside} event(s) numbered far beyond the run were set aside", skipped))
+        return out + list(released)
+
+    async def mapped(raws: list[RawEvent]) -> list[Event]:
+        """Our events for released raw events, REST fetched first where the mapping needs it."""
+        await texts_for(raws)
+        if any(mapper.needs_note(r) for r in raws):
+            await learn_notes()
+        out: list[Event] = []
+        for raw in raws:
+            seen.released.append(raw.index)
+            if raw.type in TERMINAL_EVENTS and not mapper.ended:
+                # reconcile once: the answer and the fate of every note, as the app now has them
+                with contextlib.suppress(ClientError):
+                    mapper.run = await backend.get_run(run_id)
+                out += mapper.close_out(await learn_notes())
+            out += mapper.map(raw)
+        return [e for e in out if e.seq > after]
+
+    async def connect(link: Link) -> AsyncGenerator[Event | StreamStatus, None]:
+        nonlocal skipped
+        try:
+            mapper.run = await backend.get_run(run_id)
+        except NotFound:
+            raise not_found("GET /runs/{id}") from None
+        await learn_notes()
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        if order.last_seq >= 0:
+            headers["Last-Event-ID"] = str(order.last_seq)
+        async with conn.stream("GET", f"/runs/{run_id}/events/stream", headers=headers) as response:
+            status = response.status_code
+            if status == 404:
+                await response.aread()
+                raise not_found("the event stream")
+            if refuses(status):
+                await response.aread()
+                raise Refusal(conn.api_error(response, f"run {run_id[:10]}").hint, status)
+            if status >= 400:
+                await response.aread()
+                raise Retry(f"the server answered {status}")
+            ctype = response.headers.get("content-type", "")
+            if "text/event-stream" not in ctype:
+                raise Retry(f"the server sent {ctype or 'no content type'}, not an event stream")
+            yield Live(mapper.last_seq)
+            decoder = SSEDecoder()
+            chunks = response.aiter_bytes().__aiter__()
+            while True:
+                try:
+                    async with asyncio.timeout(conn.stall_timeout):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    raise Retry("the server closed the stream") from None
+                except TimeoutError:
+                    raise Retry(f"stalled: nothing received for {conn.stall_timeout:g} s") from None
+                link.alive()
+                released: list[RawEvent | StreamStatus] = []
+                jumps = order.jumps
+                for frame in decoder.feed(chunk):
+                    try:
+                        raw = raw_event(frame.data)
+                    except EventDecodeError as exc:
+                        skipped += 1
+                        released.append(Skipped(str(exc), skipped))
+                        if frame.id.isascii() and frame.id.isdigit():
+                            released += order.push(int(frame.id), None)
+                        continue
+                    got = order.push(raw.index, raw)
+                    seen.from_stream += int(raw in got)
+                    released += got
+                if order.gap and order.jumps != jumps:
+                    released += await backfill()
+                batch: list[RawEvent] = []
+                for item in released:
+                    if isinstance(item, RawEvent):
+                        batch.append(item)
+                        continue
+                    for event in await mapped(batch):
+                        yield event
+                    batch = []
+                    yield item
+                for event in await mapped(batch):
+                    yield event
+                if mapper.ended:
+                    yield Ended(mapper.last_seq)
+                    return
+
+    def classify(exc: Exception) -> str | Refusal | None:
+        if isinstance(exc, ApiError):
+            if exc.status == 404:
+                verdict = not_found("the server")
+                return verdict if isinstance(verdict, Refusal) else verdict.reason
+            return Refusal(exc.hint, exc.status) if refuses(exc.status) else exc.hint
+        if isinstance(exc, ClientError):
+            return exc.hint
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return f"cannot reach {conn.display_url}"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"stalled: nothing received for {conn.stall_timeout:g} s"
+        if isinstance(exc, httpx.TransportError):
+            return f"connection lost ({type(exc).__name__})"
+        return None
+
+    return reconnecting(
+        connect, backoff_initial=conn.backoff_initial, backoff_max=conn.backoff_max, classify=classify
+    )

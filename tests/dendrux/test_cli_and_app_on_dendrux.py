@@ -1,0 +1,185 @@
+"""``preloop`` against a real Dendrux app as a user runs it: sessions list, attach (--plain, --json and the
+full-screen app), notes and approvals, and what the app cannot do said plainly."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from client.backends.dendrux import DendruxBackend
+from client.connection import Connection
+from client.status import Live
+from tests.dendrux.conftest import run_status, wait_for
+from tests.dendrux_app.server import DendruxAppServer
+from tui.app import PreloopApp
+from tui.cli import main
+from tui.screens.attach import AttachScreen
+from widgets.timeline_view import TimelineView
+
+LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+)\s+(.*)$")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_settings(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def flags(dendrux_app: DendruxAppServer) -> list[str]:
+    return ["--url", dendrux_app.url, "--token", str(dendrux_app.token), "--server-kind", "dendrux"]
+
+
+class Run:
+    """``main(argv)`` with its output captured, in a thread (its own event loop) when asked."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.out = io.StringIO()
+        self.err = io.StringIO()
+        self.code: int | None = None
+
+    def __call__(self) -> Run:
+        with redirect_stdout(self.out), redirect_stderr(self.err):
+            self.code = main(self.argv)
+        return self
+
+    def lines(self) -> list[tuple[str, str]]:
+        return [(m.group(1), m.group(2)) for m in map(LINE.match, self.out.getvalue().splitlines()) if m]
+
+
+@pytest.fixture
+def background() -> Iterator[Callable[[list[str]], tuple[Run, threading.Thread]]]:
+    threads: list[threading.Thread] = []
+
+    def start(argv: list[str]) -> tuple[Run, threading.Thread]:
+        run = Run(argv)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        threads.append(thread)
+        return run, thread
+
+    yield start
+    for thread in threads:
+        thread.join(30)
+        assert not thread.is_alive(), "a CLI command never returned"
+
+
+def _wait_text(stream: io.StringIO, text: str, what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in stream.getvalue():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; got:\n{stream.getvalue()}")
+        time.sleep(0.05)
+
+
+def test_sessions_list_shows_runs_with_their_agent_and_is_detected_without_the_flag(
+    dendrux_app: DendruxAppServer, flags: list[str]
+) -> None:
+    run_id = dendrux_app.start_run("answer: hello there")
+    wait_for(lambda: run_status(dendrux_app, run_id) == "success", what="the run")
+    listed = Run(["sessions", "list", "-o", "id", *flags])()
+    assert listed.code == 0 and listed.out.getvalue().split() == [run_id]
+    table = Run(["sessions", "list", *flags])()
+    assert table.code == 0
+    _, row = table.out.getvalue().splitlines()
+    assert row.split()[:2] == [run_id[:12], "refund_desk"] and "ended" in row and "scripted-mock" in row
+    auto = Run(["sessions", "list", "--json", "--url", dendrux_app.url, "--token", str(dendrux_app.token)])()
+    assert auto.code == 0, auto.err.getvalue()
+    assert [item["id"] for item in json.loads(auto.out.getvalue())["items"]] == [run_id]
+
+
+def test_plain_attach_follows_a_run_with_a_note_sent_from_another_shell(
+    dendrux_app: DendruxAppServer,
+    flags: list[str],
+    background: Callable[[list[str]], tuple[Run, threading.Thread]],
+) -> None:
+    run_id = dendrux_app.start_run("hold gate=c1: wait for the warehouse")
+    attach, thread = background(["sessions", "attach", run_id, "--plain", "--read-only", *flags])
+    _wait_text(attach.out, "hold", "the hold tool to start")
+    sent = Run(["notes", "send", "--session", run_id, "Customer is a VIP, be polite.", *flags])()
+    assert sent.code == 0, sent.err.getvalue()
+    dendrux_app.open_gate("c1")
+    thread.join(60)
+    assert attach.code == 0, attach.err.getvalue()
+    lines = attach.lines()
+    text = attach.out.getvalue()
+    assert "Waiting for the warehouse to confirm." in text  # commentary from the trace row
+    assert any(kind == "note" and "delivered" in line and "Customer is a VIP" in line for kind, line in lines)
+    assert "The warehouse confirmed. Notes seen: 1" in text  # the final answer
+    assert lines[-1][0] == "session" and lines[-1][1].startswith("ended")
+    listed = Run(["notes", "list", "--session", run_id, *flags])()
+    assert listed.code == 0 and "delivered" in listed.out.getvalue()
+
+
+def test_json_attach_to_a_finished_run_is_its_history_and_withdraw_says_why_not(
+    dendrux_app: DendruxAppServer, flags: list[str]
+) -> None:
+    run_id = dendrux_app.start_run("answer: hello")
+    wait_for(lambda: run_status(dendrux_app, run_id) == "success", what="the run")
+    attach = Run(["sessions", "attach", run_id, "--json", "--since", "3650d", *flags])()
+    assert attach.code == 0, attach.err.getvalue()
+    events = [json.loads(line) for line in attach.out.getvalue().splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[0]["type"] == "session.started" and events[-1]["type"] == "session.ended"
+    steps = [e for e in events if e["type"] == "model.step"]
+    assert [(s["phase"], s["text"]) for s in steps] == [
+        ("final_answer", "Nothing to do: here is the answer. Notes seen: 0.")
+    ]
+    withdraw = Run(["notes", "withdraw", "01M8P3TRQSAGWNBSZN3W1BM6CD", *flags])()
+    assert withdraw.code != 0 and "cannot withdraw" in withdraw.err.getvalue()
+
+
+def test_approvals_list_then_decline_with_a_comment_resumes_the_run(
+    dendrux_app: DendruxAppServer, flags: list[str]
+) -> None:
+    run_id = dendrux_app.start_run("refund: order A-17 arrived broken; refund it.")
+    wait_for(lambda: run_status(dendrux_app, run_id) == "waiting_approval", what="the approval pause")
+    listed = Run(["approvals", "list", "--session", run_id, "-o", "id", *flags])()
+    assert listed.code == 0, listed.err.getvalue()
+    (call_id,) = listed.out.getvalue().split()
+    declined = Run(["approvals", "decline", call_id, "--comment", "Needs a manager.", *flags])()
+    assert declined.code == 0, declined.err.getvalue()
+    wait_for(lambda: run_status(dendrux_app, run_id) == "success", what="the resumed run")
+    assert dendrux_app.get(f"/runs/{run_id}")["answer"].startswith("The refund was not approved")
+
+
+async def test_the_app_attached_to_a_dendrux_run_shows_commentary_tools_and_the_approval(
+    dendrux_app: DendruxAppServer,
+) -> None:
+    run_id = await asyncio.to_thread(dendrux_app.start_run, "refund: order A-17 arrived broken; refund it.")
+    conn = Connection(dendrux_app.url, dendrux_app.token, backoff_initial=0.05, backoff_max=0.5)
+    async with DendruxBackend(conn) as backend:
+        app = PreloopApp(backend, start_session_id=run_id, refresh_interval=0)
+        async with app.run_test(size=(120, 36)) as pilot:
+
+            async def until(check: Callable[[], bool], what: str) -> None:
+                deadline = asyncio.get_running_loop().time() + 60
+                while not check():
+                    assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+                    await pilot.pause(0.05)
+
+            await until(lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+            screen = app.screen
+            assert isinstance(screen, AttachScreen)
+            await until(lambda: isinstance(screen.status, Live), "the stream to go live")
+            view = screen.query_one(TimelineView)
+            await until(lambda: any("refund_order" in line for line in view.lines_text), "the gated call")
+            text = "\n".join(view.lines_text)
+            assert "Let me look up order A-17 first." in text and "lookup_order" in text
+            await until(lambda: screen.approvals_panel.count > 0, "the approval in the panel")
+            await pilot.press("escape", "a")  # out of the note box, then approve
+            await until(
+                lambda: any("Refunded $42.50" in line for line in view.lines_text), "the final answer"
+            )
+            assert screen.approvals_panel.count == 0
+            assert not screen.check_action("withdraw", ()), "a Dendrux note cannot be withdrawn"
