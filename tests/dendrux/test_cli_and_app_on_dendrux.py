@@ -183,3 +183,8 @@ async def test_the_app_attached_to_a_dendrux_run_shows_commentary_tools_and_the_
             )
             assert screen.approvals_panel.count == 0
             assert not screen.check_action("withdraw", ()), "a Dendrux note cannot be withdrawn"
+            await pilot.press("w")  # not offered, but pressed anyway: the screen says why
+            await until(
+                lambda: any("cannot withdraw a note" in str(n.message) for n in app._notifications),
+                "the reason w does nothing",
+            )

@@ -657,7 +657,15 @@ class AttachScreen(Screen[None]):
             self.app.push_screen(WithdrawPickScreen(pending, self._clock()), _picked)
 
     def action_withdraw_none(self) -> None:
-        """``w`` with no pending note: say so rather than do nothing."""
+        """``w`` with nothing it can withdraw: say why (no pending note, or a server that cannot withdraw)
+        rather than do nothing."""
+        if not self.backend.capabilities.withdraw_notes:
+            self.notify(
+                "This server cannot withdraw a note once it is sent: the note stays until the agent reads "
+                "it or the session ends.",
+                markup=False,
+            )
+            return
         self.notify("Nothing pending to withdraw.", markup=False)
 
     def _confirm_withdraw(self, note: Note) -> None:
@@ -772,8 +780,8 @@ class AttachScreen(Screen[None]):
             return self.approvals_panel.count > 0
         if action == "withdraw":
             return can.withdraw_notes and not self.read_only and bool(self.notes_panel.pending_notes)
-        if action == "withdraw_none":
-            return can.withdraw_notes and not self.read_only and not self.notes_panel.pending_notes
+        if action == "withdraw_none":  # hidden; answers w with why nothing can be withdrawn
+            return not self.read_only and (not can.withdraw_notes or not self.notes_panel.pending_notes)
         if action == "focus_composer":
             return can.notes and not (self.read_only or self.ended or self.unavailable is not None)
         if action in ("leave_composer", "help_from_box"):
