@@ -72,11 +72,9 @@ def follow_attention_local(
 
     async def connect(link: Link) -> AsyncGenerator[AttentionItem, None]:
         nonlocal skipped, no_feed
-        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
         params = {"notes_since_minutes": window_minutes(notes_window)}
-        async with conn.stream(
-            "GET", f"{API_PREFIX}/attention/events", headers=headers, params=params
-        ) as response:
+        async with conn.event_source(f"{API_PREFIX}/attention/events", params=params) as source:
+            response = source.response
             status = response.status_code
             if status == 404:  # a server from before the attention feed: poll it like any other
                 await response.aread()

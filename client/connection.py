@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import httpx
+from httpx_sse import EventSource, aconnect_sse
 from pydantic import BaseModel, ValidationError
 
 from client.errors import (
@@ -161,6 +162,18 @@ class Connection:
             method, path, headers=headers, params=params, timeout=timeout
         ) as response:
             yield response
+
+    @asynccontextmanager
+    async def event_source(
+        self, path: str, *, headers: dict[str, str] | None = None, params: dict[str, Any] | None = None
+    ) -> AsyncIterator[EventSource]:
+        """Open an SSE stream with httpx-sse (``Accept: text/event-stream``, ``Cache-Control: no-store``);
+        the response is not yet checked, and its read timeout is the stall timeout."""
+        timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
+        async with aconnect_sse(
+            self.http, "GET", path, headers=dict(headers or {}), params=params, timeout=timeout
+        ) as source:
+            yield source
 
     def redirected(self, response: httpx.Response) -> InvalidResponse:
         """Redirects are not followed (the token must not travel to another host): say where it points."""

@@ -40,14 +40,16 @@ class Frame(Protocol):
 def decode_frame(frame: Frame) -> Event:
     """Validate one frame's data as an event (fast path straight from JSON; tolerant slow path otherwise).
 
-    The SSE ``event:`` field wins over the body's ``type``, like :func:`client.events.parse_event`.
+    The SSE ``event:`` field wins over the body's ``type``, like :func:`client.events.parse_event`; the
+    SSE default name ``message`` (or none) leaves the body's ``type`` alone.
     """
+    name = "" if frame.event == "message" else frame.event
     try:
         event = _known.validate_json(frame.data)
     except ValidationError:
-        return parse_event(frame.data, frame.event or None)
-    if frame.event and frame.event != event.type:
-        return parse_event(frame.data, frame.event)
+        return parse_event(frame.data, name or None)
+    if name and name != event.type:
+        return parse_event(frame.data, name)
     return event
 
 

@@ -10,7 +10,15 @@ multi-byte sequence) and the unfinished last line waits for the next chunk. Inva
 
 Speed: frames of the canonical shape our server writes (``id``, ``event``, one ``data`` line) are cut out
 of the text by one regex ``split`` per chunk; anything else goes line by line, with identical results (a
-test checks both against a plain reading of the spec on random streams cut at random places).
+test checks both against a plain reading of the spec, and against httpx-sse's own parser, on random
+streams cut at random places).
+
+Why not httpx-sse's parser: streams are *opened* with ``httpx_sse.aconnect_sse``
+(:meth:`client.connection.Connection.event_source`), but ``EventSource.aiter_sse`` hands events over one at
+a time with no chunk boundary, and driving httpx-sse's line and field decoders a chunk at a time (to keep
+validating a chunk's frames in one pydantic call) costs a Python call per line: the full ingest path then
+runs at about 35-41 % of httpx-sse's raw parse rate, against 64-66 % with this decoder (target ≥ 50 %;
+``benchmarks/bench_client_ingest.py`` prints both).
 
 Keeping this separate from the connection means it is tested byte by byte, at every split offset, without
 a network, and the follower (:mod:`client.backends.local.feed`) only deals with connecting.

@@ -151,3 +151,27 @@ def test_fast_path_agrees_with_the_spec_on_mixed_streams() -> None:
         cuts = sorted(rng.sample(range(1, len(stream)), k=min(len(stream) - 1, rng.randint(0, 6))))
         frames, _ = decode_in_pieces(stream, cuts)
         assert frames == reference_decode(stream), (stream, cuts)
+
+
+def test_agrees_with_httpx_sse_on_random_streams() -> None:
+    """The same events as httpx-sse's own parser (``EventSource``), at any chunking: we keep our decoder
+    only for speed (benchmarks/bench_client_ingest.py), not for different answers. httpx-sse also
+    dispatches blocks without data (after keep-alives, a lone ``retry:``) and names unnamed events
+    "message"; neither is an event to the follower, so those are compared as the spec has them."""
+    import random
+
+    import httpx
+    from httpx_sse import EventSource
+
+    rng = random.Random(4321)
+    for _ in range(300):
+        stream = b"".join(rng.choice(PIECES) for _ in range(rng.randint(1, 12)))
+        cuts = sorted(rng.sample(range(1, len(stream)), k=min(len(stream) - 1, rng.randint(0, 6))))
+        frames, _ = decode_in_pieces(stream, cuts)
+        response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=stream)
+        theirs = [
+            (e.event if e.event != "message" else "", e.data, e.id)
+            for e in EventSource(response).iter_sse()
+            if e.data
+        ]
+        assert [(f.event, f.data, f.id) for f in frames if f.data] == theirs, stream

@@ -60,12 +60,11 @@ def follow_sse(
     intake = SeqIntake(after)
 
     async def connect(link: Link) -> AsyncGenerator[Event | StreamStatus, None]:
-        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
         cursor = intake.cursor
-        if cursor > 0:
-            headers["Last-Event-ID"] = str(cursor)
+        headers = {"Last-Event-ID": str(cursor)} if cursor > 0 else {}
         params = {"after": cursor} if cursor > 0 else None
-        async with conn.stream("GET", events_path(session_id), headers=headers, params=params) as response:
+        async with conn.event_source(events_path(session_id), headers=headers, params=params) as source:
+            response = source.response
             status = response.status_code
             if refuses(status):
                 await response.aread()
