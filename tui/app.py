@@ -25,8 +25,13 @@ and raises alerts (``client.alerts``; ``alert_write`` receives the bytes, by def
 
 Screens: ``SessionsScreen`` (list), ``AttachScreen`` (one session), ``InboxScreen`` (every session's
 approvals), ``HelpScreen`` (``?``), and the modal
-``ConfirmScreen`` / ``DeclineCommentScreen``. Escape on the attach screen returns to the list; ``q`` there
-detaches (the session keeps running); ``q`` on the list quits.
+``ConfirmScreen`` / ``DeclineCommentScreen`` / ``SwitchScreen``. Escape on the attach screen returns to the
+list; ``q`` there detaches (the session keeps running); ``q`` on the list quits.
+
+Quick switch: every attach screen opened is installed and kept while its session is followed (at most
+``tui.following.FOLLOW_LIMIT``, the least recently shown let go first), so Escape, ``b`` (previous
+session) and ``s`` (the followed list) come back to it with its scroll, folds and draft as they were, and
+its stream kept following meanwhile. ``q`` stops following it.
 """
 
 from __future__ import annotations
@@ -50,17 +55,22 @@ from client.backend import Backend
 from client.drafts import DraftStore
 from client.errors import ClientError
 from client.inbox import Inbox, InboxChange, closing_feed
-from client.models import AttentionSnapshot
+from client.models import AttentionSnapshot, NoteState
 from client.paths import state_dir
-from client.present import short_id
+from client.present import session_title, short_id
 from client.status import Refused, StreamStatus
+from tui.following import Following
 from tui.palette import PreloopCommands
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
 from tui.screens.help import HelpScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
+from tui.screens.switch import SwitchRow, SwitchScreen
 
 STATUS_TYPES = tuple(StreamStatus.__args__)
+
+
+_WAITING = (NoteState.PENDING, NoteState.CLAIMED)
 
 
 def _utcnow() -> datetime:
@@ -122,6 +132,9 @@ class PreloopApp(App[str | None]):
         self.attention_status: StreamStatus | None = None
         self.attention_poll_interval = attention_poll_interval
         self.alerter = Alerter(alert_settings or load_alert_settings(), alert_write or self._write_terminal)
+        self.following = Following()
+        """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
+        self._followed_screens: dict[str, AttachScreen] = {}
 
     def on_mount(self) -> None:
         if self.handle_signals:
@@ -238,20 +251,92 @@ class PreloopApp(App[str | None]):
         )
 
     def _attach_screen(self, session_id: str) -> AttachScreen:
-        return AttachScreen(
-            self.backend,
-            session_id,
-            leave=lambda detach: self.leave_session(session_id, detach=detach),
-            clock=self.clock,
-            read_only=self.read_only,
-            follow=self.follow,
-            drafts=self.drafts,
-            confirm_risks=self.confirm_risks,
-        )
+        """The session's attach screen: the live one when it is followed already (its scroll, folds and
+        draft as they were), else a new one, installed so that leaving it keeps it following."""
+        screen = self._followed_screens.get(session_id)
+        if screen is None:
+            screen = AttachScreen(
+                self.backend,
+                session_id,
+                leave=lambda detach: self.leave_session(session_id, detach=detach),
+                clock=self.clock,
+                read_only=self.read_only,
+                follow=self.follow,
+                drafts=self.drafts,
+                confirm_risks=self.confirm_risks,
+            )
+            self._followed_screens[session_id] = screen
+            self.install_screen(screen, name=f"attach-{session_id}")
+        for dropped in self.following.touch(session_id):
+            self._stop_following(dropped)
+        return screen
+
+    def _stop_following(self, session_id: str) -> None:
+        """Close a followed session's screen (stream, timeline) once it is off the stack."""
+        self.following.forget(session_id)
+        screen = self._followed_screens.pop(session_id, None)
+        if screen is None or screen in self.screen_stack:
+            return
+        self.uninstall_screen(screen)
+        if screen.is_attached:
+            screen.remove()
 
     def open_session(self, session_id: str) -> None:
-        """Open a session's live view on top of the list."""
-        self.push_screen(self._attach_screen(session_id))
+        """Show a session's live view: on top of the list (or inbox), or in place of the session on screen."""
+        current = self.screen
+        target = self._attach_screen(session_id)
+        if target is current:
+            return
+        if isinstance(current, AttachScreen):
+            self.switch_screen(target)
+        else:
+            self.push_screen(target)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``s`` (switch) is offered once there is another followed session to switch to."""
+        if action == "switch_session":
+            return len(self.following) > 1
+        return True
+
+    def action_previous_session(self) -> None:
+        """Jump back to the session shown before this one (like ``cd -``)."""
+        current = self.screen.session_id if isinstance(self.screen, AttachScreen) else None
+        target = self.following.previous(current)
+        if target is None:
+            self.notify("No other session followed yet: attach to one from the list.", markup=False)
+            return
+        self.open_session(target)
+
+    def action_switch_session(self) -> None:
+        """List the followed sessions, the previous one highlighted; Enter shows the chosen one."""
+        current = self.screen.session_id if isinstance(self.screen, AttachScreen) else None
+        rows = [self._switch_row(sid, current) for sid in self.following.recent]
+        previous = self.following.previous(current)
+        highlight = self.following.recent.index(previous) if previous is not None else 0
+
+        def _chosen(session_id: str | None) -> None:
+            if session_id is not None:
+                self.open_session(session_id)
+
+        self.push_screen(SwitchScreen(rows, highlight=highlight), _chosen)
+
+    def _switch_row(self, session_id: str, current: str | None) -> SwitchRow:
+        screen = self._followed_screens[session_id]
+        row = screen.session
+        return SwitchRow(
+            session_id=session_id,
+            short=short_id(session_id),
+            agent=row.agent_label if row is not None else "?",
+            title=session_title(row) if row is not None else "",
+            state="ended" if screen.ended else "live",
+            pending_approvals=screen.approvals_panel.count,
+            waiting_notes=sum(
+                1
+                for n in screen.notes_panel.notes.values()
+                if n.state in (NoteState.PENDING, NoteState.CLAIMED)
+            ),
+            current=session_id == current,
+        )
 
     def leave_session(self, session_id: str, *, detach: bool) -> None:
         """Back to the list (Escape) or detach (``q``); either way the session keeps running."""
@@ -261,15 +346,13 @@ class PreloopApp(App[str | None]):
             message = leaving.leave_message()
         else:
             message = f"Detached from {short_id(session_id)}; the session keeps running."
-        if isinstance(below, InboxScreen):  # opened from the inbox: back there
+        if isinstance(below, InboxScreen | SessionsScreen):  # opened from the inbox or the list: back there
             self.pop_screen()
             if detach:
+                self._stop_following(session_id)  # q: stop following; Escape keeps it for quick switch
                 self.notify(message, title="Left the session", markup=False)
-        elif isinstance(below, SessionsScreen):
-            self.pop_screen()
-            if detach:
-                self.notify(message, title="Left the session", markup=False)
-            below.load()
+            if isinstance(below, SessionsScreen):
+                below.load()
         elif detach:
             self.exit(message)
         else:

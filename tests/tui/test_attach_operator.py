@@ -121,7 +121,8 @@ DRAFT = ("Stop: the migration must run on staging first. " * 90)[:4195] + " END.
 async def test_a_long_draft_survives_leaving_and_reattaching(
     client: Client, agent: HarnessSession, tmp_path: Path
 ) -> None:
-    """A 4,200-character unsent draft: Esc → list → Enter finds it again, and it is on disk (0600)."""
+    """A 4,200-character unsent draft: Esc → list → Enter finds it again, so does q (detach) → Enter with
+    a new screen, and it is on disk (0600)."""
     assert len(DRAFT) == 4200
     drafts = DraftStore(tmp_path / "drafts")
     app = PreloopApp(client, refresh_interval=0, drafts=drafts)
@@ -135,6 +136,11 @@ async def test_a_long_draft_survives_leaving_and_reattaching(
         await until(pilot, lambda: screen.composer.text == DRAFT, "the pasted draft")
         await pilot.press("escape", "escape")
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list")
+        await pilot.press("enter")
+        again = await attached(pilot, app)  # still followed (quick switch): the same screen, as it was left
+        assert again is screen and again.composer.text == DRAFT and not again.composer.has_focus
+        await pilot.press("q")  # detached: the screen goes, the draft store keeps the text
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list after q")
         await pilot.press("enter")
         again = await attached(pilot, app)
         assert again is not screen

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.pilot import Pilot
+
 from client.events import Event
 from client.status import Live
 from tests.tui import data
@@ -51,3 +53,20 @@ def test_attach_then_line_under_a_read_note(snap_compare: Any) -> None:
     """The read note says what the agent did next (the second Bash call); the pending one does not."""
     app = _attach_app([Live(), *listened_script()])
     assert snap_compare(app, run_before=_settle, terminal_size=(120, 30))
+
+
+def test_switch_list_of_followed_sessions(snap_compare: Any) -> None:
+    """Two followed sessions: the one on screen marked, the previous one highlighted (s then Enter goes
+    back), each with what needs attention."""
+    app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()])
+    app.backend.sessions = data.sessions()  # type: ignore[attr-defined]
+    other = data.sessions()[1].id
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        app.open_session(other)
+        await _settle(pilot)
+        await pilot.press("escape", "s")
+        await _settle(pilot)
+
+    assert snap_compare(app, run_before=run_before)

@@ -10,7 +10,9 @@ Data flow. On mount one worker loads the session row, its notes (``list_notes``)
 applied one by one: they are buffered and applied to the ``client.timeline.Timeline`` model in a batch at
 most once per frame (``FRAME``), after which the view is synced once and the panels take the note and
 approval changes of that batch. ``StreamStatus`` values drive the header and the banner. Both workers
-belong to this screen, so leaving it (Escape, ``q``) cancels them and closes the stream.
+belong to this screen. The app keeps the screen of every followed session (``tui.following``): Escape
+and quick switch (``s``, ``b``) leave it following in the background, as it was; ``q`` (detach) removes
+it, which cancels the workers and closes the stream.
 
 Focus. The note box has the focus on attach, so whatever the user types becomes a note and never a key
 action (``a`` approves!). Escape leaves the box (the draft stays); then the letter keys act (``a``/``d``
@@ -112,6 +114,15 @@ class AttachScreen(Screen[None]):
         ),
         Binding("escape", "back", "Sessions", id="attach.back", tooltip="Back to the sessions list"),
         Binding("q", "detach", "Detach", id="attach.detach", tooltip="Leave; the session keeps running"),
+        Binding("s", "app.switch_session", "Switch", id="attach.switch", tooltip="The sessions you follow"),
+        Binding(
+            "b",
+            "app.previous_session",
+            "Previous",
+            show=False,
+            id="attach.previous",
+            tooltip="Back to the session shown before this one",
+        ),
         Binding(
             "t",
             "jump_then",
@@ -444,6 +455,8 @@ class AttachScreen(Screen[None]):
         """A shown approval stopped being pending and not by this screen: say so (unless it is history)."""
         if approval.id in self._decided_here or at < self._attached_at - STALE_NOTICE_WINDOW:
             return
+        if not self.is_current:
+            return  # followed in the background (quick switch): its panel shows it when switched back
         self.notify(
             approval_outcome(approval.tool_name or "tool", approval.status, elsewhere=True),
             title="Approval no longer pending",

@@ -43,6 +43,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("q", "detach: the session keeps running"),
             ("t", "did it listen? jump to what the agent did after reading the highlighted note"),
             ("e", "export the session as Markdown for a post-incident review (the notice says where)"),
+            ("s", "switch between the sessions you follow (each kept as you left it; q stops following)"),
+            ("b", "back to the session you were on before"),
         ],
     ),
     (
