@@ -287,6 +287,8 @@ class PreloopApp(App[str | None]):
         target = self._attach_screen(session_id)
         if target is current:
             return
+        if target.is_mounted:
+            target.shown_again()
         if isinstance(current, AttachScreen):
             self.switch_screen(target)
         else:

@@ -138,8 +138,9 @@ async def test_a_long_draft_survives_leaving_and_reattaching(
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list")
         await pilot.press("enter")
         again = await attached(pilot, app)  # still followed (quick switch): the same screen, as it was left
-        assert again is screen and again.composer.text == DRAFT and not again.composer.has_focus
-        await pilot.press("q")  # detached: the screen goes, the draft store keeps the text
+        assert again is screen and again.composer.text == DRAFT
+        await until(pilot, lambda: again.composer.has_focus, "the note box focused again")
+        await pilot.press("escape", "q")  # detached: the screen goes, the draft store keeps the text
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list after q")
         await pilot.press("enter")
         again = await attached(pilot, app)

@@ -102,6 +102,11 @@ async def test_switching_keeps_each_sessions_scroll_folds_and_draft(
         await until(pilot, lambda: app.screen is alpha, "alpha again")
         assert view.collapse_commentary and view.scroll_y == scroll
         assert alpha.composer.text == "for alpha"
+        # Typing goes into the note box again, never into key actions (a approves!): Escape first.
+        await until(pilot, lambda: alpha.composer.has_focus, "alpha's note box focused")
+        await pilot.press("!")
+        assert alpha.composer.text == "for alpha!"
+        await pilot.press("escape")
         # It kept following while in the background: new work is there.
         await agents[0].narrate(40, ["Alpha carried on meanwhile."])
         await agents[1].narrate(2, ["Beta carried on too."])
@@ -118,10 +123,10 @@ async def test_switching_keeps_each_sessions_scroll_folds_and_draft(
         await pilot.press("enter")
         await until(pilot, lambda: app.screen is beta, "beta from the list")
         assert beta.composer.text == "for beta" and not beta.query_one(TimelineView).collapse_commentary
-        await pilot.press("b")
+        await pilot.press("escape", "b")
         await until(pilot, lambda: app.screen is alpha, "alpha with b again")
 
-        await pilot.press("q")  # detach alpha: it stops following; b now has only beta to go to
+        await pilot.press("escape", "q")  # detach alpha: it stops following; b now has only beta to go to
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the list after q")
         stream = [w for w in app.workers if w.node is alpha and w.group == "attach-stream"]
         assert all(w.state != WorkerState.RUNNING for w in stream)

@@ -201,6 +201,7 @@ class AttachScreen(Screen[None]):
         self._attached_at = clock()
         self._bindings_refresh_scheduled = False
         self._refusal_shown = False
+        self._reshown = False
 
     # ------------------------------------------------------------------ layout
 
@@ -767,6 +768,18 @@ class AttachScreen(Screen[None]):
             self.notify(f"Could not write {target}: {exc.strerror or exc}", severity="error", markup=False)
             return
         self.notify(f"Saved to {target}", title="Session exported", markup=False, timeout=10)
+
+    def shown_again(self) -> None:
+        """A followed session comes back on screen (list, inbox, ``b``, ``s``): the note box takes the focus
+        again, as on a first attach, so what the user types next is a note, never a key action (``a``
+        approves!). Scroll, folds and the draft stay as they were."""
+        self._reshown = True
+
+    def on_screen_resume(self) -> None:
+        if self._reshown:
+            self._reshown = False
+            if self.check_action("focus_composer", ()):
+                self._composer.focus()
 
     def action_leave_composer(self) -> None:
         """Escape in the note box: keep the draft, move to the timeline so the letter keys act."""
