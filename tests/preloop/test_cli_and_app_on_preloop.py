@@ -100,12 +100,13 @@ def test_sessions_list_detects_preloop_and_prints_the_table_ids_and_json(
     assert header.split() == [
         "ID", "AGENT", "STARTED", "LAST", "ACTIVITY", "STATE", "TOOLS", "MODEL", "PENDING", "TITLE"
     ]  # fmt: skip
-    assert [row.split()[0] for row in rows] == [MAIN_SESSION[:8], RATE_SESSION[:8]]
-    assert "Claude Code in /home/dev/demo" in rows[0]  # the title made from kind and cwd
+    # Newest start first, as the sessions screen (the server sends the most recently active first).
+    assert [row.split()[0] for row in rows] == [RATE_SESSION[:8], MAIN_SESSION[:8]]
+    assert "Claude Code in /home/dev/demo" in rows[1]  # the title made from kind and cwd
     assert main(["sessions", "list", "-o", "id", *flags]) == 0
     output.out = ""
     output.read()
-    assert output.out.split() == [MAIN_SESSION, RATE_SESSION]
+    assert output.out.split() == [RATE_SESSION, MAIN_SESSION]
     assert main(["sessions", "list", "--json", "--limit", "1", *flags]) == 0
     output.out = ""
     output.read()
@@ -276,7 +277,9 @@ def test_plain_attach_names_the_approvals_already_waiting_oldest_first_at_most_f
     background: Callable[[list[str]], threading.Thread],
 ) -> None:
     waiting = [fake.request_approval(f"git push origin branch-{i}") for i in range(7)]
-    attach = background(["sessions", "attach", MAIN_SESSION[:8], "--plain", "--read-only", *flags])
+    attach = background(
+        ["sessions", "attach", MAIN_SESSION[:8], "--plain", "--read-only", "--since", "0s", *flags]
+    )  # no history: every waiting approval is older than what is shown, so each is named up front
     output.wait_for(lambda: "-- live" in output.err, "the attach to go live")
     named = re.findall(r"-- approval (\w+) is waiting: .*branch-(\d)\?$", output.err, re.MULTILINE)
     assert named == [(approval_id[:8], str(i)) for i, approval_id in enumerate(waiting[:5])]
