@@ -16,9 +16,10 @@ streams cut at random places).
 Why not httpx-sse's parser: streams are *opened* with ``httpx_sse.aconnect_sse``
 (:meth:`client.connection.Connection.event_source`), but ``EventSource.aiter_sse`` hands events over one at
 a time with no chunk boundary, and driving httpx-sse's line and field decoders a chunk at a time (to keep
-validating a chunk's frames in one pydantic call) costs a Python call per line: the full ingest path then
-runs at about 35-41 % of httpx-sse's raw parse rate, against 64-66 % with this decoder (target ≥ 50 %;
-``benchmarks/bench_client_ingest.py`` prints both).
+validating a chunk's frames in one pydantic call) costs a Python call per line: over seven runs on this
+shared 2-core machine the full ingest path ran at 31-51 % of httpx-sse's raw parse rate that way (below
+the ≥ 50 % target in six), against 52-70 % with this decoder (``benchmarks/bench_client_ingest.py`` prints
+both, interleaved in one run).
 
 Keeping this separate from the connection means it is tested byte by byte, at every split offset, without
 a network, and the follower (:mod:`client.backends.local.feed`) only deals with connecting.
