@@ -13,6 +13,7 @@ from textual.worker import WorkerState
 from client.api import Client
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
+from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, footer_actions, until
 from tui.app import PreloopApp
 from tui.following import Following
@@ -36,10 +37,7 @@ def test_following_orders_by_last_shown_and_lets_the_oldest_go() -> None:
         Following(limit=0)
 
 
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
-        yield c
+client = test_pilot.client
 
 
 @pytest.fixture

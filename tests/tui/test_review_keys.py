@@ -4,34 +4,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from client.api import Client
 from client.paths import exports_dir
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
+from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, attached, until
 from tui.app import PreloopApp
 from widgets.notes_panel import NotesPanel
 from widgets.timeline_view import TimelineView
 
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
-        yield c
-
-
-@pytest.fixture
-async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
-    async with live_server.harness() as harness:
-        session = await harness.start_session(agent_name="builder", cwd="/work/repo", title="Fix the build")
-        await session.run_started("Fix the failing test")
-        await session.narrate(1, ["Looking at the test first."])
-        yield session
+client = test_pilot.client
+agent = test_pilot.agent
 
 
 async def test_a_read_note_shows_what_the_agent_did_next_and_t_jumps_there(
