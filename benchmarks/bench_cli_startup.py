@@ -3,7 +3,11 @@
 Prints the median and max over N runs of: ``preloop --help`` (parsing only), ``preloop sessions list -o id``
 and ``preloop notes list --json`` (one HTTP round trip each, 20 sessions on the server), beside a bare
 ``python -c pass`` and ``python -c "import textual.app"`` for scale: scripted commands must not pay for
-the full-screen app.
+the full-screen app. Target: both scripted commands at most 150 ms median (issue 12).
+
+The cases take turns run by run, so a burst of load on a shared machine hits them all alike, and each
+runs once untimed first: that writes its bytecode cache as an installed package has one (even when
+``PYTHONDONTWRITEBYTECODE`` is set here), so the figures are start-up, not compilation.
 
     .venv/bin/python benchmarks/bench_cli_startup.py [--runs 15]
 """
@@ -29,15 +33,17 @@ from server.harness_client import HarnessClient  # noqa: E402
 PRELOOP = str(Path(sys.executable).parent / "preloop")
 
 
-def _time(argv: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run(argv, capture_output=True, env=env, check=False)
-        times.append((time.perf_counter() - start) * 1000)
-        if done.returncode != 0:
-            raise SystemExit(f"{argv} failed: {done.stderr.decode()}")
-    return statistics.median(times), max(times)
+TARGET_MS = 150.0
+SCRIPTED = ("preloop sessions list -o id", "preloop notes list --json")
+
+
+def _once(argv: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, env=env, check=False)
+    took = (time.perf_counter() - start) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{argv} failed: {done.stderr.decode()}")
+    return took
 
 
 def main() -> None:
@@ -46,6 +52,7 @@ def main() -> None:
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         for name in ("STATE", "CONFIG", "DATA"):
             env[f"PRELOOP_{name}_DIR"] = os.environ[f"PRELOOP_{name}_DIR"] = str(Path(tmp) / name.lower())
         server = EmbeddedServer(db_path=Path(tmp) / "cp.sqlite3")
@@ -67,10 +74,18 @@ def main() -> None:
                 ("preloop sessions list -o id", [PRELOOP, "sessions", "list", "-o", "id"]),
                 ("preloop notes list --json", [PRELOOP, "notes", "list", "--session", first[:8], "--json"]),
             ]
-            print(f"CLI start-up, {opts.runs} runs each (wall time of the whole process)")
-            for label, argv in cases:
-                median, worst = _time(argv, opts.runs, env)
-                print(f"  {label:<34} median {median:7.1f} ms   max {worst:7.1f} ms")
+            for _, argv in cases:
+                _once(argv, env)  # untimed: writes the bytecode cache
+            times: dict[str, list[float]] = {label: [] for label, _ in cases}
+            for _ in range(opts.runs):
+                for label, argv in cases:
+                    times[label].append(_once(argv, env))
+            load = os.getloadavg()[0]
+            print(f"CLI start-up, {opts.runs} runs each (wall time of a whole process), load {load:.2f}")
+            for label, _ in cases:
+                median = statistics.median(times[label])
+                target = f"   target <= {TARGET_MS:.0f} ms" if label in SCRIPTED else ""
+                print(f"  {label:<34} median {median:7.1f} ms   max {max(times[label]):7.1f} ms{target}")
         finally:
             server.stop()
 

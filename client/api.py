@@ -30,7 +30,6 @@ from client.backends.base import ApprovalPage, Backend, Capabilities, ServerKind
 from client.backends.rest import API_PREFIX, PreloopRestApi
 from client.connection import Connection
 from client.errors import ClientError
-from client.events import Event
 from client.models import (
     ActivityItem,
     Approval,
@@ -41,7 +40,10 @@ from client.models import (
     Session,
     SessionList,
 )
-from client.status import StreamStatus
+
+if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
+    from client.events import Event
+    from client.status import StreamStatus
 
 __all__ = ["API_PREFIX", "Client", "open_client"]
 

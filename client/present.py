@@ -13,30 +13,15 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from client import ids
-from client.events import (
-    ApprovalDecided,
-    ApprovalRequested,
-    Event,
-    ModelDelta,
-    ModelStep,
-    NoteEvent,
-    RunCancelled,
-    RunCompleted,
-    RunFailed,
-    RunStarted,
-    SessionEnded,
-    SessionStarted,
-    SessionUpdated,
-    ToolCompleted,
-    ToolStarted,
-    UnknownEvent,
-)
 from client.ids import MIN_PREFIX
 from client.models import Note, NoteState, Session
 from client.textsafe import safe_line
+
+if TYPE_CHECKING:
+    from client.events import Event
 
 SessionState = Literal["live", "idle", "ended"]
 
@@ -340,6 +325,24 @@ def event_line(event: Event) -> tuple[str, str]:
     Model deltas are returned as their raw chunk (still made safe); the caller decides whether to buffer
     them into whole lines.
     """
+    from client.events import (  # built on first use: scripted commands never stream
+        ApprovalDecided,
+        ApprovalRequested,
+        ModelDelta,
+        ModelStep,
+        NoteEvent,
+        RunCancelled,
+        RunCompleted,
+        RunFailed,
+        RunStarted,
+        SessionEnded,
+        SessionStarted,
+        SessionUpdated,
+        ToolCompleted,
+        ToolStarted,
+        UnknownEvent,
+    )
+
     match event:
         case SessionStarted(session=s):
             return "session", f"started: {session_title(s)}"

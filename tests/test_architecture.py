@@ -5,9 +5,11 @@ These run the real tools as subprocesses so a clean clone fails loudly when a co
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +72,35 @@ def test_ruff_format_is_clean() -> None:
 def test_mypy_strict_is_clean() -> None:
     result = _run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("token_from", ["local-server file", "PRELOOP_URL/PRELOOP_TOKEN"])
+def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from: str) -> None:
+    """The real ``preloop`` process for ``sessions list -o id`` and ``notes list --json`` imports no keyring
+    (its token is in the environment or the local server's file), no Textual or Rich (not even through
+    httpx's own command line), and nothing that only streaming needs (the event vocabulary, the SSE
+    follower): each of those costs start-up time a script pays on every call."""
+    import asyncio
+
+    async def start_one() -> str:
+        async with live_server.harness() as harness:
+            return str((await harness.start_session(agent_name="a")).session_id)
+
+    session = asyncio.run(start_one())
+    env = dict(os.environ)
+    if token_from.startswith("PRELOOP_URL"):
+        env.update(PRELOOP_URL=live_server.url, PRELOOP_TOKEN=live_server.token)
+    code = (
+        "import sys\n"
+        "from tui.cli import main\n"
+        "codes = [main(['sessions', 'list', '-o', 'id']),\n"
+        "         main(['notes', 'list', '--session', sys.argv[1], '--json'])]\n"
+        "print(codes, sorted(n for n in sys.modules if n.split('.')[0] in {'keyring', 'textual', 'rich', "
+        "'httpx_sse'} or n.startswith(('client.events', 'client.streaming', 'client.backends.local.feed', "
+        "'client.timeline'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, session], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[0, 0] []", done.stdout

@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from client.events import Event
 from client.models import (
     ActivityItem,
     Approval,
@@ -29,7 +28,10 @@ from client.models import (
     Session,
     SessionList,
 )
-from client.status import StreamStatus
+
+if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
+    from client.events import Event
+    from client.status import StreamStatus
 
 ServerKind = Literal["local", "preloop", "dendrux"]
 """The kinds of server the client knows; ``client.backends.open_backend`` maps each to its backend."""

@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from client.backends.base import Capabilities, ServerKind
-from client.backends.local.feed import follow_sse
 from client.backends.rest import PreloopRestApi
-from client.events import Event
 from client.ids import require_uuid
 from client.models import AttentionSnapshot, Session
-from client.status import StreamStatus
+
+if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
+    from client.events import Event
+    from client.status import StreamStatus
 
 __all__ = ["LocalBackend"]
 
@@ -32,6 +34,8 @@ class LocalBackend(PreloopRestApi):
 
     async def follow(self, session_id: str, *, after: int = 0) -> AsyncGenerator[Event | StreamStatus, None]:
         """Live events after seq ``after``, in order, exactly once, with connection states between them."""
+        from client.backends.local.feed import follow_sse  # streaming only: scripted commands never load it
+
         async with aclosing(follow_sse(self, require_uuid(session_id), after=after)) as items:
             async for item in items:
                 yield item
