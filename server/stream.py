@@ -41,17 +41,27 @@ async def sse_body(
             # replay (initially, and whenever the live queue could not keep up)
             while True:
                 batch = await store.events_after(session_id, last, REPLAY_BATCH)
+                # One write per batch, not per event: a client catching up on 100,000 events then reads
+                # 200 chunks instead of 100,000 (each a trip through h11, httpx and the SSE decoder).
+                frames: list[str] = []
+                ended = False
                 for event in batch:
-                    yield _frame(event)
+                    frames.append(_frame(event))
                     last = event.seq
                     if event.type == "session.ended":
-                        return
+                        ended = True
+                        break
+                if frames:
+                    yield "".join(frames)
+                if ended:
+                    return
                 if len(batch) < REPLAY_BATCH:
                     break
             if sub.closed or await _ended(store, session_id):
                 # ended: storage already has everything, including session.ended; send what is left
-                for event in await store.events_after(session_id, last, 1_000_000):
-                    yield _frame(event)
+                rest = await store.events_after(session_id, last, 1_000_000)
+                if rest:
+                    yield "".join(_frame(event) for event in rest)
                 return
             # live
             while True:

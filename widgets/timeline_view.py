@@ -307,9 +307,11 @@ class TimelineView(ScrollView, can_focus=True):
         self._first_shown = first
         for stale in [i for i in self._rendered if i < first]:
             del self._rendered[stale]
-        for entry in self.timeline:
-            if entry.id >= first:
-                self._append_block(entry.id)
+        shown = self._newest_that_fit([entry.id for entry in self.timeline if entry.id >= first])
+        if shown:
+            self._first_shown = max(self._first_shown, shown[0])
+        for entry_id in shown:
+            self._append_block(entry_id)
         return 0
 
     def _append_block(self, entry_id: int) -> None:
@@ -365,10 +367,30 @@ class TimelineView(ScrollView, can_focus=True):
                     self._start[entry_id] = self._base + len(self._lines)
                     self._lines.extend(old_tail[offset : offset + count])
                 offset += count
-        for entry_id in changes.appended:
-            if entry_id >= self._first_shown and entry_id not in self._start:
-                self._append_block(entry_id)
+        fresh = [i for i in changes.appended if i >= self._first_shown and i not in self._start]
+        shown = self._newest_that_fit(fresh)
+        if len(shown) < len(fresh):
+            # The new entries alone overflow max_lines (a backlog caught up in one go): everything
+            # older would be dropped unseen by _enforce_max_lines, so it is dropped now, unrendered.
+            removed += self._drop_front(shown[0] if shown else fresh[-1] + 1)
+        for entry_id in shown:
+            self._append_block(entry_id)
         return removed
+
+    def _newest_that_fit(self, entry_ids: list[int]) -> list[int]:
+        """The newest of ``entry_ids`` (ascending) whose lines fit in ``max_lines``, rendered newest first
+        so that the older ones, which could never be shown, are never rendered (catching up on 100,000
+        events renders the last screenfuls, not every block). Always keeps the newest entry."""
+        room = self.max_lines - 1  # - 1: room for the marker line
+        used = 0
+        for index in range(len(entry_ids) - 1, -1, -1):
+            entry_id = entry_ids[index]
+            lines = self._render_block(entry_id)
+            used += len(lines) if lines is not None else 0
+            if used > room and index < len(entry_ids) - 1:
+                self._rendered.pop(entry_id, None)
+                return entry_ids[index + 1 :]
+        return entry_ids
 
     def _enforce_max_lines(self) -> int:
         excess = len(self._lines) + 1 - self.max_lines  # + 1: room for the marker line
