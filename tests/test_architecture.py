@@ -79,7 +79,8 @@ def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from:
     """The real ``preloop`` process for ``sessions list -o id`` and ``notes list --json`` imports no keyring
     (its token is in the environment or the local server's file), no Textual or Rich (not even through
     httpx's own command line), and nothing that only streaming needs (the event vocabulary, the SSE
-    follower): each of those costs start-up time a script pays on every call."""
+    follower; httpx-sse itself is small and loaded with the connection): each costs start-up time
+    a script pays on every call."""
     import asyncio
 
     async def start_one() -> str:
@@ -95,8 +96,8 @@ def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from:
         "from tui.cli import main\n"
         "codes = [main(['sessions', 'list', '-o', 'id']),\n"
         "         main(['notes', 'list', '--session', sys.argv[1], '--json'])]\n"
-        "print(codes, sorted(n for n in sys.modules if n.split('.')[0] in {'keyring', 'textual', 'rich', "
-        "'httpx_sse'} or n.startswith(('client.events', 'client.streaming', 'client.backends.local.feed', "
+        "print(codes, sorted(n for n in sys.modules if n.split('.')[0] in {'keyring', 'textual', 'rich'} "
+        "or n.startswith(('client.events', 'client.streaming', 'client.backends.local.feed', "
         "'client.timeline'))))\n"
     )
     done = subprocess.run(
