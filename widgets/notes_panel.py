@@ -10,11 +10,13 @@ terminal-safe, built as ``rich.text.Text``, cut to a few lines).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from rich.console import Group
 from rich.padding import Padding
 from rich.text import Text
+from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -76,6 +78,14 @@ class NotesPanel(OptionList):
     }
     NotesPanel:focus { border: round $accent; }
     """
+
+    @dataclass
+    class Counted(Message):
+        """The count line (``Notes (3) · 1 waiting``) changed; a narrow layout shows it when the list is
+        hidden."""
+
+        panel: NotesPanel
+        title: str
 
     def __init__(self, *, clock: Callable[[], datetime] = _utcnow, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -173,6 +183,7 @@ class NotesPanel(OptionList):
         if waiting:
             title += f" · {waiting} waiting"
         self.border_title = title
+        self.post_message(self.Counted(self, title))
 
 
 def _time_words(note: Note, now: datetime) -> tuple[str, ...]:

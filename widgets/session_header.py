@@ -123,13 +123,16 @@ class SessionHeader(Static):
         # (the reconnect attempt number, which the banner repeats) and never the approvals count.
         parts: list[Text] = []
         count = self.pending_approvals
-        if count:
+        state, words = agent_state(session, count, self._clock()) if session is not None else ("", "")
+        if count and state != "ended":
+            # The agent is blocked on a human: one phrase says both what it does and how many wait.
+            parts.append(Text(f"⚑ agent waiting for approval ({count} pending)", style="bold reverse yellow"))
+        elif count:
             noun = "approval" if count == 1 else "approvals"
             parts.append(Text(f"⚑ {count} {noun} pending", style="bold reverse yellow"))
         if self.read_only:
             parts.append(Text("read-only", style="bold magenta"))
-        if session is not None:
-            state, words = agent_state(session, count, self._clock())
+        if session is not None and not (count and state != "ended"):
             parts.append(Text("agent ").append_text(session_badge(state, words)))
         parts.append(Text("stream ").append_text(self.connection_text()))
         if not count:

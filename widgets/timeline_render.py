@@ -166,6 +166,32 @@ def wrap_plain(body: str, width: int) -> list[str]:
     return lines
 
 
+def _fit(parts: list[tuple[str, Style | None]], width: int, wrap: bool) -> list[RenderedLine]:
+    """One line cut to ``width`` (``… ``), or with ``wrap`` the whole of it on as many lines as it takes,
+    continuation lines indented by two cells."""
+    line = _one_line(parts, width)
+    if not wrap:
+        return [line]
+    full = Text(end="")
+    for part, style in parts:
+        full.append(part, style)
+    if full.cell_len <= width:
+        return [line]
+    first = full.wrap(_measure_console(width), width)[0]
+    rest = full[len(first.plain) :]
+    rest = rest[len(rest.plain) - len(rest.plain.lstrip()) :]
+    out: list[RenderedLine] = [_nowrap(first)]
+    for more in rest.wrap(_measure_console(width), max(width - 2, 1)):
+        out.append(_nowrap(Text.assemble("  ", more)))
+    return out
+
+
+def _nowrap(text: Text) -> Text:
+    text.no_wrap = True
+    text.end = ""
+    return text
+
+
 def _wrap(body: str, width: int, style: Style, gutter: str, gutter_style: Style) -> list[Text]:
     """Wrap sanitised ``body`` to ``width`` behind a gutter; styles go on spans (a bare base is dropped)."""
     inner = max(width - GUTTER_WIDTH, 1)
@@ -255,7 +281,7 @@ def collapsed_commentary(entry: TextEntry, width: int, count: int) -> Text:
     )
 
 
-def _render_tool(entry: ToolEntry, width: int) -> list[RenderedLine]:
+def _render_tool(entry: ToolEntry, width: int, wrap: bool = False) -> list[RenderedLine]:
     icon, word, style = _TOOL_LOOK[entry.state]
     parts: list[tuple[str, Style | None]] = [
         (f"{icon} ", style),
@@ -268,10 +294,10 @@ def _render_tool(entry: ToolEntry, width: int) -> list[RenderedLine]:
         parts.append((" " + format_duration(entry.duration_ms), STYLE_DIM))
     if entry.state is not ToolState.COMPLETED and entry.result_summary:
         parts.append(("  — " + safe_line(entry.result_summary), STYLE_DIM))
-    return [_one_line(parts, width)]
+    return _fit(parts, width, wrap)
 
 
-def _render_approval(entry: ApprovalEntry, width: int) -> list[RenderedLine]:
+def _render_approval(entry: ApprovalEntry, width: int, wrap: bool = False) -> list[RenderedLine]:
     approval = entry.approval
     tool = safe_line(approval.tool_name or "tool") if approval else "tool"
     summary = safe_line(approval.summary or "") if approval else ""
@@ -282,13 +308,13 @@ def _render_approval(entry: ApprovalEntry, width: int) -> list[RenderedLine]:
             parts.append(("  " + summary, None))
         if entry.status != "pending":
             parts.append((f"  (now {safe_line(entry.status)})", STYLE_DIM))
-        return [_one_line(parts, width)]
+        return _fit(parts, width, wrap)
     status = entry.status
     icon, style = _APPROVAL_LOOK.get(status, ("•", STYLE_DIM))
     parts = [(f"{icon} approval {safe_line(status)}  ", style), (tool, STYLE_NAME)]
     if approval is not None and approval.approver_comment:
         parts.append(("  “" + safe_line(approval.approver_comment) + "”", None))
-    return [_one_line(parts, width)]
+    return _fit(parts, width, wrap)
 
 
 def _render_note(entry: NoteEntry, width: int) -> list[RenderedLine]:
@@ -333,16 +359,17 @@ def render_marker(count: int, width: int) -> Text:
 
 
 def render_entry(
-    entry: TimelineEntry, width: int, *, collapse_commentary: bool = False
+    entry: TimelineEntry, width: int, *, collapse_commentary: bool = False, wrap: bool = False
 ) -> list[RenderedLine]:
-    """The lines of one entry at ``width`` cells; the view calls it again when the entry changes."""
+    """The lines of one entry at ``width`` cells; the view calls it again when the entry changes.
+    ``wrap`` shows tool, approval and unknown-event lines in full instead of cut to one line."""
     width = max(width, MIN_WIDTH)
     if isinstance(entry, TextEntry):
         return _render_text(entry, width, collapse_commentary)
     if isinstance(entry, ToolEntry):
-        return _render_tool(entry, width)
+        return _render_tool(entry, width, wrap)
     if isinstance(entry, ApprovalEntry):
-        return _render_approval(entry, width)
+        return _render_approval(entry, width, wrap)
     if isinstance(entry, NoteEntry):
         return _render_note(entry, width)
     if isinstance(entry, RunEntry):
@@ -358,7 +385,7 @@ def render_entry(
     ]
     if entry.summary:
         parts.append(("  " + safe_line(entry.summary), STYLE_DIM))
-    return [_one_line(parts, width)]
+    return _fit(parts, width, wrap)
 
 
 def line_to_strip(line: RenderedLine, console: Console) -> Strip:

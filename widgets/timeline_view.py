@@ -97,6 +97,9 @@ class TimelineView(ScrollView, can_focus=True):
     collapse_commentary: reactive[bool] = reactive(False)
     """Show each commentary block as one ``▸ commentary (N lines)`` line."""
 
+    wrap_lines: reactive[bool] = reactive(False)
+    """Show long tool / approval lines in full (wrapped) instead of cut to the width with ``…``."""
+
     following: var[bool] = var(True)
     """True while the view sticks to the newest output; False once the reader scrolled up (paused)."""
 
@@ -233,6 +236,12 @@ class TimelineView(ScrollView, can_focus=True):
         if following:
             self.unseen = 0
 
+    def watch_wrap_lines(self, _value: bool) -> None:
+        self._rendered.clear()  # cached blocks were cut (or wrapped) the other way
+        self._needs_full = True
+        if self.is_mounted:
+            self.flush()
+
     def watch_collapse_commentary(self, _value: bool) -> None:
         self._needs_full = True
         if self.is_mounted:
@@ -286,7 +295,7 @@ class TimelineView(ScrollView, can_focus=True):
         if cached is not None and cached[0] == entry.revision and cached[1] == self._width:
             lines = cached[2]
         else:
-            lines = render_entry(entry, self._width)
+            lines = render_entry(entry, self._width, wrap=self.wrap_lines)
             self._rendered[entry_id] = (entry.revision, self._width, lines)
         if self.collapse_commentary and isinstance(entry, TextEntry) and entry.phase is TextPhase.COMMENTARY:
             head = lines[:1] if entry.dropped_chars else []

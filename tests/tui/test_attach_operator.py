@@ -235,3 +235,45 @@ async def test_header_says_waiting_for_approval_and_toasts_leave_the_box_alone(
         assert not toast.region.overlaps(screen.composer.region)
         await pilot.press("escape", "a")
         await asyncio.wait_for(task, 10)
+
+
+async def test_narrow_terminals_stack_the_panels_and_too_small_says_so(
+    client: Client, agent: HarnessSession
+) -> None:
+    """At 60×20 approvals sit under the timeline at full width with whole button labels, the notes list is
+    one count line until p; at 40×12 one notice replaces the crushed layout and q still detaches."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=(60, 20)) as pilot:
+        screen = await attached(pilot, app)
+        task = asyncio.create_task(agent.permission_check("Read", {"path": "README.md"}))
+        await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+        await pilot.pause()
+        view, panel = screen.view.region, screen.approvals_panel.region
+        assert panel.width >= 58 and panel.y >= view.bottom, (view, panel)  # under it, full width
+        assert view.width >= 58
+        for button in screen.approvals_panel.query("Button"):
+            assert str(button.label) in ("Approve", "Decline", "Args")
+            assert button.region.width >= len(str(button.label)), button.region
+        hint = screen.query_one("#notes-hint", Static)
+        assert not screen.notes_panel.display or screen.notes_panel.region.height == 0
+        await pilot.press(*"check the README", "enter")
+        await until(pilot, lambda: "Notes (1) · 1 waiting" in str(hint.render()), "the notes count line")
+        await pilot.press("escape", "p")
+        await until(pilot, lambda: screen.notes_panel.region.height > 3, "the notes list shown")
+        assert screen.view.region.height == 0 or not screen.query_one("#main").display
+        await pilot.press("p")
+        await until(pilot, lambda: screen.view.region.height > 3, "the timeline back")
+
+        await pilot.resize_terminal(40, 12)
+        notice = screen.query_one("#too-small", Static)
+        await until(pilot, lambda: bool(notice.region.height), "the too-small notice")
+        assert "Terminal too small (40×12)" in str(notice.render())
+        await pilot.resize_terminal(100, 30)
+        await until(pilot, lambda: not notice.region.height, "the layout back when large enough")
+        side = screen.query_one("#side")
+        assert side.region.x > screen.view.region.x  # side by side again
+        await pilot.resize_terminal(40, 12)
+        await until(pilot, lambda: bool(notice.region.height), "the notice again")
+        await pilot.press("q")
+        await until(pilot, lambda: app.return_value is not None or not app.is_running, "q detaches")
+    task.cancel()

@@ -64,3 +64,56 @@ def test_attach_risky_approval_asks_first(snap_compare: Any, size: tuple[int, in
         approvals=[data.approval(tool_args={"command": "rm -rf dist/", "cwd": "/srv/repos/payments"})],
     )
     assert snap_compare(app, run_before=_approve, terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_attach_narrow_stacks_the_side_panel(snap_compare: Any, size: tuple[int, int]) -> None:
+    """Below 90 columns the approvals go under the timeline at full width (buttons read in full) and the
+    notes shrink to a count line that says p shows them."""
+    app = _attach_app(
+        [Live(), *data.streaming_script()], approvals=[data.approval()], notes=data.notes_all_states()[:3]
+    )
+    assert snap_compare(app, run_before=_settle, terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_attach_narrow_notes_toggled(snap_compare: Any, size: tuple[int, int]) -> None:
+    """p: the notes list takes the timeline's place; the count line says p goes back."""
+
+    async def _notes(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        await pilot.press("escape", "p")
+        await _wait_quiet(pilot)
+
+    app = _attach_app([Live(), *data.streaming_script()], notes=data.notes_all_states()[:3])
+    assert snap_compare(app, run_before=_notes, terminal_size=size)
+
+
+def test_attach_too_small(snap_compare: Any) -> None:
+    """40×12: one notice with the size it needs and how to leave, not a six-column timeline."""
+    app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()])
+    assert snap_compare(app, run_before=_settle, terminal_size=(40, 12))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_attach_long_tool_lines_wrapped(snap_compare: Any, size: tuple[int, int]) -> None:
+    """l: a tool line cut with … is shown in full, wrapped behind an indent."""
+    ev = Script(data.SID, ago(minutes=2))
+    long_args = "kubectl rollout restart deployment/payments-api --namespace production-eu-west-1"
+    script = [
+        ev("run.started", run_id="r1", task="Restart the API"),
+        ev("tool.started", run_id="r1", call_id="k1", name="Bash", args_summary=long_args),
+        ev("tool.completed", run_id="r1", call_id="k1", name="Bash", status="ok", duration_ms=1200),
+    ]
+
+    async def _wrap(pilot: Pilot[Any]) -> None:
+        await _settle(pilot)
+        await pilot.press("escape", "l")
+        await _wait_quiet(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, AttachScreen)
+        screen.view.flush()
+        await pilot.pause()
+
+    app = _attach_app([Live(), *script])
+    assert snap_compare(app, run_before=_wrap, terminal_size=size)

@@ -38,6 +38,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
@@ -78,6 +79,13 @@ CONFIRM_RISKS = frozenset({"high", "danger", "critical"})
 """Approvals at these risk levels ask "are you sure?" before ``a`` (or the button) approves them; lower
 risk stays one key. ``PRELOOP_CONFIRM_RISK`` changes the set (see ``tui.app``)."""
 
+SIDE_PANEL_BELOW = 90
+"""Narrower than this the side column would squeeze the timeline (and read "Approv/Declin"): it moves
+under the timeline at full width, approvals only, and the notes list is a toggle (``p``)."""
+
+MIN_SIZE = (50, 14)
+"""Below this many columns × rows nothing is readable: one notice says so instead of a crushed layout."""
+
 STALE_NOTICE_WINDOW = timedelta(seconds=10)
 """An approval decided elsewhere is announced only if the decision is this recent (not replayed history)."""
 
@@ -105,6 +113,22 @@ class AttachScreen(Screen[None]):
         Binding("w", "withdraw_none", "Withdraw", show=False, id="attach.withdraw_none"),
         Binding("n", "focus_composer", "Note", id="attach.note", tooltip="Write a note to the agent"),
         Binding("c", "toggle_commentary", "Commentary", id="attach.commentary", tooltip="Collapse narration"),
+        Binding(
+            "p",
+            "toggle_notes",
+            "Notes",
+            show=False,  # the "✉ Notes … p shows them" line under the timeline says it where it matters
+            id="attach.notes",
+            tooltip="Narrow terminal: show the notes list instead of the timeline, or back",
+        ),
+        Binding(
+            "l",
+            "toggle_wrap",
+            "Wrap",
+            show=False,
+            id="attach.wrap",
+            tooltip="Wrap long tool and approval lines in the timeline instead of cutting them",
+        ),
         Binding(
             "escape",
             "leave_composer",
@@ -163,6 +187,24 @@ class AttachScreen(Screen[None]):
     /* Notices go top-left, over the oldest lines in view: never over the note box, the keys or the
        newest lines, where the operator is reading and typing. */
     AttachScreen #textual-toastrack { dock: top; align: left top; margin: 1 0 0 1; }
+    /* Narrow: the side column goes under the timeline, full width; notes only on request (p). */
+    AttachScreen.-narrow #body { layout: vertical; }
+    AttachScreen.-narrow #side { width: 1fr; min-width: 0; max-width: 100%; height: auto; max-height: 60%; }
+    AttachScreen.-narrow #side ApprovalsPanel { max-height: 100%; }
+    AttachScreen.-narrow #side ApprovalsPanel.-expanded { height: auto; }
+    AttachScreen.-narrow #side ApprovalsPanel.-expanded > OptionList { height: auto; max-height: 100%; }
+    AttachScreen.-narrow #notes { display: none; }
+    AttachScreen.-narrow.-show-notes #main { display: none; }
+    AttachScreen.-narrow.-show-notes #side { height: 1fr; max-height: 100%; }
+    AttachScreen.-narrow.-show-notes #notes { display: block; }
+    AttachScreen #notes-hint { display: none; height: 1; padding: 0 1; color: $text-muted; }
+    AttachScreen.-narrow #notes-hint { display: block; }
+    AttachScreen #too-small { display: none; }
+    AttachScreen.-too-small > * { display: none; }
+    AttachScreen.-too-small > #too-small {
+        display: block; width: 1fr; height: 1fr; content-align: center middle; text-align: center;
+        padding: 0 1;
+    }
     """
 
     def __init__(
@@ -181,6 +223,7 @@ class AttachScreen(Screen[None]):
         self.confirm_risks = frozenset(r.lower() for r in confirm_risks)
         self.drafts = drafts if drafts is not None else DraftStore()
         self._draft_timer: Timer | None = None
+        self._focus_before_small: Widget | None = None
         self.backend = backend
         self.session_id = session_id
         self.read_only = read_only
@@ -230,13 +273,18 @@ class AttachScreen(Screen[None]):
             with Vertical(id="side"):
                 yield self._approvals
                 yield self._notes
+                self._notes_hint = Static("", id="notes-hint")
+                yield self._notes_hint
         yield self._send_error
         yield self._composer
+        self._too_small = Static("", id="too-small")
+        yield self._too_small
         narrow = self.app.size.width < COMPACT_BELOW
         self._footer = Footer(compact=narrow, show_command_palette=not narrow)
         yield self._footer
 
     def on_resize(self) -> None:
+        self._fit_layout()
         narrow = self.app.size.width < COMPACT_BELOW
         footer = self._footer
         if footer.show_command_palette == narrow:
@@ -244,7 +292,57 @@ class AttachScreen(Screen[None]):
             footer.show_command_palette = not narrow
             footer.refresh(recompose=True)  # the Footer reads show_command_palette only when composing
 
+    def _fit_layout(self) -> None:
+        """Pick the layout for the terminal's size: side by side, stacked (narrow), or "too small"."""
+        width, height = self.app.size
+        narrow = width < SIDE_PANEL_BELOW
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            if not narrow:
+                self.remove_class("-show-notes")
+            self.refresh_bindings()
+        min_width, min_height = MIN_SIZE
+        small = width < min_width or height < min_height
+        if small:
+            self._too_small.update(
+                Text(
+                    f"Terminal too small ({width}×{height}): the session view needs at least "
+                    f"{min_width}×{min_height}. Enlarge the window; q detaches, the session keeps running."
+                )
+            )
+        if small and not self.has_class("-too-small"):
+            # Keys must reach the screen (q detaches), not a hidden note box that would swallow them.
+            self._focus_before_small = self.focused
+            self.set_focus(None)
+        elif not small and self.has_class("-too-small"):
+            if self._focus_before_small is not None and self._focus_before_small.is_attached:
+                self.set_focus(self._focus_before_small)
+            self._focus_before_small = None
+        self.set_class(small, "-too-small")
+
+    @on(NotesPanel.Counted)
+    def _notes_counted(self, event: NotesPanel.Counted) -> None:
+        event.stop()
+        self._update_notes_hint()
+
+    def _update_notes_hint(self) -> None:
+        title = str(self._notes.border_title or "Notes")
+        where = "p: back to the timeline" if self.has_class("-show-notes") else "p shows them"
+        self._notes_hint.update(Text(f"✉ {title} · {where}"))
+
+    def action_toggle_notes(self) -> None:
+        """Narrow terminal: the notes list takes the timeline's place, or gives it back."""
+        self.toggle_class("-show-notes")
+        self._update_notes_hint()
+        self.refresh_bindings()
+
+    def action_toggle_wrap(self) -> None:
+        """Long tool and approval lines are cut to the width; wrap them in full, or cut them again."""
+        self._view.wrap_lines = not self._view.wrap_lines
+
     def on_mount(self) -> None:
+        self._fit_layout()
+        self._update_notes_hint()
         self.watch(self._view, "following", self._show_follow_hint)
         self.watch(self._view, "unseen", self._show_follow_hint)
         self._update_composer_visibility()
@@ -815,6 +913,8 @@ class AttachScreen(Screen[None]):
             return self._composer.has_focus
         if action == "back":
             return not self._composer.has_focus
+        if action == "toggle_notes":
+            return self.has_class("-narrow")
         return True
 
     @on(NotesPanel.OptionHighlighted)

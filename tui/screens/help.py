@@ -36,6 +36,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("x", "expand or collapse the approval's arguments"),
             ("w", "withdraw a pending note (asks which when several are pending)"),
             ("c", "collapse or show the agent's commentary"),
+            ("l", "wrap long tool and approval lines in full, or cut them to the width again"),
+            ("p", "below 90 columns: the notes list instead of the timeline, and back"),
             ("PageUp, Up, Home", "scroll back; following pauses and ↓ N new counts what arrives"),
             ("End", "jump to the newest output and follow it again (outside the note box)"),
             ("Tab", "move between composer, notes and approvals"),
