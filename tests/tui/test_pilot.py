@@ -63,6 +63,20 @@ async def until(pilot: Any, condition: Callable[[], bool], what: str, seconds: f
         await pilot.pause(0.05)
 
 
+async def click(pilot: Any, selector: str) -> None:
+    """Click a button once it is laid out where the user sees it (a panel that just appeared may not be
+    placed yet on a loaded machine, and a click at its old place hits something else)."""
+    await until(
+        pilot,
+        lambda: (
+            bool(pilot.app.screen.query(selector)) and pilot.app.screen.query_one(selector).region.width > 0
+        ),
+        f"{selector} on screen",
+    )
+    await pilot.pause()
+    await pilot.click(selector)
+
+
 def attach_screen(app: PreloopApp) -> AttachScreen:
     screen = app.screen
     assert isinstance(screen, AttachScreen), screen
@@ -367,11 +381,11 @@ async def test_approve_and_expand_by_mouse(client: Client, agent: HarnessSession
         await until(pilot, lambda: panel.count == 1, "the approval")
         approval = panel.selected
         assert approval is not None
-        await pilot.click("#expand")
+        await click(pilot, "#expand")
         assert approval.id in panel.expanded
-        await pilot.click("#approve")
+        await click(pilot, "#approve")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "Bash is danger: asked first")
-        await pilot.click("#yes")
+        await click(pilot, "#yes")
         verdict = await asyncio.wait_for(task, 10)
         assert verdict.decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
@@ -463,10 +477,10 @@ async def test_decline_by_mouse_through_the_comment_dialog(client: Client, agent
         panel = screen.query_one(ApprovalsPanel)
         task = asyncio.create_task(agent.permission_check("Bash", {"command": "git push --force"}))
         await until(pilot, lambda: panel.count == 1, "the approval")
-        await pilot.click("#decline")
+        await click(pilot, "#decline")
         await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment dialog")
         await pilot.press(*"use a PR")
-        await pilot.click("#decline")  # the dialog's own button this time
+        await click(pilot, "#decline")  # the dialog's own button this time
         verdict = await asyncio.wait_for(task, 10)
         assert verdict.decision == "deny"
         assert "use a PR" in (verdict.reason + (verdict.operator_note or ""))
@@ -483,9 +497,9 @@ async def test_cancel_in_the_comment_dialog_leaves_the_approval_pending(
         panel = screen.query_one(ApprovalsPanel)
         task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
         await until(pilot, lambda: panel.count == 1, "the approval")
-        await pilot.click("#decline")
+        await click(pilot, "#decline")
         await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment dialog")
-        await pilot.click("#cancel")
+        await click(pilot, "#cancel")
         await until(pilot, lambda: app.screen is screen, "back on the attach screen")
         await pilot.pause(0.3)
         page = await client.list_approvals(session_id=agent.session_id)
