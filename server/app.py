@@ -42,7 +42,7 @@ from server.errors import ApiError
 from server.http_input import Authenticate, BodyGuard, Offset, StrictJsonRoute, validation_error
 from server.notes import NoteTarget
 from server.store import Store, now_utc
-from server.stream import sse_body
+from server.stream import MAX_TAIL, REPLAY_AFTER_HEADER, sse_body
 
 API = "/api/v1"
 VERSION = "0.1.0"
@@ -273,22 +273,36 @@ def create_app(
         op: Op,
         session_id: str,
         after: Annotated[int | None, Query(ge=0)] = None,
+        tail: Annotated[int | None, Query(ge=1, le=MAX_TAIL)] = None,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> StreamingResponse:
-        """Replay from storage after the resume point, then live push; ends after ``session.ended``."""
+        """Replay from storage after the resume point, then live push; ends after ``session.ended``.
+
+        ``tail=N`` without a resume point replays only the newest N stored events: a client attaching to
+        a long session shows its recent history at once instead of reading all of it. Where the replay
+        starts is in the ``Preloop-Replay-After`` header (the seq just before the first one sent)."""
         start = after or 0
+        resume = after is not None
         if last_event_id is not None and last_event_id.strip():
             try:
                 start = int(last_event_id.strip())
             except ValueError:
                 raise ApiError(400, "Last-Event-ID must be an integer event id") from None
+            resume = True
         sid, _, last_seq = await plane.sessions.session_status(op, session_id)
+        if tail is not None and not resume:
+            start = max(last_seq - tail, 0)
         # A resume point beyond the newest event (e.g. an id from a database that was reset) must not
         # hide every new event: start from the newest one instead.
+        start = min(max(start, 0), last_seq)
         return StreamingResponse(
-            sse_body(plane.store, plane.bus, sid, min(max(start, 0), last_seq), keepalive_seconds),
+            sse_body(plane.store, plane.bus, sid, start, keepalive_seconds),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers={
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+                REPLAY_AFTER_HEADER: str(start),
+            },
         )
 
     # -- operator notes --------------------------------------------------------------------------

@@ -15,6 +15,10 @@ from server.store import Store, StoredEvent
 
 SSE_RETRY_MS = 3000
 REPLAY_BATCH = 500
+#: ``?tail=N`` (replay only the newest N stored events) accepts at most this many.
+MAX_TAIL = 1_000_000
+#: Response header: the seq just before the first replayed event (what ``tail`` resolved to).
+REPLAY_AFTER_HEADER = "Preloop-Replay-After"
 
 
 async def _ended(store: Store, session_id: str) -> bool:

@@ -44,6 +44,7 @@ class Stream:
     comments: list[str] = field(default_factory=list)
     retry: list[int] = field(default_factory=list)
     closed_by_server: bool = False
+    replay_after: str | None = None
 
     @property
     def seqs(self) -> list[int]:
@@ -64,6 +65,7 @@ async def read_stream(
     session_id: str,
     *,
     after: int | None = None,
+    tail: int | None = None,
     last_event_id: str | None = None,
     stop: Callable[[Stream], bool] = lambda s: False,
     seconds: float = 10.0,
@@ -72,18 +74,23 @@ async def read_stream(
     headers = {"Authorization": f"Bearer {token}"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = last_event_id
-    params = {"after": after} if after is not None else None
+    params: dict[str, int] = {}
+    if after is not None:
+        params["after"] = after
+    if tail is not None:
+        params["tail"] = tail
     out = Stream()
 
     async def run() -> None:
         async with (
             httpx.AsyncClient(base_url=url, timeout=seconds) as http,
             http.stream(
-                "GET", f"/api/v1/runtime-sessions/{session_id}/events", headers=headers, params=params
+                "GET", f"/api/v1/runtime-sessions/{session_id}/events", headers=headers, params=params or None
             ) as resp,
         ):
             out.status = resp.status_code
             out.content_type = resp.headers.get("content-type", "")
+            out.replay_after = resp.headers.get("preloop-replay-after")
             if resp.status_code != 200:
                 await resp.aread()
                 return

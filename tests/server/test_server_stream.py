@@ -197,3 +197,66 @@ async def test_a_resume_point_beyond_the_newest_event_still_gets_new_events(live
     await agent.run_started("after a reset")
     stream = await asyncio.wait_for(reader, 10)
     assert stream.types == ["run.started"] and stream.seqs == [2]
+
+
+async def test_tail_replays_only_the_newest_events_and_says_where_they_start(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="long")
+    await agent.run_started("a long one")
+    for n in range(10):
+        await agent.delta(f"chunk {n} ", 1)
+    everything = await read_stream(
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.frames) >= 12
+    )
+    assert everything.seqs == list(range(1, 13)) and everything.replay_after == "0"
+    last = everything.seqs[-1]
+
+    tail = await read_stream(
+        live_server.url, live_server.token, agent.session_id, tail=3, stop=lambda s: len(s.frames) >= 3
+    )
+    assert tail.seqs == [last - 2, last - 1, last] and tail.replay_after == str(last - 3)
+    # then live events follow, as on any stream
+    reader = asyncio.create_task(
+        read_stream(
+            live_server.url, live_server.token, agent.session_id, tail=1, stop=lambda s: len(s.frames) >= 2
+        )
+    )
+    await asyncio.sleep(0.2)
+    await agent.delta("live ", 1)
+    live = await asyncio.wait_for(reader, 10)
+    assert live.seqs == [last, last + 1]
+
+
+async def test_a_resume_point_wins_over_tail_and_a_long_tail_is_everything(live_server, harness) -> None:
+    agent = await harness.start_session(agent_name="resume")
+    await agent.run_started("t")
+    await agent.delta("a", 1)
+    await agent.delta("b", 1)
+    resumed = await read_stream(
+        live_server.url,
+        live_server.token,
+        agent.session_id,
+        after=1,
+        tail=1,
+        stop=lambda s: len(s.frames) >= 3,
+    )
+    assert resumed.seqs == [2, 3, 4] and resumed.replay_after == "1"
+    by_header = await read_stream(
+        live_server.url,
+        live_server.token,
+        agent.session_id,
+        last_event_id="2",
+        tail=1,
+        stop=lambda s: len(s.frames) >= 2,
+    )
+    assert by_header.seqs == [3, 4]
+    whole = await read_stream(
+        live_server.url, live_server.token, agent.session_id, tail=1000, stop=lambda s: len(s.frames) >= 4
+    )
+    assert whole.seqs == [1, 2, 3, 4] and whole.replay_after == "0"
+
+
+@pytest.mark.parametrize("tail", [0, -1, 10**7])
+async def test_a_tail_out_of_range_is_a_422(live_server, harness, tail: int) -> None:
+    agent = await harness.start_session(agent_name="bad-tail")
+    stream = await read_stream(live_server.url, live_server.token, agent.session_id, tail=tail, seconds=5)
+    assert stream.status == 422
