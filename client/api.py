@@ -293,7 +293,9 @@ class Client:
                 await self.detect_server_kind()
         return self._backend or backend_for("local", self.conn)
 
-    async def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]:
+    async def follow(
+        self, session_id: str, *, after: int = 0, tail: int | None = None
+    ) -> AsyncIterator[Event | StreamStatus]:
         """Live events of a session after seq ``after``, in order, exactly once, with connection states.
 
         Ends after the session's end event or a refusal; everything else is retried. The server's kind is
@@ -301,7 +303,7 @@ class Client:
         reports and retries the failure).
         """
         backend = await self._live_backend()
-        async for item in _closing(backend.follow(session_id, after=after)):
+        async for item in _closing(backend.follow(session_id, after=after, tail=tail)):
             yield item
 
 

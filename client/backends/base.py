@@ -146,9 +146,15 @@ class ApprovalDesk(Protocol):
 
 
 class LiveFeed(Protocol):
-    """One session's events as they happen, in order, once each, with connection states between them."""
+    """One session's events as they happen, in order, once each, with connection states between them.
 
-    def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]: ...
+    ``after`` resumes after a seq; ``tail`` (with ``after`` 0) asks for only the newest ``tail`` stored
+    events first, so a long session opens at once. A server that cannot do it replays everything: the
+    first event's seq tells the caller where the history starts."""
+
+    def follow(
+        self, session_id: str, *, after: int = 0, tail: int | None = None
+    ) -> AsyncIterator[Event | StreamStatus]: ...
 
 
 class AttentionFeed(Protocol):

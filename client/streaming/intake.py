@@ -44,6 +44,13 @@ class SeqIntake:
         self._gap_mark: int | None = None
         self._jumps_seen = 0
 
+    def start_after(self, seq: int) -> None:
+        """The server replays from after ``seq`` (a tail of the history was asked for): events up to
+        ``seq`` were not sent on purpose and are no gap. Only before anything was released or held."""
+        order = self.order
+        if seq > order.last_seq and not order.gap and order.last_seq < order.first_seq:
+            order.last_seq = seq
+
     @property
     def cursor(self) -> int:
         """The last contiguous seq: where a reopened stream resumes (``Last-Event-ID``)."""

@@ -27,7 +27,7 @@ from client.errors import (
     ValidationFailed,
 )
 from client.events import Event, ModelDelta, SessionEnded, SessionStarted
-from client.status import Connecting, Ended, Live, Reconnecting, Refused, Skipped, StreamStatus
+from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from server.harness_client import HarnessClient, HarnessSession
 from tests.client.faults import FreezingProxy
 from tests.conftest import LiveServer
@@ -416,6 +416,41 @@ async def test_follow_after_skips_what_was_seen(
     assert everything == list(range(1, len(everything) + 1))
     tail = event_seqs(await collect(client, agent.session_id, after=3))
     assert tail == everything[3:]
+
+
+async def test_follow_with_a_tail_starts_at_the_newest_events_without_calling_the_rest_a_gap(
+    harness: HarnessClient, client: Client, live_server: LiveServer
+) -> None:
+    """Attaching to a long session reads only its newest events: the first ones are no gap to refill,
+    nothing is reported missed, and after a reconnect it resumes where it was (no second tail)."""
+    agent = await new_session(harness)
+    await agent.run_started("long")
+    for n in range(30):
+        await agent.delta(f"{n} ", 1)
+    last = 32  # session.started, run.started, 30 deltas
+    items: list[Event | StreamStatus] = []
+    seen_live = asyncio.Event()
+
+    async def consume() -> None:
+        async for item in client.follow(agent.session_id, tail=5):
+            items.append(item)
+            if any(isinstance(i, ModelDelta) and i.text == "after restart" for i in items):
+                seen_live.set()
+
+    task = asyncio.create_task(consume())
+    for _ in range(100):
+        if len(event_seqs(items)) >= 5:
+            break
+        await asyncio.sleep(0.05)
+    assert event_seqs(items) == list(range(last - 4, last + 1))
+    await asyncio.to_thread(live_server.stop)
+    await asyncio.to_thread(live_server.start)  # same port, same database
+    await agent.delta("after restart", 1)
+    await asyncio.wait_for(seen_live.wait(), 20)
+    task.cancel()
+    assert event_seqs(items) == list(range(last - 4, last + 2))  # resumed after 32, not a new tail
+    assert not any(isinstance(i, Missed | Skipped) for i in items)
+    assert any(isinstance(i, Reconnecting) for i in items)
 
 
 async def test_resume_after_a_server_restart_mid_stream_loses_and_repeats_nothing(

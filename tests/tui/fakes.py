@@ -129,7 +129,9 @@ class FakeBackend:
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
         return (await self.get_approval(approval_id)).model_copy(update={"status": "declined"})
 
-    async def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]:
+    async def follow(
+        self, session_id: str, *, after: int = 0, tail: int | None = None
+    ) -> AsyncIterator[Event | StreamStatus]:
         for item in self.script:
             yield item
         self.script_consumed = True

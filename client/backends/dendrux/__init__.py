@@ -425,8 +425,11 @@ class DendruxBackend:
 
     # ----------------------------------------------------------------------------------- live
 
-    async def follow(self, session_id: str, *, after: int = 0) -> AsyncGenerator[Event | StreamStatus, None]:
-        """The run's events after local seq ``after`` (see :mod:`client.backends.dendrux.feed`)."""
+    async def follow(
+        self, session_id: str, *, after: int = 0, tail: int | None = None
+    ) -> AsyncGenerator[Event | StreamStatus, None]:
+        """The run's events after local seq ``after`` (see :mod:`client.backends.dendrux.feed`); a run is
+        read whole (``tail`` is not offered: the gap check needs the run's events from the start)."""
         from client.backends.dendrux.feed import follow_dendrux
 
         async with aclosing(follow_dendrux(self, session_id, after=after)) as items:

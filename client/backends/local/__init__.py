@@ -32,11 +32,14 @@ class LocalBackend(PreloopRestApi):
         """The session detail as is: our server fills every counter (no list-row lookup needed)."""
         return await self._session_detail(session_id)
 
-    async def follow(self, session_id: str, *, after: int = 0) -> AsyncGenerator[Event | StreamStatus, None]:
-        """Live events after seq ``after``, in order, exactly once, with connection states between them."""
+    async def follow(
+        self, session_id: str, *, after: int = 0, tail: int | None = None
+    ) -> AsyncGenerator[Event | StreamStatus, None]:
+        """Live events after seq ``after`` (or the newest ``tail`` first), in order, exactly once, with
+        connection states between them."""
         from client.backends.local.feed import follow_sse  # streaming only: scripted commands never load it
 
-        async with aclosing(follow_sse(self, require_uuid(session_id), after=after)) as items:
+        async with aclosing(follow_sse(self, require_uuid(session_id), after=after, tail=tail)) as items:
             async for item in items:
                 yield item
 

@@ -11,6 +11,8 @@ keep most of them):
   ``retry:`` when it sent one;
 * 401/403/404 (any 4xx but 408/425/429) stop it with ``Refused``;
 * a frame that cannot be decoded is skipped and counted (``Skipped``); its seq still counts as seen;
+* ``tail=N`` (on a first open only) asks for the newest N stored events; the ``Preloop-Replay-After``
+  header says where they start, so what came before is not mistaken for a gap;
 * it stops after ``session.ended`` with ``Ended``, or when the server closes the stream with nothing new
   and REST says the session has ended (resuming at the end of an ended session).
 """
@@ -18,6 +20,7 @@ keep most of them):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
@@ -36,7 +39,10 @@ from client.streaming.sse import SSEDecoder
 if TYPE_CHECKING:
     from client.backends.rest import PreloopRestApi
 
-__all__ = ["events_path", "follow_sse"]
+__all__ = ["REPLAY_AFTER_HEADER", "events_path", "follow_sse"]
+
+#: The stream's answer to ``?tail=N``: the seq just before the first replayed event (docs/protocol.md).
+REPLAY_AFTER_HEADER = "Preloop-Replay-After"
 
 
 def events_path(session_id: str) -> str:
@@ -53,16 +59,19 @@ async def _session_over(api: PreloopRestApi, session_id: str) -> bool:
 
 
 def follow_sse(
-    api: PreloopRestApi, session_id: str, *, after: int = 0
+    api: PreloopRestApi, session_id: str, *, after: int = 0, tail: int | None = None
 ) -> AsyncGenerator[Event | StreamStatus, None]:
-    """Follow one session's SSE stream (see the module docstring for the promises)."""
+    """Follow one session's SSE stream (see the module docstring for the promises); ``tail`` asks for
+    only the newest ``tail`` stored events when starting from the beginning (``after`` 0)."""
     conn = api.conn
     intake = SeqIntake(after)
 
     async def connect(link: Link) -> AsyncGenerator[Event | StreamStatus, None]:
         cursor = intake.cursor
         headers = {"Last-Event-ID": str(cursor)} if cursor > 0 else {}
-        params = {"after": cursor} if cursor > 0 else None
+        params: dict[str, int] | None = {"after": cursor} if cursor > 0 else None
+        if cursor == 0 and tail is not None:
+            params = {"tail": tail}
         async with conn.event_source(events_path(session_id), headers=headers, params=params) as source:
             response = source.response
             status = response.status_code
@@ -75,6 +84,10 @@ def follow_sse(
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype:
                 raise Retry(f"the server sent {ctype or 'no content type'}, not an event stream")
+            if params is not None and "tail" in params:
+                # Where the server's tail starts: events before it were left out on purpose, not lost.
+                with contextlib.suppress(ValueError):
+                    intake.start_after(int(response.headers.get(REPLAY_AFTER_HEADER, "0")))
             yield Live(intake.cursor)
             decoder = SSEDecoder()
             chunks = response.aiter_bytes().__aiter__()

@@ -58,8 +58,11 @@ class PreloopBackend(PreloopRestApi):
         if session_id:
             self.nudge(session_id)
 
-    async def follow(self, session_id: str, *, after: int = 0) -> AsyncGenerator[Event | StreamStatus, None]:
-        """Live events of one session after local seq ``after`` (seq is numbered here, contiguous)."""
+    async def follow(
+        self, session_id: str, *, after: int = 0, tail: int | None = None
+    ) -> AsyncGenerator[Event | StreamStatus, None]:
+        """Live events of one session after local seq ``after`` (seq is numbered here, contiguous). The
+        whole activity replay is read (``tail`` is not offered by Preloop); the view keeps the newest."""
         async with aclosing(
             follow_preloop(self, require_uuid(session_id), after=after, timing=self.timing)
         ) as items:
