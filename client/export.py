@@ -251,7 +251,7 @@ def build_export(
     ordered_approvals = sorted(
         approval_by_id.values(), key=lambda a: a.requested_at or datetime.min.replace(tzinfo=UTC)
     )
-    return {
+    doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "exported_at": _iso(exported_at),
         "session": {
@@ -274,6 +274,9 @@ def build_export(
         "notes": [_note_item(n, timeline) for n in ordered_notes],
         "approvals": [_approval_item(a) for a in ordered_approvals],
     }
+    if timeline.events_not_loaded:
+        doc["events_not_loaded"] = timeline.events_not_loaded
+    return doc
 
 
 def export_file_name(session_id: str, exported_at: datetime, fmt: str) -> str:
@@ -416,6 +419,12 @@ def to_markdown(doc: dict[str, Any]) -> str:
     if doc["final_answer"] is not None:
         out += ["## Final answer", "", *md_block(doc["final_answer"]), ""]
     out += ["## Timeline", ""]
+    if doc.get("events_not_loaded"):
+        out += [
+            f"*The {doc['events_not_loaded']:,} earlier events were not read by the client; "
+            "`preloop sessions export` has the whole session.*",
+            "",
+        ]
     if doc["dropped_entries"]:
         out += [f"*{doc['dropped_entries']} earlier entries were not kept by the client.*", ""]
     out += _timeline_lines(doc) or ["*No events.*"]

@@ -359,6 +359,8 @@ class Timeline:
         self._updated: dict[int, None] = {}
         self._dropped_since_drain = 0
         self.last_seq = 0
+        self.events_not_loaded = 0
+        """Events before the first one received (a long session opened at its newest events only)."""
         self.duplicates = 0
         self.session: Session | None = None
         self.approvals: dict[str, Approval] = {}
@@ -455,6 +457,8 @@ class Timeline:
             if seq <= self.last_seq:
                 self.duplicates += 1
                 continue
+            if self.last_seq == 0 and seq > 1:
+                self.events_not_loaded = seq - 1  # history starts here: the feed sent a tail
             self.last_seq = seq
             applied += 1
             if type(event) is ModelDelta:  # narrows for mypy, unlike a saved type

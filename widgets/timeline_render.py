@@ -352,10 +352,16 @@ def _render_session(entry: SessionEntry, width: int) -> list[RenderedLine]:
     return [_one_line([("● session started", STYLE_RUN)], width)]
 
 
-def render_marker(count: int, width: int) -> Text:
-    """The first line when earlier entries are gone (dropped by the model or past the view's line cap)."""
-    word = "entry" if count == 1 else "entries"
-    return _one_line([(f"… {count} earlier {word} dropped", STYLE_MARKER)], max(width, MIN_WIDTH))
+def render_marker(count: int, width: int, not_loaded: int = 0) -> Text:
+    """The first line when earlier entries are gone (dropped by the model or past the view's line cap)
+    or were never loaded (a long session opened at its newest events): say so, and where to get them."""
+    parts: list[str] = []
+    if not_loaded:
+        parts.append(f"… {not_loaded:,} earlier events not loaded; preloop sessions export has all")
+    if count:
+        word = "entry" if count == 1 else "entries"
+        parts.append(f"{count} earlier {word} dropped" if parts else f"… {count} earlier {word} dropped")
+    return _one_line([(" · ".join(parts), STYLE_MARKER)], max(width, MIN_WIDTH))
 
 
 def render_entry(

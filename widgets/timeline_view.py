@@ -281,10 +281,10 @@ class TimelineView(ScrollView, can_focus=True):
 
     @property
     def _has_marker(self) -> bool:
-        return self._first_shown > 1
+        return self._first_shown > 1 or self.timeline.events_not_loaded > 0
 
     def _marker_line(self) -> RenderedLine:
-        return render_marker(self._first_shown - 1, self._width)
+        return render_marker(self._first_shown - 1, self._width, self.timeline.events_not_loaded)
 
     def _render_block(self, entry_id: int) -> list[RenderedLine] | None:
         """An entry's lines, re-rendered only when its revision or the width changed."""

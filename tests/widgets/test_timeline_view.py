@@ -252,3 +252,34 @@ async def test_a_long_flood_stays_within_the_line_cap() -> None:
         assert view.lines_text[0].startswith("… ") and view.lines_text[0].endswith("earlier entries dropped")
         # Bookkeeping shrinks with the lines: nothing keeps scrolled-off entries alive in the view.
         assert len(view._rendered) == len(view._start) <= 500
+
+
+async def test_a_history_that_starts_late_says_how_many_events_were_not_loaded() -> None:
+    """A long session opened at its newest events: the first line says the rest exists and where it is,
+    and the line cap's own marker joins it instead of replacing it."""
+    ev = Feed()
+    ev.seq = 94_999  # the feed's first event is seq 95,000
+    app = TimelineApp(max_lines=30)
+    async with app.run_test(size=(100, 12)) as pilot:
+        view = app.view
+        view.feed(ev.tools(10))
+        await settle(pilot)
+        assert app.timeline.events_not_loaded == 94_999
+        assert view.lines_text[0] == ("… 94,999 earlier events not loaded; preloop sessions export has all")
+        assert view.lines_text[1].startswith("◌ Bash  echo 0")
+        view.feed(ev.tools(40, start=10))
+        await settle(pilot)
+        assert view.lines_text[0].startswith("… 94,999 earlier events not loaded; preloop sessions export")
+        assert view.lines_text[0].endswith("· 21 earlier entries dropped")
+        assert view.line_count <= 30
+
+
+async def test_a_history_from_the_first_event_has_no_marker() -> None:
+    ev = Feed()
+    app = TimelineApp()
+    async with app.run_test(size=(100, 12)) as pilot:
+        view = app.view
+        view.feed(ev.tools(3))
+        await settle(pilot)
+        assert app.timeline.events_not_loaded == 0
+        assert view.lines_text[0].startswith("◌ Bash  echo 0")
