@@ -27,6 +27,7 @@ failure.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import ClassVar
@@ -64,6 +65,14 @@ from widgets.timeline_view import TimelineView
 
 FRAME = 1 / 60
 """Events are applied and the view synced at most this often."""
+
+HISTORY_EVENTS = 5_000
+"""How much history to read when attaching: the newest this many stored events (where the server can send
+only a tail). The view keeps about as much; a session of 100,000 events then opens at once, its first line
+saying how many earlier events were not loaded."""
+
+YIELD_EVERY = 250
+"""While a backlog streams in, the stream worker lets the screen run after this many events."""
 
 BINDINGS_EVERY = 0.2
 """Key availability (and so the footer) is re-checked at most this often while events pour in."""
@@ -238,6 +247,12 @@ class AttachScreen(Screen[None]):
         """Set when the server refused the session outright (no such id, no access): nothing to watch."""
         self._buffer: list[Event] = []
         self._flush_scheduled = False
+        self._flushed_once = False
+        # Note and approval changes the stream brought before the panels' own lists arrived: applied
+        # on top of those lists (they are newer), so the history can stream in while the lists load.
+        self._panels_loaded = False
+        self._early_notes: dict[str, Note] = {}
+        self._early_approvals: dict[str, tuple[Approval, datetime]] = {}
         self._decided_here: set[str] = set()
         self._deciding: set[str] = set()
         """Approvals with a decision on its way: a second key press meanwhile must not send another."""
@@ -389,11 +404,10 @@ class AttachScreen(Screen[None]):
 
     @work(exclusive=True, group="attach-load")
     async def load_initial(self) -> None:
-        """Session row, existing notes and pending approvals; then the live stream starts."""
+        """Session row first (it tells a refusal early); then the stream starts while the existing notes
+        and pending approvals load beside it, so a long session's history is on screen sooner."""
         try:
             self._set_session(await self.backend.get_session(self.session_id))
-            notes = await self.backend.list_notes(session_id=self.session_id)
-            approvals = await self.backend.list_approvals(session_id=self.session_id)
         except (NotFound, AuthError, PermissionDenied) as exc:
             # A definite no: following would only be refused again, and a note could not be sent.
             if not get_current_worker().is_cancelled:
@@ -403,25 +417,53 @@ class AttachScreen(Screen[None]):
             # Not a refusal (the server is down, say): the stream below keeps trying and says so.
             if not get_current_worker().is_cancelled:
                 self.banner.show(f"Could not load the session: {exc}", "error")
+        if self._follow:
+            self.follow_stream()
+        try:
+            notes, approvals = await asyncio.gather(
+                self.backend.list_notes(session_id=self.session_id),
+                self.backend.list_approvals(session_id=self.session_id),
+                return_exceptions=True,  # both finish before either failure is looked at
+            )
+            if isinstance(notes, BaseException):
+                raise notes
+            if isinstance(approvals, BaseException):
+                raise approvals
+        except (NotFound, AuthError, PermissionDenied) as exc:
+            if not get_current_worker().is_cancelled:
+                self._refuse(exc)
+            return
+        except ClientError as exc:
+            if not get_current_worker().is_cancelled:
+                self.banner.show(f"Could not load the session: {exc}", "error")
         else:
             self.notes_panel.upsert_many(notes.notes)
             self.approvals_panel.set_pending(approvals.items)
             self._pending_changed()
-        if self._follow:
-            self.follow_stream()
+        self._panels_loaded = True
+        early_notes, self._early_notes = self._early_notes, {}
+        early_approvals, self._early_approvals = self._early_approvals, {}
+        self._apply_panel_changes(early_notes, early_approvals)
 
     @work(exclusive=True, group="attach-stream")
     async def follow_stream(self) -> None:
         """Iterate the follower until the session ends, the server refuses, or the screen goes away."""
+        since_yield = 0
         try:
-            async for item in self.backend.follow(self.session_id):
+            async for item in self.backend.follow(self.session_id, tail=HISTORY_EVENTS):
                 if isinstance(item, Connecting | Live | Reconnecting | Ended | Refused | Missed | Skipped):
                     self.apply_status(item)
-                else:
-                    self._buffer.append(item)
-                    if not self._flush_scheduled:
-                        self._flush_scheduled = True
-                        self.set_timer(FRAME, self._flush)
+                    continue
+                self._buffer.append(item)
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    # The first events are shown at once; later ones at most once per frame.
+                    self.set_timer(FRAME if self._flushed_once else 0.001, self._flush)
+                since_yield += 1
+                if since_yield >= YIELD_EVERY:
+                    # A backlog arrives faster than it is read: let the screen paint between chunks.
+                    since_yield = 0
+                    await asyncio.sleep(0)
         except ClientError as exc:
             self.apply_status(Refused(str(exc)))
         except Exception as exc:  # a bug below us must not take the operator's screen down with it
@@ -431,6 +473,7 @@ class AttachScreen(Screen[None]):
         self._flush_scheduled = False
         if not self._buffer or not self.is_attached:
             return
+        self._flushed_once = True
         batch, self._buffer = self._buffer, []
         self.timeline.apply_many(batch)
         # Panels take the net change of the whole batch: one rebuild each, however many events.
@@ -444,6 +487,19 @@ class AttachScreen(Screen[None]):
             elif isinstance(event, SessionEnded):
                 self._set_session(event.session)
                 self._mark_ended(event.reason)
+        if self._panels_loaded:
+            self._apply_panel_changes(notes, approvals)
+        else:
+            self._early_notes.update(notes)
+            self._early_approvals.update(approvals)
+        if self.timeline.session is not None and self.timeline.session is not self.session:
+            self._set_session(self.timeline.session)
+        self._view.sync()
+
+    def _apply_panel_changes(
+        self, notes: dict[str, Note], approvals: dict[str, tuple[Approval, datetime]]
+    ) -> None:
+        """One batch's net note and approval changes into the panels (one rebuild each)."""
         if notes:
             self.notes_panel.upsert_many(notes.values())
             self._bindings_changed()  # withdraw depends on the highlighted note's state
@@ -452,10 +508,7 @@ class AttachScreen(Screen[None]):
             for approval in left:
                 self._announce_decided_elsewhere(approval, approvals[approval.id][1])
             self._pending_changed()
-        if self.timeline.session is not None and self.timeline.session is not self.session:
-            self._set_session(self.timeline.session)
         self._update_thens()
-        self._view.sync()
 
     def _update_thens(self) -> None:
         """Each delivered note's "then: ..." line follows what the agent did next (its text grows)."""
@@ -844,8 +897,6 @@ class AttachScreen(Screen[None]):
     @work(group="attach-export")
     async def action_export(self) -> None:
         """Write the session as Markdown (what the screen holds) for the post-incident review."""
-        import asyncio
-
         from client.export import build_export, export_file_name, to_markdown
         from client.paths import exports_dir
         from tui.commands.export import write_atomically
