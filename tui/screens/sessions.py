@@ -324,7 +324,7 @@ class SessionsScreen(Screen[None]):
         try:
             page = await self.backend.list_sessions(limit=PAGE)
         except ClientError as exc:
-            if get_current_worker().is_cancelled:
+            if self._gone():
                 return
             self.error = exc
             hint = "r: retry · the rows below are from the last refresh" if self.sessions else "r: retry"
@@ -332,12 +332,19 @@ class SessionsScreen(Screen[None]):
             # The last good rows stay, but their "20s ago" and live/idle keep ageing against the clock.
             self.apply_rows()
             return
+        if self._gone():
+            return
         self.error = None
         self.loaded = True
         self.query_one(Banner).clear()
         self.sessions = page.items
         self.more_on_server = page.has_more
         self.apply_rows()
+
+    def _gone(self) -> bool:
+        """An answer that came back while the screen is being taken apart (the app exiting: its widgets
+        are removed before its workers are cancelled) has nowhere to go."""
+        return get_current_worker().is_cancelled or not self.query("#sessions-table")
 
     def visible_sessions(self) -> list[Session]:
         """The rows after the active-only toggle and the filter text, newest session first."""
