@@ -251,8 +251,13 @@ class TimelineView(ScrollView, can_focus=True):
         self.sync()
 
     def on_resize(self) -> None:
+        # A view that was following keeps following through a resize: a smaller window must not look
+        # like the reader scrolled up ("following paused").
+        was_following = self.following
         if self.scrollable_content_region.width != self._width:
             self.flush()
+        if was_following:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -283,3 +283,28 @@ async def test_a_history_from_the_first_event_has_no_marker() -> None:
         await settle(pilot)
         assert app.timeline.events_not_loaded == 0
         assert view.lines_text[0].startswith("◌ Bash  echo 0")
+
+
+async def test_a_following_view_keeps_following_through_a_resize() -> None:
+    """Making the terminal smaller (or narrower) is not scrolling up: the newest line stays in view and
+    no "following paused" hint appears; a reader who did scroll up stays where they were."""
+    ev = Feed()
+    app = TimelineApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.view
+        view.feed(ev.tools(100))
+        await settle(pilot)
+        assert view.at_bottom and view.following
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        assert view.at_bottom and view.following
+        await pilot.resize_terminal(60, 12)  # height only
+        await settle(pilot)
+        assert view.at_bottom and view.following
+        assert "echo 99" in "".join(s.text for s in screen_segments(view))
+
+        await pilot.press("home")
+        await pilot.pause()
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert view.scroll_y == 0 and not view.following
