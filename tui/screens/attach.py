@@ -71,7 +71,7 @@ HISTORY_EVENTS = 5_000
 only a tail). The view keeps about as much; a session of 100,000 events then opens at once, its first line
 saying how many earlier events were not loaded."""
 
-YIELD_EVERY = 250
+YIELD_EVERY = 100
 """While a backlog streams in, the stream worker lets the screen run after this many events."""
 
 BINDINGS_EVERY = 0.2
@@ -455,10 +455,15 @@ class AttachScreen(Screen[None]):
                     self.apply_status(item)
                     continue
                 self._buffer.append(item)
+                if not self._flushed_once:
+                    # The first event is shown at once, and the screen gets a frame to paint it before
+                    # the rest of a backlog is read: the operator sees the session, then it catches up.
+                    self._flush()
+                    await asyncio.sleep(FRAME)
+                    continue
                 if not self._flush_scheduled:
                     self._flush_scheduled = True
-                    # The first events are shown at once; later ones at most once per frame.
-                    self.set_timer(FRAME if self._flushed_once else 0.001, self._flush)
+                    self.set_timer(FRAME, self._flush)  # then at most once per frame
                 since_yield += 1
                 if since_yield >= YIELD_EVERY:
                     # A backlog arrives faster than it is read: let the screen paint between chunks.
