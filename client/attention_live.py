@@ -10,7 +10,8 @@
   (``Refused``); a server without the endpoint (404) is polled instead.
 * :func:`poll_attention` works on any backend's REST side (a Preloop server pushes no
   account-wide feed): pending approvals every ``interval`` seconds, the failed notes of recently active
-  sessions every ``notes_every`` polls, each round yielded as a snapshot. Failures back off up to
+  sessions every ``notes_every`` polls, each round yielded as a snapshot (rounds start ``interval`` apart;
+  when the notes are due the approvals go out first). Failures back off up to
   ``backoff_max``; an auth refusal stops it.
 """
 
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncGenerator, Callable
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
@@ -188,18 +190,40 @@ async def poll_attention(
     notes_every: int = 5,
     backoff_max: float = 30.0,
     clock: Callable[[], datetime] | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> AsyncGenerator[AttentionItem, None]:
-    """Snapshots every ``interval`` seconds from plain REST calls (approvals each time, notes less often)."""
+    """Snapshots every ``interval`` seconds from plain REST calls (approvals each time, notes less often).
+
+    Rounds *start* ``interval`` apart (the wait after a round is the interval minus the round's own time,
+    never less than nothing), and in a round that also asks for the notes (session by session on a
+    Preloop server: slow) the approvals are yielded first, so an approval shows within about one interval
+    however slow the notes are. ``monotonic`` and ``sleep`` are seams for tests.
+    """
     now = clock or (lambda: datetime.now(UTC))
     notes: list[Note] = []
     rounds = 0
     failures = 0
     live = False
+
+    def snapshot(approvals: list[Approval]) -> AttentionSnapshot:
+        at = now()
+        return AttentionSnapshot(at=at, notes_since=at - notes_window, approvals=approvals, notes=notes)
+
     yield Connecting(1)
     while True:
+        started = monotonic()
+        notes_due = rounds % max(notes_every, 1) == 0
         try:
             approvals = await pending_approvals(backend)
-            if rounds % max(notes_every, 1) == 0:
+            if notes_due and rounds:
+                # Not the first round (whose snapshot must hold everything: what it lacked would later
+                # look like news): the approvals go out now, the notes follow in a second snapshot.
+                if not live:
+                    live = True
+                    yield Live(0)
+                yield snapshot(approvals)
+            if notes_due:
                 notes = await failed_notes(backend, now() - notes_window)
         except (AuthError, PermissionDenied) as exc:
             yield Refused(exc.hint, exc.status)
@@ -209,13 +233,12 @@ async def poll_attention(
             live = False
             delay = backoff_delay(failures, initial=max(interval, 0.01), maximum=max(backoff_max, interval))
             yield Reconnecting(failures, delay, exc.hint)
-            await asyncio.sleep(delay)
+            await sleep(delay)
             continue
         if not live:
             live = True
             yield Live(0)
         failures = 0
         rounds += 1
-        at = now()
-        yield AttentionSnapshot(at=at, notes_since=at - notes_window, approvals=approvals, notes=notes)
-        await asyncio.sleep(interval)
+        yield snapshot(approvals)
+        await sleep(max(interval - (monotonic() - started), 0.0))

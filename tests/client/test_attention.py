@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -246,3 +247,54 @@ async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client:
     assert snap.approvals == []
     assert [n.text for n in snap.notes] == ["too late"]
     await feed.aclose()
+
+
+async def test_polling_starts_a_round_every_interval_however_long_the_rounds_take(
+    harness: HarnessClient, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poller whose server takes 0.4 s to list the approvals and 1.2 s more for the notes still starts a
+    round every 3 s (it waits the interval minus the round, so a change shows within one interval, not one
+    interval plus a round); in a notes round the approvals go out before the notes are asked for; a round
+    longer than the interval is followed by the next one at once (never a negative wait)."""
+    session = await harness.start_session(agent_name="builder")
+    await client.send_note("run the linter", session_id=session.session_id)  # the notes round asks it
+    clock = [0.0]
+    looks: list[float] = []
+    waits: list[float] = []
+    look_takes = [0.4]
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        clock[0] += seconds
+        await asyncio.sleep(0)
+
+    list_approvals, list_notes = client.list_approvals, client.list_notes
+
+    async def slow_approvals(**kwargs: Any) -> Any:
+        looks.append(clock[0])
+        clock[0] += look_takes[0]
+        return await list_approvals(**kwargs)
+
+    async def slow_notes(**kwargs: Any) -> Any:
+        clock[0] += 0.4  # asked once per failed state: 1.2 s per notes round
+        return await list_notes(**kwargs)
+
+    monkeypatch.setattr(client, "list_approvals", slow_approvals)
+    monkeypatch.setattr(client, "list_notes", slow_notes)
+    feed = poll_attention(
+        client, timedelta(hours=1), interval=3.0, notes_every=2, monotonic=lambda: clock[0], sleep=sleep
+    )
+    shown: list[float] = []
+    async with aclosing(feed):
+        async for item in feed:
+            if isinstance(item, AttentionSnapshot):
+                shown.append(clock[0])
+                if len(looks) == 5:
+                    look_takes[0] = 3.5  # from the 6th round on, a look takes longer than the interval
+                if len(looks) == 7:
+                    break
+    assert looks == pytest.approx([0.0, 3.0, 6.0, 9.0, 12.0, 15.0, 18.5])
+    # rounds 1 (with the notes: the first snapshot holds everything), 2, 3 (approvals, then notes), 4,
+    # 5 (approvals, then notes), 6 (slow), 7 (slow, at once; approvals first)
+    assert shown == pytest.approx([1.6, 3.4, 6.4, 7.6, 9.4, 12.4, 13.6, 18.5, 22.0])
+    assert min(waits) == 0.0
