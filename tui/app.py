@@ -48,7 +48,7 @@ from typing import ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.reactive import reactive
+from textual.reactive import var
 
 from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backend import Backend
@@ -92,8 +92,9 @@ class PreloopApp(App[str | None]):
         Binding("f2", "inbox", "Inbox", show=False, id="app.inbox_f2", tooltip="Every session's approvals"),
     ]
 
-    inbox_count: reactive[int] = reactive(0)
-    """Approvals waiting plus failed notes not yet seen, across all sessions (every header shows it)."""
+    inbox_count: var[int] = var(0)
+    """Approvals waiting plus failed notes not yet seen, across all sessions (every header shows it; a
+    ``var``, not a ``reactive``: a new count redraws the badges, not the whole screen)."""
 
     def __init__(
         self,
@@ -177,13 +178,15 @@ class PreloopApp(App[str | None]):
         """After the inbox or its feed changed: update every header's count, the inbox screen, and alert
         for what is new outside the session on screen."""
         changes = changes or []
-        self.inbox_count = self.inbox.count
         viewing = self.screen.session_id if isinstance(self.screen, AttachScreen) else None
         self.alerter.changes(changes, viewing=viewing)
+        # The inbox screen first, then the headers' count (the inbox screen may have marked notes seen):
+        # the first widget to report a change starts the next frame, and the inbox table's new size must
+        # be in it, or the new row waits a frame for its layout.
         for screen in self.screen_stack:
             if isinstance(screen, InboxScreen):
                 screen.inbox_changed(self.attention_status)
-        self.inbox_count = self.inbox.count  # the inbox screen may have marked notes seen
+        self.inbox_count = self.inbox.count
 
     def _write_terminal(self, data: str) -> None:
         """Alerts go straight to the controlling terminal in one write (never in a headless test run)."""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from rich.text import Text
+from textual import events
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 
@@ -75,9 +76,38 @@ def agent_of(approval: Approval) -> str | None:
     return approval.managed_agent_name or (approval.agent.name if approval.agent else None)
 
 
+def same_text(a: Text, b: Text) -> bool:
+    """Whether two texts look the same (``Text ==`` ignores the base style, e.g. a countdown turning red),
+    so a caller can skip an update that would repaint (and lay out) for nothing."""
+    return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+
+
+def update_static(widget: Static, content: Text, *, fixed_size: bool = False) -> bool:
+    """Give ``widget`` new text only if it looks different (``Static.update`` repaints, and by default
+    lays the screen out again, even for the same text); the layout is skipped when the widget's size
+    cannot change (``fixed_size``) or its one unwrapped line keeps its width. Returns whether it was
+    updated."""
+    old = widget.content
+    if isinstance(old, Text) and same_text(old, content):
+        return False
+    same_size = (  # one line, as wide as before, and not wrapped: the widget keeps its size
+        isinstance(old, Text)
+        and "\n" not in old.plain
+        and "\n" not in content.plain
+        and old.cell_len == content.cell_len <= widget.content_size.width
+    )
+    widget.update(content, layout=not (fixed_size or same_size))
+    return True
+
+
 class InboxApprovals(DataTable[Text]):
     """Pending approvals of every session, oldest first, updated in place by approval id so the cursor
-    stays on the approval the operator was reading while others come and go."""
+    stays on the approval the operator was reading while others come and go.
+
+    Every change touches only what changed: a new approval is one added row, a settled one one removed
+    row, and a cell whose text is the same is left alone (a DataTable repaints all its rows after any
+    change, so a change saved is a repaint saved).
+    """
 
     DEFAULT_CSS = """
     InboxApprovals { height: auto; max-height: 60%; overflow-x: hidden; }
@@ -86,10 +116,24 @@ class InboxApprovals(DataTable[Text]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, id=id)
         self._approvals: dict[str, Approval] = {}
+        self._shown: dict[str, dict[str, Text]] = {}
+        """The cells on screen, by approval id and column key."""
+        self._order: list[str] = []
+        """Approval ids in the order of the rows."""
+        self._width = -1
 
     def on_mount(self) -> None:
         for key, label in APPROVAL_COLUMNS:
             self.add_column(label, key=key)
+
+    def _on_resize(self, event: events.Resize) -> None:
+        # DataTable drops every rendered row on any resize, and this table's height follows its rows: each
+        # arrival would draw the whole table twice (in the frame that shows the new row, then again after
+        # its resize, for the same picture). The rows look the same at any height: only a new width
+        # (columns, cropping) goes through to DataTable's handler.
+        if event.size.width == self._width:
+            event.prevent_default()
+        self._width = event.size.width
 
     @property
     def selected(self) -> Approval | None:
@@ -103,36 +147,74 @@ class InboxApprovals(DataTable[Text]):
         return self._approvals.get(key or "")
 
     def show(self, approvals: Sequence[Approval], now: datetime) -> None:
-        """Make the rows match ``approvals`` (in that order) without losing the cursor's approval."""
+        """Make the rows match ``approvals`` (in that order) without losing the cursor's approval: rows
+        that stay are kept (only their changed cells are redrawn), others are added or removed."""
         current = self.selected
-        wanted = [a.id for a in approvals]
-        existing = [str(k.value) for k in self.rows]
-        self._approvals = {a.id: a for a in approvals}
-        if wanted != existing:
-            self.clear()
-            for approval in approvals:
-                self.add_row(*self._cells(approval, now), key=approval.id)
-            if current is not None and current.id in self._approvals:
-                self.move_cursor(row=wanted.index(current.id))
-        else:
-            self.tick(now)
+        wanted = {a.id: a for a in approvals}
+        order = list(wanted)
+        for approval_id in [k for k in self._order if k not in wanted]:
+            self._drop(approval_id)
+        # Rows already in the right place stay; from the first one out of place (rare: an approval older
+        # than one shown, after a reconnect) the rest are drawn again. New approvals usually come last.
+        keep = 0
+        while keep < len(self._order) and self._order[keep] == order[keep]:
+            keep += 1
+        for approval_id in self._order[keep:]:
+            self._drop(approval_id)
+        for approval_id, approval in wanted.items():
+            shown = self._shown.get(approval_id)
+            if shown is None:
+                cells = self._cells(approval, now)
+                self.add_row(*cells.values(), key=approval_id)
+                self._shown[approval_id] = cells
+                self._order.append(approval_id)
+            elif self._approvals.get(approval_id) is approval:  # the same record: only the clock moved
+                self._update(approval_id, shown, self._clock_cells(approval, now), update_width=False)
+            else:
+                self._update(approval_id, shown, self._cells(approval, now), update_width=True)
+        self._approvals = wanted
+        if current is not None and current.id in wanted:
+            row = order.index(current.id)
+            if row != self.cursor_row:
+                self.move_cursor(row=row)
 
     def tick(self, now: datetime) -> None:
-        """Redraw the waiting times and countdowns (called every second)."""
+        """Redraw the waiting times and countdowns (called every second) where their text changed."""
         for approval_id, approval in self._approvals.items():
-            self.update_cell(approval_id, "waiting", Text(relative_time(approval.requested_at, now)))
-            self.update_cell(approval_id, "expires", countdown(approval.expires_at, now))
+            self._update(
+                approval_id, self._shown[approval_id], self._clock_cells(approval, now), update_width=False
+            )
+
+    def _update(
+        self, approval_id: str, shown: dict[str, Text], cells: dict[str, Text], *, update_width: bool
+    ) -> None:
+        for column, cell in cells.items():
+            if not same_text(shown[column], cell):
+                self.update_cell(approval_id, column, cell, update_width=update_width)
+                shown[column] = cell
+
+    def _drop(self, approval_id: str) -> None:
+        self.remove_row(approval_id)
+        del self._shown[approval_id]
+        self._order.remove(approval_id)
 
     @staticmethod
-    def _cells(approval: Approval, now: datetime) -> list[Text]:
-        return [
-            Text(relative_time(approval.requested_at, now)),
-            session_label(agent_of(approval), approval.runtime_session_id),
-            Text(safe_line(approval.tool_name or "tool", 24), style="bold"),
-            risk_cell(approval.risk_level),
-            countdown(approval.expires_at, now),
-            args_cell(approval),
-        ]
+    def _clock_cells(approval: Approval, now: datetime) -> dict[str, Text]:
+        return {
+            "waiting": Text(relative_time(approval.requested_at, now)),
+            "expires": countdown(approval.expires_at, now),
+        }
+
+    @staticmethod
+    def _cells(approval: Approval, now: datetime) -> dict[str, Text]:
+        return {
+            "waiting": Text(relative_time(approval.requested_at, now)),
+            "session": session_label(agent_of(approval), approval.runtime_session_id),
+            "tool": Text(safe_line(approval.tool_name or "tool", 24), style="bold"),
+            "risk": risk_cell(approval.risk_level),
+            "expires": countdown(approval.expires_at, now),
+            "args": args_cell(approval),
+        }
 
 
 def failed_notes_text(notes: Sequence[Note], now: datetime, window: timedelta) -> Text:
@@ -175,8 +257,9 @@ def decided_elsewhere_text(gone: Sequence[ApprovalGone]) -> Text:
 class InboxBadge(Static):
     """``⚑ 3 waiting [i]`` in a screen's header: how much waits across all sessions (hidden at zero).
 
-    It follows the app's ``inbox_count`` reactive when the app has one, so every screen shows the same
-    number without wiring.
+    It follows the app's ``inbox_count`` when the app has one, so every screen shows the same number
+    without wiring. A badge on a screen hidden under another one waits until its screen shows again:
+    Textual repaints the top screen for any change on the screen under it.
     """
 
     DEFAULT_CSS = """
@@ -191,12 +274,32 @@ class InboxBadge(Static):
     def on_mount(self) -> None:
         self.set_count(0)
         if hasattr(self.app, "inbox_count"):
-            self.watch(self.app, "inbox_count", self.set_count)
+            self.watch(self.app, "inbox_count", self._count_changed)
+            self.app.screen_change_signal.subscribe(self, self._screen_changed)
 
     def set_count(self, count: int) -> None:
-        """Show ``count`` (the app calls this on every change)."""
+        """Show ``count``; the screen is laid out again only when the badge appears, disappears or
+        changes width (9 → 10), not for every new number."""
         self.count = count
         self.set_class(count == 0, "-empty")
         label = Text(f"⚑ {count} waiting", style="bold")
         label.append(" [i]", style="dim")
-        self.update(label)
+        update_static(self, label)
+
+    def _count_changed(self, count: int) -> None:
+        if self._on_view():
+            self.set_count(count)
+
+    def _screen_changed(self, _screen: object) -> None:
+        count = getattr(self.app, "inbox_count", self.count)
+        if isinstance(count, int) and count != self.count and self._on_view():
+            self.set_count(count)
+
+    def _on_view(self) -> bool:
+        """Whether the badge's screen can be seen: it is the top one, or all above it are see-through."""
+        stack = self.app.screen_stack
+        try:
+            above = stack[stack.index(self.screen) + 1 :]
+        except ValueError:
+            return False
+        return all(screen.styles.background.a < 1 for screen in above)

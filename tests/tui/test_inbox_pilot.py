@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from client.alerts import AlertSettings
 from client.api import Client
+from client.present import relative_time
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import SIZE, attached, until
@@ -174,3 +176,100 @@ async def test_alerts_ring_for_other_sessions_once_per_interval(
         for approval in app.inbox.approvals:
             await client.decline(approval.id)
         await asyncio.gather(own, first, second)
+
+
+async def test_an_arrival_leaves_the_rows_the_cursor_and_the_footer_alone(
+    client: Client, harness: HarnessClient, live_server: LiveServer
+) -> None:
+    """The operator reads the 2nd of three approvals when one arrives on another session, then another
+    operator settles the 1st: the cursor stays on the approval being read, the rows already there are the
+    same rows (added or removed one by one, not the table rebuilt), the new one comes last (oldest first),
+    and the footer is not rebuilt for any of it, only once nothing is left to approve. The 1 s tick redraws
+    nothing while no age or countdown text changes, and only the cells whose text did. The sessions list
+    under the inbox keeps its header count until it is shown again (a change there would repaint the
+    inbox), then shows the current one."""
+    sessions = [await start(harness, name) for name in ("builder", "tester", "ops", "docs")]
+    now = [datetime.now(UTC)]
+    app = PreloopApp(
+        client, refresh_interval=0, alert_settings=AlertSettings(enabled=False), clock=lambda: now[0]
+    )
+    tasks: list[asyncio.Task[Any]] = []
+    async with app.run_test(size=(140, 30)) as pilot:
+        await until(pilot, lambda: app.inbox.synced, "the first snapshot")
+        for n, command in enumerate(("make build", "make test", "make deploy")):
+            tasks.append(ask(sessions[n], command))
+            await until(pilot, lambda n=n: app.inbox_count == n + 1, f"approval {n + 1}")
+        list_badge = app.screen.query_one(InboxBadge)
+        assert isinstance(app.screen, SessionsScreen) and list_badge.count == 3
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        screen = app.screen
+        assert isinstance(screen, InboxScreen)
+        table = screen.query_one(InboxApprovals)
+        await until(pilot, lambda: len(inbox_rows(app)) == 3, "three rows")
+        await until(pilot, lambda: footer_offers(app, "approve"), "approve offered")
+        await pilot.press("down")
+        reading = table.selected
+        assert reading is not None and "make test" in str(reading.tool_args)
+        rows = {key.value: key for key in table.rows}
+        footer_keys = list(screen.query("FooterKey"))
+        footer_checks: list[object] = []
+        screen.bindings_updated_signal.subscribe(screen, footer_checks.append, immediate=True)
+
+        tasks.append(ask(sessions[3], "make docs"))
+        await until(pilot, lambda: len(inbox_rows(app)) == 4, "the new approval's row")
+        await pilot.pause()
+        assert "make docs" in inbox_rows(app)[3]
+        assert table.selected == reading and table.cursor_row == 1
+        assert kept_rows(table, rows) == list(rows)  # the same rows, not new ones
+        assert footer_checks == [] and list(screen.query("FooterKey")) == footer_keys
+
+        async with Client(live_server.url, live_server.token, server_kind="local") as other:
+            await other.approve(app.inbox.approvals[0].id, "fine")
+            await until(pilot, lambda: len(inbox_rows(app)) == 3, "the first one settled elsewhere")
+            await pilot.pause()
+            assert table.selected == reading and table.cursor_row == 0
+            assert kept_rows(table, rows) == list(rows)[1:]
+            assert footer_checks == [] and list(screen.query("FooterKey")) == footer_keys
+
+            redrawn: list[tuple[object, ...]] = []
+            update_cell = table.update_cell
+
+            def counting(*args: Any, **kwargs: Any) -> None:
+                redrawn.append(args[:2])
+                update_cell(*args, **kwargs)
+
+            table.update_cell = counting  # type: ignore[method-assign]
+            table.tick(now[0])
+            assert redrawn == []  # nothing reads differently: nothing is redrawn
+            now[0] += timedelta(minutes=2)
+            table.tick(now[0])
+            assert {str(column) for _, column in redrawn} <= {"waiting", "expires"} and redrawn
+            ages = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert ages == [relative_time(a.requested_at, now[0]) for a in app.inbox.approvals]
+            assert "just now" not in ages
+
+            for approval in app.inbox.approvals:
+                await other.decline(approval.id)
+        await until(pilot, lambda: inbox_rows(app) == [], "an empty inbox")
+        await until(pilot, lambda: not footer_offers(app, "approve"), "approve dimmed in the footer")
+        assert footer_checks  # the keys were checked again when the last approval left
+        assert list_badge.count == 3  # the list's header, hidden under the inbox, is not redrawn...
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "back on the list")
+        await until(pilot, lambda: list_badge.count == 0 and not list_badge.display, "...until it shows")
+    await asyncio.gather(*tasks)
+
+
+def footer_offers(app: PreloopApp, action: str) -> bool:
+    """Whether the footer shows ``action``'s key enabled (not dimmed)."""
+    return any(
+        getattr(key, "action", "") == action and not key.has_class("-disabled")
+        for key in app.screen.query("FooterKey")
+    )
+
+
+def kept_rows(table: InboxApprovals, before: dict[str | None, Any]) -> list[str | None]:
+    """The approval ids whose row is still the very row (the same key object) it was ``before``."""
+    now = {key.value: key for key in table.rows}
+    return [value for value, key in before.items() if now.get(value) is key]

@@ -35,6 +35,7 @@ from widgets.inbox_view import (
     args_cell,
     decided_elsewhere_text,
     failed_notes_text,
+    update_static,
 )
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ class InboxScreen(Screen[None]):
         self.status: StreamStatus | None = None
         self._deciding: set[str] = set()
         self._shown_version = -1
+        self._can_act: bool | None = None
+        """Whether an approval was highlighted when the keys were last checked (the footer follows it)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="inbox-top"):
@@ -127,35 +130,52 @@ class InboxScreen(Screen[None]):
         self.refresh_view()
 
     def refresh_view(self) -> None:
-        """Draw the inbox as the model now is (cheap when nothing changed but the clock)."""
+        """Draw the inbox as the model now is, touching only what changed: one new approval is one new
+        row and the title's count, not a redraw (and layout) of every part and a new footer."""
         if not self.is_mounted:
             return
         now = self._clock()
         self.inbox.mark_seen()
         approvals = self.inbox.approvals
+        # The table first: the first widget to report a change starts the next frame, and a new row needs
+        # the table's new size (a layout) in that frame to be seen.
+        table = self.query_one(InboxApprovals)
+        table.show(approvals, now)
+        self._set_display(table, bool(approvals))
         title = Text("Inbox", style="bold")
         title.append(
             f"  {len(approvals)} approval{'s' if len(approvals) != 1 else ''} waiting across all sessions",
             style="" if approvals else "dim",
         )
-        self.query_one("#inbox-title", Static).update(title)
-        self.query_one("#inbox-state", Static).update(feed_state(self.status, self.inbox.synced))
-        table = self.query_one(InboxApprovals)
-        table.show(approvals, now)
-        table.display = bool(approvals)
+        update_static(self.query_one("#inbox-title", Static), title, fixed_size=True)
+        update_static(self.query_one("#inbox-state", Static), feed_state(self.status, self.inbox.synced))
         empty = self.query_one("#inbox-empty", Static)
-        empty.display = not approvals
-        empty.update(
-            "Nothing waits for you: no approval is pending in any session." if self.inbox.synced else ""
+        self._set_display(empty, not approvals)
+        update_static(
+            empty,
+            Text(
+                "Nothing waits for you: no approval is pending in any session." if self.inbox.synced else ""
+            ),
         )
         recent = self.query_one("#inbox-recent", Static)
-        recent.display = bool(self.inbox.recently_gone)
-        recent.update(decided_elsewhere_text(self.inbox.recently_gone))
-        self.query_one("#inbox-notes", Static).update(
-            failed_notes_text(self.inbox.notes, now, self.inbox.notes_window)
+        self._set_display(recent, bool(self.inbox.recently_gone))
+        update_static(recent, decided_elsewhere_text(self.inbox.recently_gone))
+        update_static(
+            self.query_one("#inbox-notes", Static),
+            failed_notes_text(self.inbox.notes, now, self.inbox.notes_window),
         )
         self._shown_version = self.inbox.version
-        self.refresh_bindings()
+        can_act = table.selected is not None
+        if can_act != self._can_act:
+            # Approve / decline / open apply only with a highlighted approval: the footer (re-composed on
+            # every refresh_bindings) changes only when that does, not with every arrival.
+            self._can_act = can_act
+            self.refresh_bindings()
+
+    @staticmethod
+    def _set_display(widget: Static | InboxApprovals, shown: bool) -> None:
+        if widget.display != shown:
+            widget.display = shown
 
     def _tick(self) -> None:
         if self.inbox.prune(self._clock()):
