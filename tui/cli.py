@@ -16,7 +16,6 @@ Exit codes (the same for every command, shown in ``--help``):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -413,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         group.print_help(sys.stderr)
         return EXIT_USAGE
     try:
+        import asyncio  # here, not at the top: ~0.1 s that `--help` and a usage error need not pay
+
         result: int | Callable[[], int] = asyncio.run(handler(args))
         return result() if callable(result) else result
     except CliUsageError as exc:

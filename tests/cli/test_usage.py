@@ -143,3 +143,23 @@ def test_plain_commands_do_not_load_textual_or_the_server(live_server) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_help_does_not_load_asyncio() -> None:
+    """`preloop --help` parses and prints only: the event loop (~0.1 s of imports) is loaded when a
+    command runs, not by ``tui.cli`` itself."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from tui.cli import main\n"
+        "assert main(['--help']) == 0\n"
+        "assert main(['sessions', 'list', '--limit', '0']) == 2\n"
+        "print('asyncio' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "False"
