@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -159,10 +158,16 @@ def load_config() -> Config:
     """Read ``config.toml``; a missing file is an empty config, a broken one a ConfigError naming it."""
     path = config_file()
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return Config()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}; fix or delete the file") from None
+    import tomllib  # only with a file to read: ~5 ms that a machine without profiles need not pay
+
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"cannot read {path}: {exc}; fix or delete the file") from None
     profiles: dict[str, Profile] = {}
     table = raw.get("profiles", {})

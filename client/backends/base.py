@@ -15,28 +15,33 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from client.models import (
-    ActivityItem,
-    Approval,
-    AttentionSnapshot,
-    Health,
-    Note,
-    NoteList,
-    Session,
-    SessionList,
-)
-
-if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
+if TYPE_CHECKING:
+    # Annotations only: importing the wire models means pydantic (~0.3 s), which the CLI's fast path for
+    # scripted listings (client.quick) never loads; the event vocabulary is built only by a process that
+    # streams (~0.1 s of pydantic).
     from client.events import Event
+    from client.models import (
+        ActivityItem,
+        Approval,
+        AttentionSnapshot,
+        Health,
+        Note,
+        NoteList,
+        Session,
+        SessionList,
+    )
     from client.status import StreamStatus
 
 ServerKind = Literal["local", "preloop", "dendrux"]
 """The kinds of server the client knows; ``client.backends.open_backend`` maps each to its backend."""
 
 SERVER_KINDS: tuple[ServerKind, ...] = ("local", "preloop", "dendrux")
+
+API_PREFIX = "/api/v1"
+"""Where the Preloop-shaped REST lives (``client.backends.rest``, and ``client.quick``: the CLI fast path)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +69,22 @@ class SessionFilter:
     start_date: datetime | None = None
     parent_session_id: str | None = None
     flow_execution_id: str | None = None
+
+    def params(self, *, limit: int, offset: int) -> dict[str, Any]:
+        """The query of one page of ``GET /api/v1/runtime-sessions``, unset filters left out (one spelling
+        for the REST backend and the CLI's fast path)."""
+        query: dict[str, Any] = {
+            "status": self.status,
+            "active_within_minutes": self.active_within_minutes,
+            "agent": self.agent,
+            "agent_kind": self.agent_kind,
+            "start_date": self.start_date.astimezone(UTC).isoformat() if self.start_date else None,
+            "parent_session_id": self.parent_session_id,
+            "flow_execution_id": self.flow_execution_id,
+            "limit": limit,
+            "offset": offset,
+        }
+        return {key: value for key, value in query.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC
 from types import TracebackType
 from typing import Any, Self
 
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
-from client.backends.base import ApprovalPage, SessionFilter
+from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
 from client.connection import Connection
 from client.errors import ClientError, InvalidResponse, NoteOutcomeUnknown, UsageError
 from client.ids import match_prefix, normalise_prefix, require_note_id, require_uuid, short_id
@@ -37,7 +36,6 @@ from client.notetext import NOTE_EMPTY, note_text_problem
 
 __all__ = ["API_PREFIX", "PreloopRestApi"]
 
-API_PREFIX = "/api/v1"
 _approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
 
 # Counters a Preloop session *detail* leaves empty although the list row has them.
@@ -95,18 +93,7 @@ class PreloopRestApi:
         self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
     ) -> SessionList:
         """One page of sessions; keep paging while ``has_more`` (``total`` may be null)."""
-        f = filters or SessionFilter()
-        params: dict[str, Any] = {
-            "status": f.status,
-            "active_within_minutes": f.active_within_minutes,
-            "agent": f.agent,
-            "agent_kind": f.agent_kind,
-            "start_date": f.start_date.astimezone(UTC).isoformat() if f.start_date else None,
-            "parent_session_id": f.parent_session_id,
-            "flow_execution_id": f.flow_execution_id,
-            "limit": limit,
-            "offset": offset,
-        }
+        params = (filters or SessionFilter()).params(limit=limit, offset=offset)
         response = await self._request("GET", "/runtime-sessions", params=params)
         return self.conn.parse(response, SessionList)
 

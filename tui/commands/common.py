@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -167,6 +166,8 @@ def terminal_width(stream: TextIO) -> int | None:
     """The terminal's width when writing to one; None (never cut) when piped."""
     if not is_tty(stream):
         return None
+    import shutil  # here: scripted output never asks, and shutil costs ~3 ms of start-up
+
     return shutil.get_terminal_size((100, 24)).columns
 
 

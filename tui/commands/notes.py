@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import sys
-import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-from client.backend import Backend
 from client.errors import ClientError
 from client.ids import require_note_id
-from client.models import Note
 from client.notetext import NOTE_EMPTY, note_text_problem
 from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
 from client.textsafe import safe_line
@@ -27,6 +25,14 @@ from tui.commands.common import (
     terminal_width,
     usage,
 )
+
+if TYPE_CHECKING:  # annotations only: the CLI's fast path never loads pydantic
+    from client.backend import Backend
+    from client.models import Note
+    from client.rows import NoteRow
+
+NOTES_PAGE = 100
+NOTES_MAX = 1000
 
 FULL_NOTE_ID = 16
 """Note ids are 16 hex characters (Preloop and the local server); shorter hex is a prefix to look up."""
@@ -71,6 +77,8 @@ async def send(args: argparse.Namespace) -> int:
         raise usage("the note is empty: give the text as an argument or on standard input")
     if problem is not None:
         raise usage(problem)
+    import uuid
+
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session is not None else None
         note = await backend.send_note(
@@ -109,32 +117,48 @@ def _note_row(note: Note, now: datetime) -> list[str]:
     ]
 
 
+def _last_notes_page(count: int, offset: int, total: int | None) -> bool:
+    """Whether a page of ``count`` notes ending at ``offset`` is the last one to ask for: a short page, the
+    server's total reached, or 1,000 notes (the full path and the fast one stop alike)."""
+    return count < NOTES_PAGE or (total is not None and offset >= total) or offset >= NOTES_MAX
+
+
 async def _session_notes(backend: Backend, session: str, state: str | None = None) -> list[Note]:
     """Up to 1,000 notes of one session, newest first, in pages of 100."""
     notes: list[Note] = []
-    offset = 0
     while True:
-        page = await backend.list_notes(session_id=session, state=state, limit=100, offset=offset)
+        page = await backend.list_notes(session_id=session, state=state, limit=NOTES_PAGE, offset=len(notes))
         notes.extend(page.notes)
-        offset += len(page.notes)
-        if len(page.notes) < 100 or (page.total is not None and offset >= page.total) or offset >= 1000:
+        if _last_notes_page(len(page.notes), len(notes), page.total):
             return notes
+
+
+def _check_output(args: argparse.Namespace) -> None:
+    if args.json and args.output == "id":
+        raise usage("--json and -o id both choose the output: keep one of them")
+
+
+def _print_scripted(args: argparse.Namespace, notes: Sequence[NoteRow]) -> bool:
+    """The output for scripts, ``-o id`` or ``--json`` (the full path and the fast one print through here);
+    False when a table is wanted instead."""
+    if args.output == "id":
+        for note in notes:
+            print(cell(note.note_id))
+        return True
+    if args.json:
+        print_json({"total": len(notes), "notes": [n.model_dump(mode="json") for n in notes]})
+        return True
+    return False
 
 
 async def list_notes(args: argparse.Namespace) -> int:
     """A session's notes, newest state first, so an operator sees what the agent has and has not read."""
-    if args.json and args.output == "id":
-        raise usage("--json and -o id both choose the output: keep one of them")
+    _check_output(args)
     now = datetime.now(UTC)
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session)
         notes = await _session_notes(backend, session, args.state)
-    if args.output == "id":
-        for note in notes:
-            print(cell(note.note_id))
-        return EXIT_OK
-    if args.json:
-        print_json({"total": len(notes), "notes": [n.model_dump(mode="json") for n in notes]})
+    if _print_scripted(args, notes):
         return EXIT_OK
     if not notes:
         state = f" in state {args.state}" if args.state else ""
@@ -169,6 +193,8 @@ async def resolve_note(backend: Backend, value: str, session: str | None = None)
     else:
         page = await backend.list_sessions(limit=SEARCH_SESSIONS)
         sessions = [row.id for row in page.items]
+    import asyncio
+
     gate = asyncio.Semaphore(4)
 
     async def ids_in(sid: str) -> list[str]:
