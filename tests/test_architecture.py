@@ -76,11 +76,12 @@ def test_mypy_strict_is_clean() -> None:
 
 @pytest.mark.parametrize("token_from", ["local-server file", "PRELOOP_URL/PRELOOP_TOKEN"])
 def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from: str) -> None:
-    """The real ``preloop`` process for ``sessions list -o id`` and ``notes list --json`` imports no keyring
-    (its token is in the environment or the local server's file), no Textual or Rich (not even through
-    httpx's own command line), and nothing that only streaming needs (the event vocabulary, the SSE
-    follower; httpx-sse itself is small and loaded with the connection): each costs start-up time
-    a script pays on every call."""
+    """The real ``preloop`` process for ``sessions list -o id`` / ``--json`` and ``notes list --json`` /
+    ``-o id`` (a short session id too) against the local server takes the fast path (``client.quick``):
+    no httpx, pydantic or asyncio (over half a second of imports together), no keyring (its token is in
+    the environment or the local server's file), no Textual or Rich, and nothing that only streaming needs.
+    Each costs start-up time a script pays on every call. (``httpx._main`` is a None placeholder
+    ``tui.cli`` sets so httpx never loads its command line; only real modules count.)"""
     import asyncio
 
     async def start_one() -> str:
@@ -89,19 +90,25 @@ def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from:
 
     session = asyncio.run(start_one())
     env = dict(os.environ)
+    env.pop("PRELOOP_FAST_PATH", None)
     if token_from.startswith("PRELOOP_URL"):
         env.update(PRELOOP_URL=live_server.url, PRELOOP_TOKEN=live_server.token)
     code = (
         "import sys\n"
         "from tui.cli import main\n"
-        "codes = [main(['sessions', 'list', '-o', 'id']),\n"
-        "         main(['notes', 'list', '--session', sys.argv[1], '--json'])]\n"
-        "print(codes, sorted(n for n in sys.modules if n.split('.')[0] in {'keyring', 'textual', 'rich'} "
-        "or n.startswith(('client.events', 'client.streaming', 'client.backends.local.feed', "
-        "'client.timeline'))))\n"
+        "sid = sys.argv[1]\n"
+        "codes = [main(['sessions', 'list', '-o', 'id']), main(['sessions', 'list', '--json']),\n"
+        "         main(['notes', 'list', '--session', sid, '--json']),\n"
+        "         main(['notes', 'list', '--session', sid[:6], '-o', 'id'])]\n"
+        "heavy = {'keyring', 'textual', 'rich', 'httpx', 'httpx_sse', 'pydantic', 'pydantic_core',\n"
+        "         'asyncio'}\n"
+        "ours = ('client.events', 'client.streaming', 'client.backends.local.feed', 'client.timeline',\n"
+        "        'client.models', 'client.api', 'client.connection')\n"
+        "print(codes, sorted(n for n, m in sys.modules.items()\n"
+        "                    if m is not None and (n.split('.')[0] in heavy or n.startswith(ours))))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, session], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "[0, 0] []", done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[0, 0, 0, 0] []", done.stdout

@@ -26,10 +26,10 @@ from tui.commands.common import (
     usage,
 )
 
-if TYPE_CHECKING:  # annotations only: the CLI's fast path never loads pydantic
+if TYPE_CHECKING:  # annotations only: the fast path (list_notes_quick) never loads pydantic
     from client.backend import Backend
     from client.models import Note
-    from client.rows import NoteRow
+    from client.rows import NoteRow, NoteView
 
 NOTES_PAGE = 100
 NOTES_MAX = 1000
@@ -168,6 +168,31 @@ async def list_notes(args: argparse.Namespace) -> int:
     headers = ["NOTE", "STATE", "CREATED", "SETTLED", "TEXT"]
     for line in render_table(headers, rows, last_flexible=True, width=terminal_width(sys.stdout)):
         print(line)
+    return EXIT_OK
+
+
+def list_notes_quick(args: argparse.Namespace) -> int | None:
+    """The fast path for scripts (:mod:`client.quick`): ``--json`` or ``-o id`` from our local server
+    without loading httpx, pydantic or asyncio, printed by the same code as :func:`list_notes`. None hands
+    over to that full path: for a table, another server, or anything not plain (a short id it cannot
+    resolve, an error status...: the full path repeats the requests and reports it)."""
+    if not (args.json or args.output == "id"):
+        return None
+    _check_output(args)
+    from client.quick import Fallback, QuickClient
+
+    try:
+        quick = QuickClient.open_local(args.url, args.token, args.profile, args.server_kind)
+        session = quick.resolve_session(args.session)
+        notes: list[NoteView] = []
+        while True:
+            page = quick.notes(session, state=args.state, limit=NOTES_PAGE, offset=len(notes))
+            notes.extend(page.notes)
+            if _last_notes_page(len(page.notes), len(notes), page.total):
+                break
+    except Fallback:
+        return None
+    _print_scripted(args, notes)
     return EXIT_OK
 
 

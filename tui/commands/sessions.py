@@ -38,10 +38,10 @@ from tui.commands.common import (
     usage,
 )
 
-if TYPE_CHECKING:  # annotations only: the CLI's fast path never loads pydantic
+if TYPE_CHECKING:  # annotations only: the fast path (list_sessions_quick) never loads pydantic
     from client.backend import Backend
     from client.models import Session
-    from client.rows import SessionRow
+    from client.rows import SessionRow, SessionView
 
 PAGE_SIZE = 100
 
@@ -261,6 +261,30 @@ async def list_sessions(args: argparse.Namespace) -> int:
             f'Send a note: preloop notes send --session {first} "..."',
             file=out,
         )
+    return EXIT_OK
+
+
+def list_sessions_quick(args: argparse.Namespace) -> int | None:
+    """The fast path for scripts (:mod:`client.quick`): ``--json`` or ``-o id`` from our local server
+    without loading httpx, pydantic or asyncio, printed by the same code as :func:`list_sessions`. None
+    hands over to that full path: for a table, another server, or anything not plain (it then repeats the
+    request and reports any error itself)."""
+    if not (args.json or args.output == "id"):
+        return None
+    now = datetime.now(UTC)
+    filters = _list_filters(args, now)  # a usage error is the full path's own, in its words
+    from client.quick import Fallback, QuickClient
+
+    try:
+        quick = QuickClient.open_local(args.url, args.token, args.profile, args.server_kind)
+        pages: SessionPages[SessionView] = SessionPages(args.limit)
+        while (want := pages.want()) is not None:
+            page = quick.sessions(filters, limit=want, offset=pages.offset)
+            pages.add(page.items, has_more=page.has_more, total=page.total)
+    except Fallback:
+        return None
+    rows, more, total = pages.result()
+    print_scripted(args, sort_sessions(rows), more, total, now)
     return EXIT_OK
 
 
