@@ -116,6 +116,44 @@ async def session_entry(q: Query, row: aiosqlite.Row) -> dict[str, Any]:
     return model.model_dump(mode="json")
 
 
+async def session_entries(q: Query, rows: Sequence[aiosqlite.Row]) -> list[dict[str, Any]]:
+    """:func:`session_entry` for a page of rows, with the counters of all of them in three queries (not
+    three per row: a page of 20 then answers in a few ms instead of ~20, which every ``sessions list``
+    waits for)."""
+    if not rows:
+        return []
+    ids = [row["id"] for row in rows]
+    marks = ", ".join("?" * len(ids))
+    notes = await q.fetchall(
+        f"SELECT runtime_session_id AS sid, COUNT(*) AS n FROM notes WHERE runtime_session_id IN ({marks})"
+        " GROUP BY runtime_session_id",
+        ids,
+    )
+    latest = await q.fetchall(
+        "SELECT sid, author_display, created_at FROM (SELECT runtime_session_id AS sid, author_display,"
+        " created_at, ROW_NUMBER() OVER (PARTITION BY runtime_session_id ORDER BY created_at DESC) AS nth"
+        f" FROM notes WHERE runtime_session_id IN ({marks})) WHERE nth = 1",
+        ids,
+    )
+    pending = await q.fetchall(
+        f"SELECT session_id AS sid, COUNT(*) AS n FROM approvals WHERE session_id IN ({marks})"
+        " AND status = 'pending' GROUP BY session_id",
+        ids,
+    )
+    note_counts = {r["sid"]: int(r["n"]) for r in notes}
+    latest_notes = {r["sid"]: r for r in latest}
+    pending_counts = {r["sid"]: int(r["n"]) for r in pending}
+    return [
+        session_model(
+            row,
+            note_count=note_counts.get(row["id"], 0),
+            latest_note=latest_notes.get(row["id"]),
+            pending_approvals=pending_counts.get(row["id"], 0),
+        ).model_dump(mode="json")
+        for row in rows
+    ]
+
+
 async def session_dict(q: Query, session_id: str) -> dict[str, Any]:
     """The session as it is now (for ``session.*`` events and responses); the id must exist."""
     row = await q.fetchone(

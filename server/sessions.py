@@ -25,7 +25,7 @@ from server.accounts import Operator, Runtime, insert_token, new_token
 from server.approvals import Approvals
 from server.errors import ApiError
 from server.notes import Notes
-from server.rows import Where, own_row, page, parse_uuid, session_dict, session_entry
+from server.rows import Where, own_row, page, parse_uuid, session_dict, session_entries
 from server.shapes import activity_item
 from server.store import Store, now_utc, ts
 
@@ -145,7 +145,7 @@ class Sessions:
             limit,
             offset,
         )
-        items = [await session_entry(self.store, r) for r in rows]
+        items = await session_entries(self.store, rows)
         return {
             "period_start": (now - timedelta(days=30)).isoformat().replace("+00:00", "Z"),
             "period_end": now.isoformat().replace("+00:00", "Z"),

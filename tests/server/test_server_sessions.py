@@ -99,3 +99,34 @@ async def test_activity_lists_tool_calls_and_delivered_notes_newest_first(http, 
     ]
     assert items[1]["metadata"]["kind"] == "operator_note" and items[1]["summary"] == "ship it"
     assert items[2]["metadata"]["duration_ms"] == 1200 and items[2]["summary"] == "12 passed"
+
+
+async def test_a_list_page_counts_each_session_as_its_detail_does(http, harness) -> None:
+    """The list reads every row's counters in three queries for the whole page: each row must still say
+    what the session's own detail says (note count, latest note, pending approvals), for every row."""
+    quiet = await harness.start_session(agent_name="quiet")
+    noted = await harness.start_session(agent_name="noted")
+    asking = await harness.start_session(agent_name="asking")
+    for text in ("first", "second", "third"):
+        note = {"text": text, "runtime_session_id": noted.session_id}
+        assert (await http.post("/api/v1/operator-notes", json=note)).status_code == 201
+        await asyncio.sleep(0.002)  # distinct created_at: the latest note is the third
+    note = {"text": "one", "runtime_session_id": asking.session_id}
+    assert (await http.post("/api/v1/operator-notes", json=note)).status_code == 201
+    check = asyncio.create_task(asking.permission_check("Bash", {"command": "ls"}, timeout_seconds=30))
+    for _ in range(3000):
+        pending = (await http.get("/api/v1/approval-requests", params={"status": "pending"})).json()
+        if pending:
+            break
+        await asyncio.sleep(0.01)
+    items = (await http.get("/api/v1/runtime-sessions")).json()["items"]
+    by_id = {row["id"]: row for row in items}
+    counted = ("note_count", "latest_note_at", "latest_note_author_display", "pending_approval_count")
+    for agent, expected in ((quiet, (0, None, 0)), (noted, (3, "x", 0)), (asking, (1, "x", 1))):
+        detail = (await http.get(f"/api/v1/runtime-sessions/{agent.session_id}")).json()["session"]
+        row = by_id[agent.session_id]
+        assert {k: row[k] for k in counted} == {k: detail[k] for k in counted}
+        assert row["note_count"] == expected[0] and row["pending_approval_count"] == expected[2]
+        assert (row["latest_note_at"] is None) == (expected[1] is None)
+    await http.patch(f"/api/v1/runtime-sessions/{asking.session_id}", json={"action": "end"})
+    await asyncio.wait_for(check, 30)
