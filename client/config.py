@@ -32,9 +32,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from client import paths
 from client.backend import SERVER_KINDS, ServerKind
@@ -90,12 +89,14 @@ def normalise_url(url: str) -> str:
 # --------------------------------------------------------------------------------------------- settings
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """The server to use and how we got there; ``token_source`` lets ``preloop auth status`` explain it."""
+class Settings(NamedTuple):
+    """The server to use and how we got there; ``token_source`` lets ``preloop auth status`` explain it.
+
+    (This module's records are NamedTuples and plain classes, not dataclasses, for the start-up of every
+    command: see ``client.errors.FieldError``. Change a field with ``settings._replace(...)``.)"""
 
     url: str
-    token: str | None = field(repr=False)
+    token: str | None
     profile: str | None = None
     server_kind: ServerKind | None = None
     token_source: TokenSource | None = None
@@ -109,11 +110,11 @@ class Settings:
             f"url_source={self.url_source!r})"
         )
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return self.__repr__()
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(NamedTuple):
     """A named server, so people switch with ``--profile work`` instead of retyping URLs."""
 
     name: str
@@ -121,12 +122,19 @@ class Profile:
     server_kind: ServerKind | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class Config:
     """The parsed ``config.toml``."""
 
-    profiles: dict[str, Profile] = field(default_factory=dict)
-    default_profile: str | None = None
+    __slots__ = ("default_profile", "profiles")
+
+    def __init__(
+        self, profiles: dict[str, Profile] | None = None, default_profile: str | None = None
+    ) -> None:
+        self.profiles: dict[str, Profile] = {} if profiles is None else profiles
+        self.default_profile = default_profile
+
+    def __repr__(self) -> str:
+        return f"Config(profiles={self.profiles!r}, default_profile={self.default_profile!r})"
 
     def profile(self, name: str | None) -> Profile | None:
         """The named profile, else the default one, else the only one; None when there are none."""
@@ -371,8 +379,7 @@ def read_local_server() -> tuple[str, str | None] | None:
 
 
 class _Server:
-    """The first half of :func:`resolve_settings`: which server, before any token is looked up (a plain
-    class: a dataclass costs a scripted command ~1 ms of start-up)."""
+    """The first half of :func:`resolve_settings`: which server, before any token is looked up."""
 
     __slots__ = ("local", "profile", "server_kind", "url", "url_source")
 

@@ -14,9 +14,8 @@ a :class:`NoteDesk`, a follower needs a :class:`LiveFeed`).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     # Annotations only: importing the wire models means pydantic (~0.3 s), which the CLI's fast path for
@@ -44,9 +43,11 @@ API_PREFIX = "/api/v1"
 """Where the Preloop-shaped REST lives (``client.backends.rest``, and ``client.quick``: the CLI fast path)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    """What a backend's server can do, so the UI gates keys on it instead of failing after a key press."""
+class Capabilities(NamedTuple):
+    """What a backend's server can do, so the UI gates keys on it instead of failing after a key press.
+
+    (This module's records are NamedTuples and plain classes, not dataclasses: the CLI's fast path imports
+    it, and dataclasses cost it ~30 ms of start-up; see ``client.errors.FieldError``.)"""
 
     notes: bool = True
     """Operator notes can be sent and listed."""
@@ -58,8 +59,7 @@ class Capabilities:
     """A session can be ended from the client."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionFilter:
+class SessionFilter(NamedTuple):
     """Filters of ``GET /api/v1/runtime-sessions``, as the server names them."""
 
     status: Literal["all", "active", "ended"] | None = None
@@ -87,12 +87,24 @@ class SessionFilter:
         return {key: value for key, value in query.items() if value is not None}
 
 
-@dataclass(frozen=True, slots=True)
 class ApprovalPage:
     """A page of approvals; the server sends a bare array and the total in ``X-Total-Count``."""
 
-    items: list[Approval] = field(default_factory=list)
-    total: int | None = None
+    __slots__ = ("items", "total")
+
+    def __init__(self, items: list[Approval] | None = None, total: int | None = None) -> None:
+        self.items: list[Approval] = [] if items is None else items
+        self.total = total
+
+    def __repr__(self) -> str:
+        return f"ApprovalPage(items={self.items!r}, total={self.total!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ApprovalPage):
+            return NotImplemented
+        return (self.items, self.total) == (other.items, other.total)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
 
 
 class SessionDesk(Protocol):

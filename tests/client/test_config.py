@@ -173,6 +173,7 @@ def test_settings_repr_masks_the_token() -> None:
     s = config.Settings(url=URL, token=TOKEN, token_source="flag")
     assert TOKEN not in repr(s)
     assert TOKEN not in str(s)
+    assert TOKEN not in f"{s}" and TOKEN not in repr([s]) and TOKEN not in repr(s._replace(profile="p"))
     assert "***" in repr(s)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 
 from client.config import Settings, resolve_settings
 from client.errors import TransportError
@@ -37,7 +36,7 @@ async def _prepare(
     async with opened(settings, server_kind_flag(args)) as client:
         kind = known_kind(client)
         if kind is not None and settings.server_kind is None:
-            settings = replace(settings, server_kind=kind)  # the app's backend skips detection
+            settings = settings._replace(server_kind=kind)  # the app's backend skips detection
         await client.list_sessions(limit=1)
         if execution is not None:
             return settings, await find_execution_session(client, execution)
