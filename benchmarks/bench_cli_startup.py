@@ -1,9 +1,11 @@
 """CLI start-up: wall time of real ``preloop`` processes, against a local server on a temporary database.
 
 Prints the median and max over N runs of: ``preloop --help`` (parsing only), ``preloop sessions list -o id``
-and ``preloop notes list --json`` (one HTTP round trip each, 20 sessions on the server), beside a bare
-``python -c pass`` and ``python -c "import textual.app"`` for scale: scripted commands must not pay for
-the full-screen app. Target: both scripted commands at most 150 ms median (issue 12).
+(one HTTP round trip, 20 sessions on the server) and ``preloop notes list --session SHORT_ID --json`` (two:
+the short id is looked up first), beside a bare ``python -c pass`` and ``python -c "import textual.app"``
+for scale: scripted commands must not pay for the full-screen app. Target: both scripted commands at most
+150 ms median (issue 12). They take the CLI's fast path (``client.quick``: no httpx, pydantic or asyncio);
+the same two commands with ``PRELOOP_FAST_PATH=0`` show the full path beside them.
 
 The cases take turns run by run, so a burst of load on a shared machine hits them all alike, and each
 runs once untimed first: that writes its bytecode cache as an installed package has one (even when
@@ -37,9 +39,12 @@ TARGET_MS = 150.0
 SCRIPTED = ("preloop sessions list -o id", "preloop notes list --json")
 
 
-def _once(argv: list[str], env: dict[str, str]) -> float:
+FULL_PATH = {"PRELOOP_FAST_PATH": "0"}
+
+
+def _once(argv: list[str], env: dict[str, str], extra: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, env=env, check=False)
+    done = subprocess.run(argv, capture_output=True, env={**env, **(extra or {})}, check=False)
     took = (time.perf_counter() - start) * 1000
     if done.returncode != 0:
         raise SystemExit(f"{argv} failed: {done.stderr.decode()}")
@@ -67,22 +72,26 @@ def main() -> None:
                 return ids[0]
 
             first = asyncio.run(seed())
-            cases = [
-                ("python -c pass", [sys.executable, "-c", "pass"]),
-                ("python -c 'import textual.app'", [sys.executable, "-c", "import textual.app"]),
-                ("preloop --help", [PRELOOP, "--help"]),
-                ("preloop sessions list -o id", [PRELOOP, "sessions", "list", "-o", "id"]),
-                ("preloop notes list --json", [PRELOOP, "notes", "list", "--session", first[:8], "--json"]),
+            sessions = [PRELOOP, "sessions", "list", "-o", "id"]
+            notes = [PRELOOP, "notes", "list", "--session", first[:8], "--json"]
+            cases: list[tuple[str, list[str], dict[str, str] | None]] = [
+                ("python -c pass", [sys.executable, "-c", "pass"], None),
+                ("python -c 'import textual.app'", [sys.executable, "-c", "import textual.app"], None),
+                ("preloop --help", [PRELOOP, "--help"], None),
+                ("preloop sessions list -o id", sessions, None),
+                ("preloop notes list --json", notes, None),
+                ("sessions list -o id, full path", sessions, FULL_PATH),
+                ("notes list --json, full path", notes, FULL_PATH),
             ]
-            for _, argv in cases:
-                _once(argv, env)  # untimed: writes the bytecode cache
-            times: dict[str, list[float]] = {label: [] for label, _ in cases}
+            for _, argv, extra in cases:
+                _once(argv, env, extra)  # untimed: writes the bytecode cache
+            times: dict[str, list[float]] = {label: [] for label, _, _ in cases}
             for _ in range(opts.runs):
-                for label, argv in cases:
-                    times[label].append(_once(argv, env))
+                for label, argv, extra in cases:
+                    times[label].append(_once(argv, env, extra))
             load = os.getloadavg()[0]
             print(f"CLI start-up, {opts.runs} runs each (wall time of a whole process), load {load:.2f}")
-            for label, _ in cases:
+            for label, _, _ in cases:
                 median = statistics.median(times[label])
                 target = f"   target <= {TARGET_MS:.0f} ms" if label in SCRIPTED else ""
                 print(f"  {label:<34} median {median:7.1f} ms   max {max(times[label]):7.1f} ms{target}")
