@@ -2,11 +2,10 @@
 
 Why it exists: ``preloop sessions list -o id`` and ``preloop notes list --json`` run from scripts, often in
 loops, and should answer in about 0.15 s. The full path cannot: importing httpx, pydantic with the wire
-models and asyncio costs over half a second before the first byte is sent. This module sends the same
-GETs over a plain socket (bearer token, the full path's 10 s timeout; see :meth:`QuickClient._exchange`
-for why not ``http.client``) and reads
-the JSON into the views of :mod:`client.rows`, which the CLI's formatters print exactly as they print the
-full path's models.
+models and asyncio costs over half a second before the first byte is sent. This module sends the same GETs
+over a plain socket (bearer token, the full path's 10 s timeout; :meth:`QuickClient._exchange` says why
+not ``http.client``) and reads the JSON into the views of :mod:`client.rows`, which the CLI's formatters
+print exactly as they print the full path's models.
 
 When it is used (:meth:`QuickClient.open_local`): only when the target is known to be our local server
 without asking the network (``--server-kind local``, or the profile or the local server file says so) and
