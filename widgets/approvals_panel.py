@@ -113,9 +113,12 @@ class ApprovalsPanel(Vertical):
         self.expanded: set[str] = set()
         self.border_title = "Approvals"
         self.set_class(read_only, "-read-only")
+        # Kept by reference: an answer that arrives while the screen is taken apart (its widgets go
+        # before its workers are cancelled) still has a list to go to instead of raising NoMatches.
+        self._list = OptionList(id="approvals-list")
 
     def compose(self) -> ComposeResult:
-        yield OptionList(id="approvals-list")
+        yield self._list
         with Horizontal():
             yield Button("Approve", id="approve", variant="success", compact=True)
             yield Button("Decline", id="decline", variant="error", compact=True)
@@ -125,7 +128,7 @@ class ApprovalsPanel(Vertical):
     @property
     def option_list(self) -> OptionList:
         """The list itself, for focus and the highlight (the panel also holds buttons and a hint)."""
-        return self.query_one("#approvals-list", OptionList)
+        return self._list
 
     @property
     def selected(self) -> Approval | None:

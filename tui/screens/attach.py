@@ -476,7 +476,8 @@ class AttachScreen(Screen[None]):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if not self._buffer or not self.is_attached:
+        # The view, not the screen: when the screen is taken apart its widgets go first.
+        if not self._buffer or not self._view.is_attached:
             return
         self._flushed_once = True
         batch, self._buffer = self._buffer, []
