@@ -64,15 +64,18 @@ async def until(pilot: Any, condition: Callable[[], bool], what: str, seconds: f
 
 
 async def click(pilot: Any, selector: str) -> None:
-    """Click a button once it is laid out where the user sees it (a panel that just appeared may not be
-    placed yet on a loaded machine, and a click at its old place hits something else)."""
-    await until(
-        pilot,
-        lambda: (
-            bool(pilot.app.screen.query(selector)) and pilot.app.screen.query_one(selector).region.width > 0
-        ),
-        f"{selector} on screen",
-    )
+    """Click a button once it is laid out where the user sees it and stays there (a panel that just
+    appeared may not be placed yet on a loaded machine, and the header or the panel above it can still
+    change height in the next frame: a click at its old place hits something else)."""
+    regions: list[Any] = []
+
+    def settled() -> bool:
+        found = pilot.app.screen.query(selector)
+        region = found.first().region if found else None
+        regions.append(region)
+        return region is not None and region.width > 0 and regions[-3:] == [region] * 3
+
+    await until(pilot, settled, f"{selector} on screen, in the same place for three looks")
     await pilot.pause()
     await pilot.click(selector)
 
