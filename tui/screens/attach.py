@@ -408,15 +408,9 @@ class AttachScreen(Screen[None]):
         and pending approvals load beside it, so a long session's history is on screen sooner."""
         try:
             self._set_session(await self.backend.get_session(self.session_id))
-        except (NotFound, AuthError, PermissionDenied) as exc:
-            # A definite no: following would only be refused again, and a note could not be sent.
-            if not get_current_worker().is_cancelled:
-                self._refuse(exc)
-            return
         except ClientError as exc:
-            # Not a refusal (the server is down, say): the stream below keeps trying and says so.
-            if not get_current_worker().is_cancelled:
-                self.banner.show(f"Could not load the session: {exc}", "error")
+            if self._load_failed(exc):
+                return
         if self._follow:
             self.follow_stream()
         try:
@@ -429,13 +423,9 @@ class AttachScreen(Screen[None]):
                 raise notes
             if isinstance(approvals, BaseException):
                 raise approvals
-        except (NotFound, AuthError, PermissionDenied) as exc:
-            if not get_current_worker().is_cancelled:
-                self._refuse(exc)
-            return
         except ClientError as exc:
-            if not get_current_worker().is_cancelled:
-                self.banner.show(f"Could not load the session: {exc}", "error")
+            if self._load_failed(exc):
+                return
         else:
             self.notes_panel.upsert_many(notes.notes)
             self.approvals_panel.set_pending(approvals.items)
@@ -444,6 +434,17 @@ class AttachScreen(Screen[None]):
         early_notes, self._early_notes = self._early_notes, {}
         early_approvals, self._early_approvals = self._early_approvals, {}
         self._apply_panel_changes(early_notes, early_approvals)
+
+    def _load_failed(self, exc: ClientError) -> bool:
+        """Say why loading failed. True for a definite no (404/401/403: following would only be refused
+        again, and a note could not be sent); False when the stream should keep trying (server down)."""
+        refused = isinstance(exc, NotFound | AuthError | PermissionDenied)
+        if not get_current_worker().is_cancelled:
+            if isinstance(exc, NotFound | AuthError | PermissionDenied):
+                self._refuse(exc)
+            else:
+                self.banner.show(f"Could not load the session: {exc}", "error")
+        return refused
 
     @work(exclusive=True, group="attach-stream")
     async def follow_stream(self) -> None:
