@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--since",
         metavar="DURATION",
         help="with --plain/--json: first print this much history (30m, 2h, ...; 0s = none; default: the 5m "
-        "up to its last activity); the full-screen app always shows the whole history",
+        "up to its last activity); the full-screen app shows the newest 5,000 events",
     )
     p.add_argument("--read-only", action="store_true", help="follow without steering (stdin is not read)")
     p.set_defaults(handler=_handler("sessions", "attach"))

@@ -65,8 +65,10 @@ def test_attach_on_a_terminal_opens_the_app_and_q_detaches(live_server) -> None:
     code, screen = _run_in_pty(argv, b"Visible title", b"\x1b", b"q")
     assert code == 0
     assert b"Detached from " + ids[0][:8].encode() in screen
-    # --since does not limit the app (it shows the whole history): said, not silently ignored.
-    assert b"the full-screen app shows the whole history; --since applies to --plain and --json" in screen
+    # --since does not limit the app (it shows the newest events): said, not silently ignored.
+    assert (
+        b"the full-screen app shows the newest 5,000 events; --since applies to --plain and --json" in screen
+    )
 
 
 def test_no_command_opens_the_sessions_screen(live_server) -> None:

@@ -321,7 +321,7 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
 
         if since is not None:
             print(
-                "preloop: note: the full-screen app shows the whole history; --since applies to "
+                "preloop: note: the full-screen app shows the newest 5,000 events; --since applies to "
                 "--plain and --json",
                 file=sys.stderr,
             )
