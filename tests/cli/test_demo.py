@@ -7,9 +7,12 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
+import jsonschema
+from markdown_it import MarkdownIt
 
 from client import paths
 from tests.cli.helpers import PRELOOP, preloop
@@ -159,3 +162,42 @@ def test_a_second_demo_on_the_same_data_is_refused(isolated_dirs: Path) -> None:
     finally:
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=60)
+
+
+def test_a_demo_session_exports_to_json_and_markdown(isolated_dirs: Path, tmp_path: Path) -> None:
+    """Issue 11: the post-incident export of a real demo session (demo agents, their tools and narration),
+    by the console script, in both formats; the JSON validates against the documented schema."""
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
+    proc, _ = _start_demo(_free_port())
+    try:
+        busy: dict[str, object] | None = None
+        deadline = time.monotonic() + 60
+        while busy is None and time.monotonic() < deadline:
+            listed = preloop("sessions", "list", "--json")
+            assert listed.returncode == 0, listed.stderr
+            worked = [s for s in json.loads(listed.stdout)["items"] if (s.get("tool_call_count") or 0) >= 2]
+            busy = worked[0] if worked else None
+            time.sleep(0.5)
+        assert busy is not None, "no demo session ran two tools within a minute"
+        session_id = str(busy["id"])
+
+        target = tmp_path / "demo.json"
+        done = preloop("sessions", "export", session_id[:8], "-o", str(target))
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(target.read_text())
+        jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+        assert doc["session"]["id"] == session_id and doc["session"]["agent"] == busy["agent_name"]
+        kinds = {item["kind"] for item in doc["timeline"]}
+        assert {"session_started", "commentary", "tool_call"} <= kinds
+        assert doc["tool_calls"]["count"] >= 2 and "events_not_loaded" not in doc
+
+        shown = preloop("sessions", "export", session_id, "--format", "md")
+        assert shown.returncode == 0, shown.stderr
+        md = shown.stdout
+        assert md.startswith("# Session ") and "## Timeline" in md and "## Tool calls" in md
+        tokens = MarkdownIt("commonmark").enable("table").parse(md)
+        assert any(t.type == "table_open" for t in tokens)  # the summary and tool tables render as tables
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
