@@ -174,8 +174,11 @@ async def test_the_app_attached_to_a_dendrux_run_shows_commentary_tools_and_the_
             await until(lambda: isinstance(screen.status, Live), "the stream to go live")
             view = screen.query_one(TimelineView)
             await until(lambda: any("refund_order" in line for line in view.lines_text), "the gated call")
-            text = "\n".join(view.lines_text)
-            assert "Let me look up order A-17 first." in text and "lookup_order" in text
+            # The commentary's text is read from /traces, where it may land after the events that follow.
+            await until(
+                lambda: "Let me look up order A-17 first." in "\n".join(view.lines_text), "the commentary"
+            )
+            assert "lookup_order" in "\n".join(view.lines_text)
             await until(lambda: screen.approvals_panel.count > 0, "the approval in the panel")
             await pilot.press("escape", "a")  # out of the note box, then approve
             await until(
