@@ -469,7 +469,7 @@ async def test_attach_survives_a_server_restart(
         await until(pilot, lambda: isinstance(screen.status, Live), "live again", seconds=40)
         view = screen.query_one(TimelineView)
         await until(pilot, lambda: any("After the restart" in line for line in view.lines_text), "new events")
-        assert screen.banner.level is None
+        await until(pilot, lambda: screen.banner.level is None, "the reconnecting banner to go")
 
 
 async def test_command_palette_offers_what_the_screen_allows(client: Client, agent: HarnessSession) -> None:
