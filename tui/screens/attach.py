@@ -438,13 +438,14 @@ class AttachScreen(Screen[None]):
     def _load_failed(self, exc: ClientError) -> bool:
         """Say why loading failed. True for a definite no (404/401/403: following would only be refused
         again, and a note could not be sent); False when the stream should keep trying (server down)."""
-        refused = isinstance(exc, NotFound | AuthError | PermissionDenied)
-        if not get_current_worker().is_cancelled:
-            if isinstance(exc, NotFound | AuthError | PermissionDenied):
+        cancelled = get_current_worker().is_cancelled
+        if isinstance(exc, NotFound | AuthError | PermissionDenied):
+            if not cancelled:
                 self._refuse(exc)
-            else:
-                self.banner.show(f"Could not load the session: {exc}", "error")
-        return refused
+            return True
+        if not cancelled:
+            self.banner.show(f"Could not load the session: {exc}", "error")
+        return False
 
     @work(exclusive=True, group="attach-stream")
     async def follow_stream(self) -> None:
