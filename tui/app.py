@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 from collections.abc import Callable
@@ -50,6 +51,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
 
+# The live feeds' code (SSE decoding and the events' validators, ~40 ms to load): loaded with the app, not
+# lazily in the middle of its first frame (scripted commands, which never stream, never import this module).
+import client.attention_live
+import client.backends.local.feed  # noqa: F401
 from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backend import Backend
 from client.drafts import DraftStore
@@ -136,8 +141,22 @@ class PreloopApp(App[str | None]):
         self.following = Following()
         """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
         self._followed_screens: dict[str, AttachScreen] = {}
+        # Start-up allocates tens of thousands of objects that all stay (widgets, styles, parsed CSS,
+        # the first events): collecting while they are made only re-scans them. The collector waits
+        # until the first frame is painted; then they are frozen out of later collections.
+        self._collector_paused = gc.isenabled()
+        gc.disable()
+
+    def _start_up_done(self) -> None:
+        """After the first frame: the objects of the start-up are kept for good, so later collections
+        skip them (``gc.freeze``), and the collector runs again as it did before the app started."""
+        if self._collector_paused:
+            self._collector_paused = False
+            gc.freeze()
+            gc.enable()
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._start_up_done)
         if self.handle_signals:
             self._install_signal_handlers()
         if self.start_session_id:
@@ -145,7 +164,8 @@ class PreloopApp(App[str | None]):
         else:
             self.push_screen(self._sessions_screen())
         if self.attention and hasattr(self.backend, "watch_attention"):
-            self.watch_inbox()
+            # The screen the user asked for starts loading first; the inbox after its first frame.
+            self.call_after_refresh(self.watch_inbox)
 
     # ------------------------------------------------------------------ the attention inbox
 
@@ -178,7 +198,8 @@ class PreloopApp(App[str | None]):
         """After the inbox or its feed changed: update every header's count, the inbox screen, and alert
         for what is new outside the session on screen."""
         changes = changes or []
-        viewing = self.screen.session_id if isinstance(self.screen, AttachScreen) else None
+        shown = self.screen_stack[-1] if self.screen_stack else None  # none while the app closes
+        viewing = shown.session_id if isinstance(shown, AttachScreen) else None
         self.alerter.changes(changes, viewing=viewing)
         # The inbox screen first, then the headers' count (the inbox screen may have marked notes seen):
         # the first widget to report a change starts the next frame, and the inbox table's new size must
@@ -237,6 +258,7 @@ class PreloopApp(App[str | None]):
         self.exit(f"Stopped by {name}; any session keeps running.", return_code=128 + signum)
 
     async def on_unmount(self) -> None:
+        self._start_up_done()  # an app that ends before its first frame leaves the collector as it was
         if self.handle_signals:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGHUP):
