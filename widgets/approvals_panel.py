@@ -116,14 +116,23 @@ class ApprovalsPanel(Vertical):
         # Kept by reference: an answer that arrives while the screen is taken apart (its widgets go
         # before its workers are cancelled) still has a list to go to instead of raising NoMatches.
         self._list = OptionList(id="approvals-list")
+        self._buttons: Horizontal | None = None
 
     def compose(self) -> ComposeResult:
         yield self._list
-        with Horizontal():
-            yield Button("Approve", id="approve", variant="success", compact=True)
-            yield Button("Decline", id="decline", variant="error", compact=True)
-            yield Button("Args", id="expand", compact=True)
+        if self.approvals:
+            yield self._make_buttons()
         yield Static("read-only: no decisions here", classes="read-only")
+
+    def _make_buttons(self) -> Horizontal:
+        """The buttons come with the first pending approval: a session with none never pays for them
+        (buttons bring the largest stylesheet of the screen, parsed when the first one is mounted)."""
+        self._buttons = Horizontal(
+            Button("Approve", id="approve", variant="success", compact=True),
+            Button("Decline", id="decline", variant="error", compact=True),
+            Button("Args", id="expand", compact=True),
+        )
+        return self._buttons
 
     @property
     def option_list(self) -> OptionList:
@@ -204,6 +213,8 @@ class ApprovalsPanel(Vertical):
             options.highlighted = options.get_option_index(current_id)
         elif self.approvals:
             options.highlighted = 0
+        if self.approvals and self._buttons is None and self.is_mounted and self._list.is_attached:
+            self.mount(self._make_buttons())  # docked at the bottom: where in the panel does not matter
         self.set_class(bool(self.approvals), "-has-pending")
         self.set_class(bool(self.expanded), "-expanded")
         self.border_title = f"⚑ Approvals pending ({len(self.approvals)})" if self.approvals else "Approvals"

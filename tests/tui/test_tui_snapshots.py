@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Input, TextArea
+from textual.widgets import Footer, Input, TextArea
 
 from client.errors import ServerUnreachable
 from client.models import Session
@@ -47,6 +47,7 @@ def _quiet(app: PreloopApp) -> bool:
         and not screen._buffer
         and not screen._flush_scheduled
         and not screen._bindings_refresh_scheduled
+        and bool(screen.query(Footer))  # the keys line is mounted after the first frame
     )
 
 

@@ -28,6 +28,7 @@ failure.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import ClassVar
@@ -70,6 +71,9 @@ HISTORY_EVENTS = 5_000
 """How much history to read when attaching: the newest this many stored events (where the server can send
 only a tail). The view keeps about as much; a session of 100,000 events then opens at once, its first line
 saying how many earlier events were not loaded."""
+
+FIRST_PAINT_WAIT = 0.25
+"""After the first event is applied, the backlog waits (at most this long) until that frame is painted."""
 
 YIELD_EVERY = 100
 """While a backlog streams in, the stream worker lets the screen run after this many events."""
@@ -260,6 +264,12 @@ class AttachScreen(Screen[None]):
         self._bindings_refresh_scheduled = False
         self._refusal_shown = False
         self._reshown = False
+        self._mounted = asyncio.Event()
+        """Set once the widgets are mounted: answers that arrive earlier wait for it before touching them."""
+        self._row_known = asyncio.Event()
+        """Set once the session row's request has settled: a refusal from the stream waits for it, so a
+        refused session is reported once (by the row), not twice."""
+        self._loading_started = False
 
     # ------------------------------------------------------------------ layout
 
@@ -295,8 +305,16 @@ class AttachScreen(Screen[None]):
         self._too_small = Static("", id="too-small")
         yield self._too_small
         narrow = self.app.size.width < COMPACT_BELOW
+        # The keys line comes a frame later: it is composed again each time the keys change (focus
+        # moves, the screen is shown), three times while the screen opens, and the events go first.
         self._footer = Footer(compact=narrow, show_command_palette=not narrow)
-        yield self._footer
+        if not self._loading_started:
+            # The requests leave now, before the widgets are mounted and laid out (the longest part of
+            # opening the screen): the server answers meanwhile, and its answers wait for the mount.
+            self._loading_started = True
+            self.load_initial()
+            if self._follow:
+                self.follow_stream()
 
     def on_resize(self) -> None:
         self._fit_layout()
@@ -305,7 +323,8 @@ class AttachScreen(Screen[None]):
         if footer.show_command_palette == narrow:
             footer.compact = narrow
             footer.show_command_palette = not narrow
-            footer.refresh(recompose=True)  # the Footer reads show_command_palette only when composing
+            if footer.is_mounted:  # (it is mounted after the first frame: it then composes as it is)
+                footer.refresh(recompose=True)  # the Footer reads show_command_palette only when composing
 
     def _fit_layout(self) -> None:
         """Pick the layout for the terminal's size: side by side, stacked (narrow), or "too small"."""
@@ -365,7 +384,15 @@ class AttachScreen(Screen[None]):
             self._view.focus()
         else:
             self._restore_draft()
-        self.load_initial()
+        if self.status is not None:
+            self.header.set_status(self.status)  # "connecting": the stream started before the mount
+        self._mounted.set()
+        self.call_after_refresh(self._mount_footer)
+
+    async def _mount_footer(self) -> None:
+        """The keys line, after the first frame (see ``compose``); it lists keys once told they changed."""
+        await self.mount(self._footer)
+        self.refresh_bindings()
 
     def on_unmount(self) -> None:
         self.save_draft()
@@ -404,21 +431,28 @@ class AttachScreen(Screen[None]):
 
     @work(exclusive=True, group="attach-load")
     async def load_initial(self) -> None:
-        """Session row first (it tells a refusal early); then the stream starts while the existing notes
-        and pending approvals load beside it, so a long session's history is on screen sooner."""
+        """Session row, notes and pending approvals, requested together with the stream (see
+        ``compose``); the row is shown as soon as it comes, and a refused row stops the stream."""
+        lists = asyncio.gather(
+            self.backend.list_notes(session_id=self.session_id),
+            self.backend.list_approvals(session_id=self.session_id),
+            return_exceptions=True,  # both finish before either failure is looked at
+        )
         try:
-            self._set_session(await self.backend.get_session(self.session_id))
-        except ClientError as exc:
-            if self._load_failed(exc):
-                return
-        if self._follow:
-            self.follow_stream()
-        try:
-            notes, approvals = await asyncio.gather(
-                self.backend.list_notes(session_id=self.session_id),
-                self.backend.list_approvals(session_id=self.session_id),
-                return_exceptions=True,  # both finish before either failure is looked at
-            )
+            try:
+                row = await self.backend.get_session(self.session_id)
+            except ClientError as exc:
+                await self._mounted.wait()
+                refused = self._load_failed(exc)
+                self._row_known.set()
+                if refused:
+                    self.workers.cancel_group(self, "attach-stream")
+                    return
+            else:
+                await self._mounted.wait()
+                self._row_known.set()
+                self._set_session(row)
+            notes, approvals = await lists
             if isinstance(notes, BaseException):
                 raise notes
             if isinstance(approvals, BaseException):
@@ -430,6 +464,8 @@ class AttachScreen(Screen[None]):
             self.notes_panel.upsert_many(notes.notes)
             self.approvals_panel.set_pending(approvals.items)
             self._pending_changed()
+        finally:
+            lists.cancel()  # when the row was refused or the screen went away: nothing left waiting
         self._panels_loaded = True
         early_notes, self._early_notes = self._early_notes, {}
         early_approvals, self._early_approvals = self._early_approvals, {}
@@ -453,6 +489,13 @@ class AttachScreen(Screen[None]):
         since_yield = 0
         try:
             async for item in self.backend.follow(self.session_id, tail=HISTORY_EVENTS):
+                if not self._mounted.is_set():
+                    if isinstance(item, Connecting):
+                        self.status = item  # the header shows it once mounted; the request goes out now
+                        continue
+                    await self._mounted.wait()
+                if isinstance(item, Refused) and not await self._refusal_is_news():
+                    return
                 if isinstance(item, Connecting | Live | Reconnecting | Ended | Refused | Missed | Skipped):
                     self.apply_status(item)
                     continue
@@ -461,7 +504,7 @@ class AttachScreen(Screen[None]):
                     # The first event is shown at once, and the screen gets a frame to paint it before
                     # the rest of a backlog is read: the operator sees the session, then it catches up.
                     self._flush()
-                    await asyncio.sleep(FRAME)
+                    await self._painted()
                     continue
                 if not self._flush_scheduled:
                     self._flush_scheduled = True
@@ -472,9 +515,30 @@ class AttachScreen(Screen[None]):
                     since_yield = 0
                     await asyncio.sleep(0)
         except ClientError as exc:
-            self.apply_status(Refused(str(exc)))
+            if await self._refusal_is_news():
+                self.apply_status(Refused(str(exc)))
         except Exception as exc:  # a bug below us must not take the operator's screen down with it
             self.apply_status(Refused(f"the event stream stopped unexpectedly ({type(exc).__name__}: {exc})"))
+
+    async def _painted(self) -> None:
+        """Wait until the app has painted what was just applied (at most ``FIRST_PAINT_WAIT``: a screen
+        followed in the background is not painted at all)."""
+        painted = asyncio.get_running_loop().create_future()
+
+        def done() -> None:
+            if not painted.done():
+                painted.set_result(None)
+
+        self.app.call_after_refresh(done)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(painted, FIRST_PAINT_WAIT)
+
+    async def _refusal_is_news(self) -> bool:
+        """The stream was refused: say so, unless the session row's refusal already did (the row and the
+        stream are asked at once, and a session that does not exist refuses both)."""
+        await self._mounted.wait()
+        await self._row_known.wait()
+        return self.unavailable is None
 
     def _flush(self) -> None:
         self._flush_scheduled = False

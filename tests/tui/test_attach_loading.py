@@ -1,0 +1,128 @@
+"""Opening the attach screen: the session row, the panels' lists and the stream are asked for at once.
+
+The history must not wait for the session row (a slow row used to hold the stream back), and a session
+the server refuses must be reported once, however the row's and the stream's refusals interleave. The
+backend here holds the row back on purpose (a real server cannot be made slow for one request on demand).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey  # the Footer's keys (no public name)
+
+from client.errors import NotFound
+from client.events import Event
+from client.models import Session
+from client.status import Connecting, Live, Refused, StreamStatus
+from tests.tui import data
+from tests.tui.fakes import FakeBackend, Script, ago
+from tests.tui.test_pilot import attach_screen, until
+from tui.app import PreloopApp
+from widgets.banner import Banner
+from widgets.timeline_view import TimelineView
+
+SIZE = (120, 30)
+
+
+class SlowRowBackend(FakeBackend):
+    """The session row answers only when ``row_gate`` is set; the stream answers at once."""
+
+    def __init__(self, *, script: Sequence[Event | StreamStatus], refuse_row: bool = False) -> None:
+        super().__init__(sessions=[data.session()], script=script)
+        self.row_gate = asyncio.Event()
+        self.refuse_row = refuse_row
+        self.row_asked = False
+        self.refusal_sent = False
+
+    async def get_session(self, session_id: str) -> Session:
+        self.row_asked = True
+        await self.row_gate.wait()
+        if self.refuse_row:
+            raise NotFound(404, f"no session {session_id}")
+        return await super().get_session(session_id)
+
+    async def follow(
+        self, session_id: str, *, after: int = 0, tail: int | None = None
+    ) -> AsyncIterator[Event | StreamStatus]:
+        for item in self.script:
+            self.refusal_sent = self.refusal_sent or isinstance(item, Refused)
+            yield item
+        self.script_consumed = True
+        if not any(isinstance(item, Refused) for item in self.script):
+            await asyncio.Event().wait()
+
+
+async def test_the_history_shows_before_the_session_row_answers() -> None:
+    """A slow session row does not hold the timeline back: the events are on screen first, the header
+    fills in when the row comes."""
+    ev = Script(data.SID, ago(minutes=3))
+    backend = SlowRowBackend(
+        script=[Live(), ev("run.started", run_id="r1", task="Fix the flaky checkout test")]
+    )
+    app = PreloopApp(backend, start_session_id=data.SID, attention=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: backend.row_asked, "the session row asked for")
+        screen = attach_screen(app)
+        view = screen.query_one(TimelineView)
+        await until(pilot, lambda: view.line_count > 0, "the history on screen")
+        assert screen.session is None  # the row has not answered yet
+        assert "Fix the flaky checkout test" in "\n".join(view.lines_text)
+        backend.row_gate.set()
+        await until(pilot, lambda: screen.session is not None, "the session row")
+        assert screen.header.session is not None
+
+
+async def test_a_refused_session_is_reported_once_when_the_stream_refuses_first() -> None:
+    """The stream's 404 arrives before the row's: one banner (the row's words), no toast, no note box."""
+    backend = SlowRowBackend(
+        script=[Connecting(1), Refused("session 3f2a9c1e not found", 404)], refuse_row=True
+    )
+    app = PreloopApp(backend, start_session_id=data.SID, attention=False)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(pilot, lambda: backend.refusal_sent, "the stream's refusal")
+        await pilot.pause(0.1)
+        screen = attach_screen(app)
+        assert screen.unavailable is None and not app._notifications  # nothing said before the row answers
+        backend.row_gate.set()
+        await until(pilot, lambda: screen.unavailable is not None, "the row's refusal")
+        await pilot.pause(0.1)
+        banner = screen.query_one(Banner)
+        assert banner.level == "error" and "no session" in banner.message
+        assert "refused the stream" not in banner.message
+        assert not app._notifications
+        assert screen.has_class("-no-composer")
+
+
+async def test_the_keys_line_lists_keys_and_the_collector_runs_again_after_the_first_frame() -> None:
+    """The keys line is mounted after the first frame and then lists the screen's keys; the garbage
+    collector, paused while the app starts, is running again."""
+    assert gc.isenabled()
+    backend = FakeBackend(sessions=[data.session()], script=[Live()])
+    app = PreloopApp(backend, start_session_id=data.SID, attention=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _attached(pilot, app)
+        await until(pilot, lambda: bool(screen.query(FooterKey)), "the keys in the footer")
+        keys = {key.description for key in screen.query_one(Footer).query(FooterKey)}
+        assert {"Send", "Leave note"} <= keys
+        assert gc.isenabled()
+    assert gc.isenabled()
+
+
+async def test_the_collector_is_restored_when_the_app_ends_before_its_first_frame() -> None:
+    """An app that fails to start leaves the process's garbage collector as it found it."""
+    assert gc.isenabled()
+    app = PreloopApp(FakeBackend(), attention=False)
+    assert not gc.isenabled()  # paused for the start-up
+    async with app.run_test(size=SIZE):
+        app.exit()
+    assert gc.isenabled()
+
+
+async def _attached(pilot: Any, app: PreloopApp) -> Any:
+    await until(pilot, lambda: app.screen.__class__.__name__ == "AttachScreen", "the attach screen")
+    return attach_screen(app)
