@@ -5,7 +5,8 @@ live session with N agent events (runs of streamed narration, tool calls and fin
 through the harness API like a real agent). Then, in this process, the real ``PreloopApp`` opens the real
 ``AttachScreen`` on it, headless, through ``client.api.Client`` over loopback SSE. Printed per attach:
 
-* first frame: from starting the app to the first painted frame that shows events;
+* first frame: from starting the app to the first painted frame that shows events (before it, as
+  ``preloop sessions attach`` does, another client checks that the session exists);
 * caught up: to the painted frame that shows the last stored event, the stream still open (following);
 * live: after catching up, an agent reports one more event; the time until it is painted;
 * RSS of this process before the app starts and once caught up (peak too), and timeline lines retained.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import json
 import os
 import resource
@@ -245,18 +247,32 @@ async def attach_once(
         if not painted[name].done():
             painted[name].set_result(time.perf_counter())
 
+    # What `preloop sessions attach ID` does before the app starts (tui.commands.tui_entry): check that the
+    # server answers and the session exists, on a client of its own; the app then gets a fresh one.
+    async with Client(url, token, server_kind="local") as checking:
+        await checking.list_sessions(limit=1)
+        await checking.get_session(session)
     async with Client(url, token, server_kind="local") as backend:
         start = time.perf_counter()
         app = PreloopApp(backend, start_session_id=session)
-        async with app.run_test(size=(160, 48)):
+
+        def attach_screen() -> AttachScreen | None:
+            try:
+                screen = app.screen
+            except Exception:  # no screen yet: the app is still starting
+                return None
+            return screen if isinstance(screen, AttachScreen) else None
+
+        async def watch() -> None:
+            """Follow the screen's progress from the app's start (its first frame may already show
+            events), asking for a mark after the next paint at each stage."""
             screen: AttachScreen | None = None
             want_live = last_seq + 1
             stage = "first"
             while stage != "done":
                 await asyncio.sleep(0.002)
                 if screen is None:
-                    if isinstance(app.screen, AttachScreen):
-                        screen = app.screen
+                    screen = attach_screen()
                     continue
                 seq = screen.timeline.last_seq
                 if stage == "first" and seq > 0:
@@ -266,17 +282,22 @@ async def attach_once(
                     app.call_after_refresh(mark, "caught")
                     await painted["caught"]
                     figures["rss_caught"] = rss_mb()
-                    live_sent = time.perf_counter()
+                    figures["live_sent"] = time.perf_counter()
                     want_live = await live_probe(url, agent_token)
                     stage = "live"
                 if stage == "live" and seq >= want_live:
                     app.call_after_refresh(mark, "live")
                     await painted["live"]
                     stage = "done"
+            assert screen is not None
+            figures["lines"] = float(screen.query_one(TimelineView).line_count)
+
+        watcher = asyncio.create_task(watch())  # before the app starts: nothing it shows is missed
+        async with app.run_test(size=(160, 48)):
+            await watcher
             figures["first"] = (await painted["first"] - start) * 1000
             figures["caught"] = (await painted["caught"] - start) * 1000
-            figures["live"] = (await painted["live"] - live_sent) * 1000
-            figures["lines"] = float(screen.query_one(TimelineView).line_count) if screen else 0.0
+            figures["live"] = (await painted["live"] - figures.pop("live_sent")) * 1000
     figures["rss_before"] = rss_before
     figures["rss_peak"] = peak_rss_mb()
     return figures
@@ -299,6 +320,10 @@ def main() -> None:
         args = (info["url"], info["token"], info["session"], info["agent"], info["last_seq"])
         print(json.dumps(asyncio.run(attach_once(*args))))
         return
+    # Bytecode as an installed package has it (PYTHONDONTWRITEBYTECODE may be set on this machine): what
+    # the attach processes import is then read, not compiled, as on an operator's machine.
+    for package in ("client", "widgets", "tui", "server"):
+        compileall.compile_dir(ROOT / package, quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ}
         for name in ("STATE", "CONFIG", "DATA"):
