@@ -5,8 +5,10 @@ not be missed (reconnecting, refused, ended), the timeline (``widgets.timeline_v
 with pending approvals and notes, and the note composer at the bottom (hidden in read-only mode and once
 the session ended).
 
-Data flow. On mount one worker loads the session row, its notes (``list_notes``) and pending approvals
-(``list_approvals``); a second, exclusive worker iterates ``backend.follow(session_id)``. Events are not
+Data flow. As soon as the screen is composed (before its widgets are laid out) one worker asks for the
+session row, its notes (``list_notes``) and pending approvals (``list_approvals``) and a second, exclusive
+worker starts iterating ``backend.follow(session_id)``, all at once; answers wait for the mount, and a
+refusal that both the row and the stream bring is reported once, by the row. Events are not
 applied one by one: they are buffered and applied to the ``client.timeline.Timeline`` model in a batch at
 most once per frame (``FRAME``), after which the view is synced once and the panels take the note and
 approval changes of that batch. ``StreamStatus`` values drive the header and the banner. Both workers
