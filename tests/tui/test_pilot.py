@@ -546,7 +546,13 @@ async def test_unknown_session_is_refused_plainly(client: Client, agent: Harness
         banner = screen.query_one(Banner)
         assert banner.level == "error" and "not found" in banner.message
         assert screen.has_class("-no-composer")
-        assert not [w for w in app.workers if w.node is screen and w.group == "attach-stream"]
+
+        # The stream was asked for beside the session row; the row's refusal stops it.
+        def streaming() -> bool:
+            mine = [w for w in app.workers if w.node is screen and w.group == "attach-stream"]
+            return not all(w.is_finished for w in mine)
+
+        await until(pilot, lambda: not streaming(), "the stream stopped")
         assert "withdraw" not in footer_actions(app) and "focus_composer" not in footer_actions(app)
         assert not app._notifications  # the banner says it once, no toast on top
         await pilot.press("q")

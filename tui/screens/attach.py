@@ -77,6 +77,9 @@ saying how many earlier events were not loaded."""
 FIRST_PAINT_WAIT = 0.25
 """After the first event is applied, the backlog waits (at most this long) until that frame is painted."""
 
+FOOTER_AT_THE_LATEST = 0.5
+"""The keys line is mounted once the first events are painted, or this long after the mount (no events)."""
+
 YIELD_EVERY = 100
 """While a backlog streams in, the stream worker lets the screen run after this many events."""
 
@@ -389,10 +392,14 @@ class AttachScreen(Screen[None]):
         if self.status is not None:
             self.header.set_status(self.status)  # "connecting": the stream started before the mount
         self._mounted.set()
-        self.call_after_refresh(self._mount_footer)
+        # The keys line once the first events are on screen (see ``follow_stream``), or after a moment
+        # when no event comes (not following, or nothing stored yet).
+        self.set_timer(FOOTER_AT_THE_LATEST, self._mount_footer)
 
     async def _mount_footer(self) -> None:
         """The keys line, after the first frame (see ``compose``); it lists keys once told they changed."""
+        if self._footer.parent is not None or not self.is_attached:
+            return
         await self.mount(self._footer)
         self.refresh_bindings()
 
@@ -507,6 +514,7 @@ class AttachScreen(Screen[None]):
                     # the rest of a backlog is read: the operator sees the session, then it catches up.
                     self._flush()
                     await self._painted()
+                    await self._mount_footer()
                     continue
                 if not self._flush_scheduled:
                     self._flush_scheduled = True
