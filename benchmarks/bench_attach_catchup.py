@@ -220,6 +220,20 @@ def curl_floor(
         proc.wait()
 
 
+def _drain(fd: int, seconds: float) -> None:
+    """Read a terminal until its process closes it (or ``seconds`` pass)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if not ready:
+            continue
+        try:
+            if not os.read(fd, 1 << 16):
+                return
+        except OSError:  # EIO: the other side is gone
+            return
+
+
 def terminal_attach(url: str, token: str, session: str, env: dict[str, str]) -> tuple[float, float]:
     """The real command on a pseudo-terminal (160x48), as an operator runs it: ms from starting the process
     to the app taking the screen (its first output of the alternate screen) and to the first frame that
@@ -251,8 +265,11 @@ def terminal_attach(url: str, token: str, session: str, env: dict[str, str]) -> 
             if b"earlier events not loaded" in seen:
                 first_at = now
     finally:
-        os.kill(pid, signal.SIGTERM)  # the app leaves cleanly on SIGTERM (terminal restored)
-        os.waitpid(pid, 0)
+        os.kill(pid, signal.SIGTERM)  # the app leaves cleanly on SIGTERM (terminal restored) ...
+        _drain(fd, seconds=10)  # ... if what it still writes is read: a full terminal blocks it
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
         os.close(fd)
     if not first_at:
         raise SystemExit(f"the attach command showed no events: {seen[-500:]!r}")
