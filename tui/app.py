@@ -141,11 +141,15 @@ class PreloopApp(App[str | None]):
         self.following = Following()
         """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
         self._followed_screens: dict[str, AttachScreen] = {}
+        self._collector_paused = False
+
+    def on_load(self) -> None:
         # Start-up allocates tens of thousands of objects that all stay (widgets, styles, parsed CSS,
         # the first events): collecting while they are made only re-scans them. The collector waits
         # until the first frame is painted; then they are frozen out of later collections.
-        self._collector_paused = gc.isenabled()
-        gc.disable()
+        if gc.isenabled():
+            self._collector_paused = True
+            gc.disable()
 
     def _start_up_done(self) -> None:
         """After the first frame: the objects of the start-up are kept for good, so later collections

@@ -116,11 +116,18 @@ async def test_the_keys_line_lists_keys_and_the_collector_runs_again_after_the_f
 async def test_the_collector_is_restored_when_the_app_ends_before_its_first_frame() -> None:
     """An app that fails to start leaves the process's garbage collector as it found it."""
     assert gc.isenabled()
-    app = PreloopApp(FakeBackend(), attention=False)
-    assert not gc.isenabled()  # paused for the start-up
+    paused: list[bool] = []
+
+    class Probe(PreloopApp):
+        def on_mount(self) -> None:
+            paused.append(not gc.isenabled())
+
+    app = Probe(FakeBackend(), attention=False)
+    assert gc.isenabled()  # an app that is made but never run changes nothing
     async with app.run_test(size=SIZE):
         app.exit()
-    assert gc.isenabled()
+    assert paused == [True]  # paused for the start-up...
+    assert gc.isenabled()  # ... and running again after an app that ended before its first frame
 
 
 async def _attached(pilot: Any, app: PreloopApp) -> Any:
