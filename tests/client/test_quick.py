@@ -9,14 +9,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from client.config import Settings
-from client.quick import Fallback, QuickClient, _plain_http_url, _quote
+from client.quick import Fallback, QuickClient
 
 
 @contextmanager
@@ -114,57 +111,3 @@ def test_a_closed_port_falls_back() -> None:
 def test_what_the_full_path_handles_differently_falls_back_before_any_request(url: str, token: str) -> None:
     with pytest.raises(Fallback):
         QuickClient(Settings(url=url, token=token))
-
-
-@given(
-    st.dictionaries(
-        st.text(min_size=1, max_size=12),
-        st.one_of(st.text(max_size=20), st.integers(), st.booleans(), st.none()),
-        max_size=5,
-    )
-)
-def test_the_query_is_encoded_as_urlencode_does(params: dict[str, Any]) -> None:
-    """Without urllib.parse (start-up time), the query string is still byte for byte the full path's."""
-    seen = {k: v for k, v in params.items() if v is not None}
-    ours = "&".join(f"{_quote(k)}={_quote(v)}" for k, v in seen.items())
-    assert ours == urlencode(seen)
-
-
-@pytest.mark.parametrize(
-    "url",
-    [
-        "http://127.0.0.1:8765",
-        "http://127.0.0.1:8765/",
-        "HTTP://LocalHost:80/prefix/",
-        "http://[::1]:9000/base",
-        "http://example.test",
-    ],
-)
-def test_a_plain_url_is_read_as_urlsplit_reads_it(url: str) -> None:
-    parts = urlsplit(url)
-    assert _plain_http_url(url) == (
-        parts.netloc,
-        (parts.hostname or "").encode(),
-        parts.port or 80,
-        parts.path,
-    )
-
-
-@pytest.mark.parametrize(
-    "url",
-    [
-        "ftp://127.0.0.1:21",
-        "http://127.0.0.1:8765?x=1",
-        "http://127.0.0.1:8765/#top",
-        "http://127.0.0.1:port",
-        "http://127.0.0.1:0",
-        "http://127.0.0.1:٣٣",  # digits, but not ASCII ones
-        "http://[::1/",
-        "http://:8765",
-        "http://hôte:8765",
-        "127.0.0.1:8765",
-    ],
-)
-def test_an_unusual_url_falls_back(url: str) -> None:
-    with pytest.raises(Fallback):
-        QuickClient(Settings(url=url, token="tok"))
