@@ -42,7 +42,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widget import Widget
+from textual.widget import MountError, Widget
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
@@ -400,7 +400,10 @@ class AttachScreen(Screen[None]):
         """The keys line, after the first frame (see ``compose``); it lists keys once told they changed."""
         if self._footer.parent is not None or not self.is_attached:
             return
-        await self.mount(self._footer)
+        try:
+            await self.mount(self._footer)
+        except MountError:  # the screen was being taken apart meanwhile: nothing to show keys for
+            return
         self.refresh_bindings()
 
     def on_unmount(self) -> None:
