@@ -452,17 +452,16 @@ class AttachScreen(Screen[None]):
         )
         try:
             try:
-                row = await self.backend.get_session(self.session_id)
+                row: Session | ClientError = await self.backend.get_session(self.session_id)
             except ClientError as exc:
-                await self._mounted.wait()
-                refused = self._load_failed(exc)
-                self._row_known.set()
-                if refused:
-                    self.workers.cancel_group(self, "attach-stream")
-                    return
-            else:
-                await self._mounted.wait()
-                self._row_known.set()
+                row = exc
+            await self._mounted.wait()
+            refused = isinstance(row, ClientError) and self._load_failed(row)
+            self._row_known.set()  # after a refusal is on screen: the stream's own then stays unsaid
+            if refused:
+                self.workers.cancel_group(self, "attach-stream")
+                return
+            if isinstance(row, Session):
                 self._set_session(row)
             notes, approvals = await lists
             if isinstance(notes, BaseException):
@@ -548,8 +547,8 @@ class AttachScreen(Screen[None]):
 
     async def _refusal_is_news(self) -> bool:
         """The stream was refused: say so, unless the session row's refusal already did (the row and the
-        stream are asked at once, and a session that does not exist refuses both)."""
-        await self._mounted.wait()
+        stream are asked at once, and a session that does not exist refuses both). The row is known only
+        once the screen is mounted."""
         await self._row_known.wait()
         return self.unavailable is None
 
