@@ -220,18 +220,21 @@ def curl_floor(
         proc.wait()
 
 
-def _drain(fd: int, seconds: float) -> None:
-    """Read a terminal until its process closes it (or ``seconds`` pass)."""
+def _terminal_output(fd: int, seconds: float) -> Iterator[bytes]:
+    """What a terminal's process writes, chunk by chunk, until it closes the terminal or ``seconds``
+    pass."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.1)
         if not ready:
             continue
         try:
-            if not os.read(fd, 1 << 16):
-                return
+            chunk = os.read(fd, 1 << 16)
         except OSError:  # EIO: the other side is gone
             return
+        if not chunk:
+            return
+        yield chunk
 
 
 def terminal_attach(url: str, token: str, session: str, env: dict[str, str]) -> tuple[float, float]:
@@ -250,23 +253,19 @@ def terminal_attach(url: str, token: str, session: str, env: dict[str, str]) -> 
     seen = b""
     app_at = first_at = 0.0
     try:
-        deadline = time.monotonic() + 30
-        while not first_at and time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.1)
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
+        for chunk in _terminal_output(fd, seconds=30):
             seen = seen[-256:] + chunk
             now = time.perf_counter()
             if not app_at and b"\x1b[?1049h" in seen:
                 app_at = now
             if b"earlier events not loaded" in seen:
                 first_at = now
+                break
     finally:
         os.kill(pid, signal.SIGTERM)  # the app leaves cleanly on SIGTERM (terminal restored) ...
-        _drain(fd, seconds=10)  # ... if what it still writes is read: a full terminal blocks it
+        # ... if what it still writes is read: a terminal nobody reads blocks its last writes.
+        for _ in _terminal_output(fd, seconds=10):
+            pass
         if os.waitpid(pid, os.WNOHANG) == (0, 0):
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
