@@ -261,8 +261,15 @@ async def test_narrow_terminals_stack_the_panels_and_too_small_says_so(
         await pilot.press("escape", "p")
         await until(pilot, lambda: screen.notes_panel.region.height > 3, "the notes list shown")
         assert screen.view.region.height == 0 or not screen.query_one("#main").display
+        assert app.focused is screen.notes_panel  # w acts on its highlighted note; letters stay keys
+        await pilot.press("w")  # the pending note: asked first
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the withdraw question")
+        await pilot.press("n")  # keep it
+        await until(pilot, lambda: app.screen is screen, "back on the session")
+        assert app.focused is screen.notes_panel  # not the note box: the next letter is still a key
         await pilot.press("p")
         await until(pilot, lambda: screen.view.region.height > 3, "the timeline back")
+        assert app.focused is screen.view
 
         await pilot.resize_terminal(40, 12)
         notice = screen.query_one("#too-small", Static)

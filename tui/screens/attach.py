@@ -370,8 +370,11 @@ class AttachScreen(Screen[None]):
         self._notes_hint.update(Text(f"✉ {title} · {where}"))
 
     def action_toggle_notes(self) -> None:
-        """Narrow terminal: the notes list takes the timeline's place, or gives it back."""
+        """Narrow terminal: the notes list takes the timeline's place, or gives it back, and takes the focus
+        with it (focus left on the hidden timeline is lost, and after a dialog it would land in the note
+        box, where the next letter keys would be typed instead of acting)."""
         self.toggle_class("-show-notes")
+        (self._notes if self.has_class("-show-notes") else self._view).focus()
         self._update_notes_hint()
         self.refresh_bindings()
 
