@@ -1,7 +1,8 @@
 """Alerts: a terminal bell and a desktop notification when something needs the operator elsewhere.
 
-A new approval, or a note that failed or became undeliverable, in a session the operator is *not*
-looking at is easy to miss. :class:`Alerter` turns such an inbox change into bytes for the terminal:
+A new approval, an approval about to expire (a minute left, once each), or a note that failed or became
+undeliverable, in a session the operator is *not* looking at is easy to miss. :class:`Alerter` turns such
+an inbox change into bytes for the terminal:
 
 * ``BEL`` (``\\a``): most terminals beep, flash or mark the tab;
 * a desktop notification through the terminal: ``OSC 9`` (``ESC ] 9 ; text BEL``: iTerm2, WezTerm,
@@ -36,15 +37,16 @@ import os
 import time
 import tomllib
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from client import paths
-from client.inbox import ApprovalAdded, InboxChange, NoteFailed
+from client.inbox import ApprovalAdded, ApprovalExpiring, InboxChange, NoteFailed
 from client.present import short_id
 
 __all__ = [
+    "Alert",
     "AlertSettings",
     "Alerter",
     "DesktopKind",
@@ -111,22 +113,31 @@ def notification(kind: DesktopKind, title: str, body: str, *, tmux: bool = False
     return seq
 
 
-def alert_text(change: InboxChange) -> tuple[str, str] | None:
-    """(title, body) for a change worth an alert (a new approval, a failed note); None otherwise."""
-    if isinstance(change, ApprovalAdded):
+Alert = InboxChange | ApprovalExpiring
+"""What can raise an alert: an inbox change, or an approval about to expire."""
+
+
+def alert_text(change: Alert) -> tuple[str, str] | None:
+    """(title, body) for a change worth an alert (a new approval, one about to expire, a failed note);
+    None otherwise."""
+    if isinstance(change, ApprovalAdded | ApprovalExpiring):
         a = change.approval
         who = a.managed_agent_name or (a.agent.name if a.agent else None) or "an agent"
         what = a.summary or f"{a.tool_name or 'a tool'}"
-        return f"Approval needed: {who}", f"{what} (session {short_id(a.runtime_session_id or '')})"
+        body = f"{what} (session {short_id(a.runtime_session_id or '')})"
+        if isinstance(change, ApprovalExpiring):
+            seconds = max(int(change.left.total_seconds()), 1)
+            return f"Approval expires in {seconds} s: {who}", body
+        return f"Approval needed: {who}", body
     if isinstance(change, NoteFailed):
         n = change.note
         return f"Note {n.state}", f"{n.text} (session {short_id(n.runtime_session_id or '')})"
     return None
 
 
-def session_of(change: InboxChange) -> str | None:
+def session_of(change: Alert) -> str | None:
     """The session a change belongs to (no alert for the session on screen)."""
-    if isinstance(change, ApprovalAdded):
+    if isinstance(change, ApprovalAdded | ApprovalExpiring):
         return change.approval.runtime_session_id
     if isinstance(change, NoteFailed):
         return change.note.runtime_session_id
@@ -174,7 +185,7 @@ class Alerter:
         self._write(out)
         return out
 
-    def changes(self, changes: list[InboxChange], *, viewing: str | None = None) -> str:
+    def changes(self, changes: Sequence[Alert], *, viewing: str | None = None) -> str:
         """Alert for the first change worth it outside the session on screen (one alert per batch)."""
         for change in changes:
             text = alert_text(change)

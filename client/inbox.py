@@ -14,7 +14,9 @@ Every input returns the :data:`InboxChange` values it caused, so the caller can 
   looked is not news;
 * :meth:`Inbox.apply` takes one session event (``approval.requested`` / ``approval.decided`` /
   ``note.expired`` / ``note.failed`` / ``note.undeliverable``; anything else is ignored);
-* :meth:`Inbox.decided` records a decision made here, so its echo is not reported as "decided elsewhere".
+* :meth:`Inbox.decided` records a decision made here, so its echo is not reported as "decided elsewhere";
+* :meth:`Inbox.expiring` is asked on a clock tick: the approvals that will expire within a minute, each
+  reported once (:class:`ApprovalExpiring`), so the operator hears of it before it is too late.
 
 Applying the same fact twice is harmless (everything is keyed by id), and a decided approval is
 remembered (a bounded set) so a late ``approval.requested`` cannot bring it back.
@@ -33,7 +35,9 @@ from client.models import Approval, AttentionSnapshot, Note
 
 __all__ = [
     "ENDED_BADLY",
+    "EXPIRY_WARNING",
     "ApprovalAdded",
+    "ApprovalExpiring",
     "ApprovalGone",
     "Inbox",
     "InboxChange",
@@ -44,6 +48,9 @@ __all__ = [
 
 ENDED_BADLY = frozenset({"expired", "failed", "undeliverable"})
 """Note states that mean the agent never read the note."""
+
+EXPIRY_WARNING = timedelta(seconds=60)
+"""An approval this close to expiring with nobody deciding it raises one alert."""
 
 _REMEMBER_DECIDED = 2000
 RECENTLY_GONE = 5
@@ -76,6 +83,14 @@ class NoteFailed:
     note: Note
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalExpiring:
+    """A pending approval will expire within :data:`EXPIRY_WARNING` (reported once per approval)."""
+
+    approval: Approval
+    left: timedelta
+
+
 InboxChange = ApprovalAdded | ApprovalGone | NoteFailed
 
 
@@ -102,6 +117,7 @@ class Inbox:
         self._seen_notes: set[str] = set()
         self._decided: OrderedDict[str, str] = OrderedDict()
         self._mine: set[str] = set()
+        self._warned: set[str] = set()
         self.recently_gone: list[ApprovalGone] = []
         """The last few approvals settled elsewhere (another operator, expiry, the session ending), newest
         first: the inbox says why they vanished."""
@@ -197,6 +213,20 @@ class Inbox:
         """The server answered a decision made here: drop the approval now, without waiting for the echo."""
         self._mine.add(approval.id)
         return self._gone(approval)
+
+    def expiring(self, now: datetime, within: timedelta = EXPIRY_WARNING) -> list[ApprovalExpiring]:
+        """Pending approvals that expire within ``within`` of ``now`` and were not reported yet (each is
+        reported once; one already past its expiry is the server's to settle, not news)."""
+        self._warned &= set(self._approvals)
+        out: list[ApprovalExpiring] = []
+        for approval in self.approvals:
+            if approval.id in self._warned or approval.expires_at is None:
+                continue
+            left = approval.expires_at - now
+            if timedelta(0) < left <= within:
+                self._warned.add(approval.id)
+                out.append(ApprovalExpiring(approval, left))
+        return out
 
     def prune(self, now: datetime) -> bool:
         """Drop failed notes that left the window; True when something went."""

@@ -133,6 +133,8 @@ def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
     state = safe_line(status, 20)
     if state == "expired":
         return f"The {name} approval expired before anyone decided."
+    if state == "pending":  # a poller saw it go without its final record
+        return f"The {name} approval is no longer pending."
     if state in ("approved", "declined"):
         return f"The {name} approval was {state}{' elsewhere' if elsewhere else ''}."
     return f"The {name} approval is no longer pending ({state})."
@@ -160,6 +162,12 @@ def short_id(value: str | None, length: int = 8) -> str:
     if length == 8 and ids.is_ulid(value):
         length = ids.ULID_SHORT_LEN
     return safe_line(value[:length])
+
+
+def describe_session(session_id: str | None, agent: str | None = None) -> str:
+    """A session named in one line for notices and dialogs: ``a1b2c3d4 (builder)``."""
+    who = f" ({safe_line(agent, 30)})" if agent else ""
+    return f"{short_id(session_id or '')}{who}"
 
 
 def is_uuid(value: str) -> bool:

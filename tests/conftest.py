@@ -69,6 +69,19 @@ def _never_the_real_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
         monkeypatch.setenv(f"PRELOOP_{name}_DIR", str(home / name.lower()))
 
 
+@pytest.fixture(autouse=True)
+def _decisions_without_type_ahead_delay(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests press keys faster than any person: in the tests of other behaviour, a decision key right after
+    a dialog opens is taken (no half-second type-ahead guard). The guard's own tests are marked
+    ``type_ahead`` and run with the real delay on a fake clock."""
+    if request.node.get_closest_marker("type_ahead") is None:
+        import tui.typeahead
+
+        monkeypatch.setattr(tui.typeahead, "GUARD_SECONDS", 0.0)
+
+
 @pytest.fixture
 def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point every preloop directory at ``tmp_path`` so tests never read or write the real home."""

@@ -59,7 +59,7 @@ from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backend import Backend
 from client.drafts import DraftStore
 from client.errors import ClientError
-from client.inbox import Inbox, InboxChange, closing_feed
+from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
 from client.models import AttentionSnapshot, NoteState
 from client.paths import state_dir
 from client.present import session_title, short_id
@@ -67,12 +67,17 @@ from client.status import Refused, StreamStatus
 from tui.following import Following
 from tui.palette import PreloopCommands
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
+from tui.screens.decide import settle_open_dialogs
 from tui.screens.help import HelpScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
 from tui.screens.switch import SwitchRow, SwitchScreen
+from tui.typeahead import Monotonic
 
 STATUS_TYPES = tuple(StreamStatus.__args__)
+
+EXPIRY_CHECK_SECONDS = 1.0
+"""How often the inbox is asked for approvals about to expire (each raises one alert)."""
 
 
 _WAITING = (NoteState.PENDING, NoteState.CLAIMED)
@@ -119,8 +124,11 @@ class PreloopApp(App[str | None]):
         alert_write: Callable[[str], None] | None = None,
         notes_window: timedelta = timedelta(hours=6),
         attention_poll_interval: float = 3.0,
+        monotonic: Monotonic | None = None,
     ) -> None:
         super().__init__()
+        self.monotonic = monotonic
+        """The clock of the type-ahead guards (``tui.typeahead``); tests type on a fake one."""
         self.confirm_risks = confirm_risks
         self.handle_signals = handle_signals
         """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_tui`` sets it."""
@@ -170,6 +178,7 @@ class PreloopApp(App[str | None]):
         if self.attention and hasattr(self.backend, "watch_attention"):
             # The screen the user asked for starts loading first; the inbox after its first frame.
             self.call_after_refresh(self.watch_inbox)
+            self.set_interval(EXPIRY_CHECK_SECONDS, self.check_expiring)
 
     # ------------------------------------------------------------------ the attention inbox
 
@@ -202,9 +211,10 @@ class PreloopApp(App[str | None]):
         """After the inbox or its feed changed: update every header's count, the inbox screen, and alert
         for what is new outside the session on screen."""
         changes = changes or []
-        shown = self.screen_stack[-1] if self.screen_stack else None  # none while the app closes
-        viewing = shown.session_id if isinstance(shown, AttachScreen) else None
-        self.alerter.changes(changes, viewing=viewing)
+        self.alerter.changes(changes, viewing=self._viewing())
+        for change in changes:
+            if isinstance(change, ApprovalGone):
+                settle_open_dialogs(self, change.approval)
         # The inbox screen first, then the headers' count (the inbox screen may have marked notes seen):
         # the first widget to report a change starts the next frame, and the inbox table's new size must
         # be in it, or the new row waits a frame for its layout.
@@ -212,6 +222,34 @@ class PreloopApp(App[str | None]):
             if isinstance(screen, InboxScreen):
                 screen.inbox_changed(self.attention_status)
         self.inbox_count = self.inbox.count
+
+    def _viewing(self) -> str | None:
+        """The session on screen (no alert for what the operator is looking at)."""
+        shown = self.screen_stack[-1] if self.screen_stack else None  # none while the app closes
+        return shown.session_id if isinstance(shown, AttachScreen) else None
+
+    def check_expiring(self) -> None:
+        """Once a second: an approval about to expire raises one alert, before it is too late."""
+        expiring = self.inbox.expiring(self.clock())
+        if expiring:
+            self.alerter.changes(expiring, viewing=self._viewing())
+
+    def keep_as_draft(self, session_id: str, text: str, why: str) -> None:
+        """Words typed for a decision that no longer waits become (part of) the session's draft note: in
+        its note box when the session is followed here, else in the drafts kept for it."""
+        screen = self._followed_screens.get(session_id)
+        if screen is not None and screen.is_mounted:
+            screen.keep_as_draft(text, why)
+            return
+        current = (self.drafts.get(session_id) or "").rstrip("\n")
+        self.drafts.put(session_id, f"{current}\n{text}" if current else text)
+        self.notify(
+            f"{why} Your comment is kept as a draft note for {short_id(session_id)}: open the session to "
+            "send it.",
+            title="Not declined",
+            severity="warning",
+            markup=False,
+        )
 
     def _write_terminal(self, data: str) -> None:
         """Alerts go straight to the controlling terminal in one write (never in a headless test run)."""
@@ -240,6 +278,8 @@ class PreloopApp(App[str | None]):
             clock=self.clock,
             read_only=self.read_only,
             confirm_risks=self.confirm_risks,
+            monotonic=self.monotonic,
+            keep_as_draft=self.keep_as_draft,
         )
         screen.status = self.attention_status
         self.push_screen(screen, lambda _: self.inbox_updated())
@@ -293,6 +333,7 @@ class PreloopApp(App[str | None]):
                 follow=self.follow,
                 drafts=self.drafts,
                 confirm_risks=self.confirm_risks,
+                monotonic=self.monotonic,
             )
             self._followed_screens[session_id] = screen
             self.install_screen(screen, name=f"attach-{session_id}")

@@ -15,6 +15,7 @@ from typing import Literal
 
 from rich.console import Group
 from rich.padding import Padding
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -71,6 +72,48 @@ def approval_prompt(approval: Approval, *, expanded: bool = False) -> Group:
             if len(lines) > EXPANDED_ARG_LINES:
                 body.append(f"\n… {len(lines) - EXPANDED_ARG_LINES} more lines", style="italic")
     return Group(head, Padding(body, (0, 0, 0, 2)))
+
+
+CARD_ARGS = 12
+"""A decision dialog shows this many arguments (then says how many more there are)."""
+
+
+def _arg_value(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def decision_card(approval: Approval, session: str) -> Table:
+    """What a decision dialog decides, named in full: the session, the tool (and its risk), the agent's
+    summary and every argument (one per line, long ones wrapped), so the operator confirms what they
+    read, not what they assume."""
+    card = Table.grid(padding=(0, 2))
+    card.add_column(style="dim", no_wrap=True)
+    card.add_column(overflow="fold")
+    card.add_row("Session", Text(safe_line(session or approval.runtime_session_id or "?", 80)))
+    tool = Text(safe_line(approval.tool_name or "tool", 40), style="bold")
+    if approval.risk_level:
+        tool.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
+    card.add_row("Tool", tool)
+    summary = approval.summary or approval.agent_reasoning
+    if summary:
+        card.add_row("Why", Text(safe_line(summary, 300)))
+    shown_args = list(visible_args(approval.tool_args).items())
+    if not shown_args:
+        card.add_row("Arguments", Text("none", style="dim"))
+    for n, (key, value) in enumerate(shown_args[:CARD_ARGS]):
+        line = Text(safe_line(str(key), 40), style="bold")
+        line.append(": ")
+        line.append(safe_line(_arg_value(value), 1200))
+        card.add_row("Arguments" if n == 0 else "", line)
+    if len(shown_args) > CARD_ARGS:
+        more = len(shown_args) - CARD_ARGS
+        card.add_row("", Text(f"… {more} more arguments (x in the list shows them all)", style="dim"))
+    return card
 
 
 class ApprovalsPanel(Vertical):

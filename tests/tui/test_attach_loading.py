@@ -78,7 +78,8 @@ async def test_the_history_shows_before_the_session_row_answers() -> None:
 
 
 async def test_a_refused_session_is_reported_once_when_the_stream_refuses_first() -> None:
-    """The stream's 404 arrives before the row's: one banner (the row's words), no toast, no note box."""
+    """The stream's 404 arrives before the row's: one banner (the row's words), no toast, and the note box
+    (on screen meanwhile) closed."""
     backend = SlowRowBackend(
         script=[Connecting(1), Refused("session 3f2a9c1e not found", 404)], refuse_row=True
     )
@@ -95,6 +96,10 @@ async def test_a_refused_session_is_reported_once_when_the_stream_refuses_first(
         assert banner.level == "error" and "no session" in banner.message
         assert "refused the stream" not in banner.message
         assert not app._notifications
+        # The note box was on screen with the focus: it closes (keeps the focus, takes what is typed) rather
+        # than vanish under the operator's fingers; Escape puts it away.
+        assert screen.composer.closed is not None and screen.composer.has_focus
+        await pilot.press("escape")
         assert screen.has_class("-no-composer")
 
 

@@ -15,7 +15,7 @@ from client.api import Client
 from client.drafts import DraftStore
 from server.harness_client import HarnessSession
 from tests.tui import test_pilot
-from tests.tui.test_pilot import SIZE, attached, note_states, until
+from tests.tui.test_pilot import SIZE, attached, note_states, plain, until
 from tui.app import PreloopApp, confirm_risks_from_env
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.sessions import SessionsScreen
@@ -177,7 +177,7 @@ async def test_risky_approvals_ask_first_and_low_risk_stays_one_key(
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the are-you-sure question")
         confirm = app.screen
         assert isinstance(confirm, ConfirmScreen)
-        assert "danger-risk Bash" in confirm.question and "rm -rf dist/" in confirm.detail
+        assert "danger-risk Bash" in confirm.question and "rm -rf dist/" in plain(confirm.detail)
         await pilot.press("n")
         await until(pilot, lambda: app.screen is screen, "back, nothing decided")
         await pilot.pause(0.3)

@@ -8,11 +8,13 @@ screen shows and what the server recorded.
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from rich.console import Console
 from textual import events
 from textual.command import Command, CommandList, CommandPalette
 from textual.widgets import DataTable, Static
@@ -113,6 +115,13 @@ async def attached(pilot: Any, app: PreloopApp) -> AttachScreen:
     view = screen.query_one(TimelineView)
     await until(pilot, lambda: any("Looking at the test" in line for line in view.lines_text), "narration")
     return screen
+
+
+def plain(renderable: object, width: int = 100) -> str:
+    """What a renderable shows, as plain text (dialog details are Rich tables and texts)."""
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.export_text()
 
 
 def footer_actions(app: PreloopApp) -> list[str]:
@@ -379,15 +388,20 @@ async def test_read_only_hides_composer_and_refuses_decisions(client: Client, ag
         await asyncio.wait_for(task, 10)
 
 
-async def test_session_end_hides_the_composer_and_q_detaches(client: Client, agent: HarnessSession) -> None:
-    """The agent ends the session: composer gone, banner says so; q leaves saying it ended (not "running")."""
+async def test_session_end_closes_the_composer_and_q_detaches(client: Client, agent: HarnessSession) -> None:
+    """The agent ends the session: the banner says so; the note box (it had the focus) closes, keeps the
+    focus and says so; Escape puts it away; q leaves saying it ended (not "running")."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
         await agent.end("finished")
         await until(pilot, lambda: screen.ended, "the end of the session")
-        assert screen.has_class("-no-composer")
         assert "ended" in screen.query_one(Banner).message.lower()
+        assert screen.composer.has_focus and "Esc to leave" in str(screen.composer.border_title)
+        await pilot.press("q")  # typed into the closed box, not a detach
+        assert app.is_running and screen.composer.text == "q"
+        await pilot.press("escape")
+        assert screen.has_class("-no-composer")
         await pilot.press("q")
     assert app.return_value is not None
     assert "has ended" in app.return_value and "keeps running" not in app.return_value
@@ -545,6 +559,9 @@ async def test_unknown_session_is_refused_plainly(client: Client, agent: Harness
         await until(pilot, lambda: screen.unavailable is not None, "the refusal")
         banner = screen.query_one(Banner)
         assert banner.level == "error" and "not found" in banner.message
+        # The note box had the focus: it closes (nothing can be sent) instead of vanishing under the keys.
+        assert screen.composer.closed is not None and screen.composer.has_focus
+        await pilot.press("escape")
         assert screen.has_class("-no-composer")
 
         # The stream was asked for beside the session row; the row's refusal stops it.

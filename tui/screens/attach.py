@@ -22,6 +22,14 @@ approve/decline, ``w`` withdraw, ``x`` arguments, ``c`` commentary, ``n`` back t
 and a second Escape returns to the sessions list. Which keys apply is gated in ``check_action`` by state
 (read-only, ended, anything pending, the highlighted note's state) and shown in the footer.
 
+Typed text never becomes a key command. When the session ends or is refused while the note box has the
+focus, the box stays, keeps the focus and the draft, and takes whatever is still typed, saying "session
+ended — your draft is kept; Esc to leave" until the operator presses Escape (even a box not painted yet:
+the list's Enter may be followed at once by the note's first words). Nothing else moves the focus by
+itself. And ``a`` / ``d`` (and the panel's buttons) are ignored for half a second after the screen is
+shown, gets the terminal's focus back, or the focus leaves the note box (``tui.typeahead``): a key typed
+for what was there before is not a decision.
+
 Every server call goes through the ``client.backend.Backend`` protocol and every failure is a
 ``client.errors.ClientError`` whose sentence is shown to the user; nothing the user typed is lost on
 failure.
@@ -51,14 +59,16 @@ from client.drafts import DraftStore
 from client.errors import ApiError, AuthError, ClientError, NotFound, PermissionDenied
 from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent, SessionEnded
 from client.models import Approval, Note, NoteState, Session
-from client.present import approval_outcome, connection_lost, short_id
+from client.present import approval_outcome, connection_lost, describe_session, short_id
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from client.textsafe import safe_line
 from client.timeline import Timeline, then_line
 from tui.screens.confirm import ConfirmScreen
-from tui.screens.decline_comment import DeclineCommentScreen
+from tui.screens.decide import ask_approve, ask_decline, settle_open_dialogs
+from tui.screens.decline_comment import DeclineAnswer, KeptComment
 from tui.screens.withdraw_pick import WithdrawPickScreen
-from widgets.approvals_panel import ApprovalsPanel, args_text, visible_args
+from tui.typeahead import Monotonic, TypeAheadGuard
+from widgets.approvals_panel import ApprovalsPanel
 from widgets.banner import Banner
 from widgets.composer import Composer
 from widgets.inbox_view import InboxBadge
@@ -236,9 +246,13 @@ class AttachScreen(Screen[None]):
         follow: bool = True,
         drafts: DraftStore | None = None,
         confirm_risks: frozenset[str] = CONFIRM_RISKS,
+        monotonic: Monotonic | None = None,
     ) -> None:
         super().__init__()
         self.confirm_risks = frozenset(r.lower() for r in confirm_risks)
+        self._monotonic = monotonic
+        self.guard = TypeAheadGuard(monotonic)
+        """Decision keys typed within half a second of the screen coming up are not decisions."""
         self.drafts = drafts if drafts is not None else DraftStore()
         self._draft_timer: Timer | None = None
         self._focus_before_small: Widget | None = None
@@ -394,10 +408,21 @@ class AttachScreen(Screen[None]):
             self._restore_draft()
         if self.status is not None:
             self.header.set_status(self.status)  # "connecting": the stream started before the mount
+        self.guard.arm()
+        self.watch(self.app, "app_focus", self._app_focus_changed, init=False)
+        self.watch(self, "focused", self._focus_moved, init=False)
         self._mounted.set()
         # The keys line once the first events are on screen (see ``follow_stream``), or after a moment
         # when no event comes (not following, or nothing stored yet).
         self.set_timer(FOOTER_AT_THE_LATEST, self._mount_footer)
+
+    def _app_focus_changed(self, focused: bool) -> None:
+        if focused:  # the terminal window is back: the next keys may have been meant for another window
+            self.guard.arm()
+
+    def _focus_moved(self, old: Widget | None, new: Widget | None) -> None:
+        if old is self._composer and new is not self._composer:
+            self.guard.arm()  # the operator was typing a note a moment ago
 
     async def _mount_footer(self) -> None:
         """The keys line, after the first frame (see ``compose``); it lists keys once told they changed."""
@@ -593,6 +618,8 @@ class AttachScreen(Screen[None]):
         if approvals:
             left = self.approvals_panel.apply(a for a, _ in approvals.values())
             for approval in left:
+                if settle_open_dialogs(self.app, approval):
+                    continue  # the open dialog says it; no toast on top
                 self._announce_decided_elsewhere(approval, approvals[approval.id][1])
             self._pending_changed()
         self._update_thens()
@@ -682,9 +709,21 @@ class AttachScreen(Screen[None]):
         self.refresh_bindings()
 
     def _update_composer_visibility(self) -> None:
-        hidden = self.read_only or self.ended or self.unavailable is not None
+        """Show the note box only where a note can be sent; but a box the operator may be typing into is
+        never taken away from under their fingers: it closes instead (keeps the focus, the draft and what
+        is still typed) until they press Escape."""
+        closed = self.ended or self.unavailable is not None
+        composer = self._composer
+        # Focus may still be on its way to the box (focus is applied after the current message).
+        if closed and not self.read_only and composer.closed is None and self.focused in (None, composer):
+            composer.close("Session ended" if self.unavailable is None else "Session not available")
+            if self.focused is None:
+                composer.focus()
+            return
+        if composer.closed is not None and composer.has_focus:
+            return  # stays until Escape
+        hidden = self.read_only or closed
         self.set_class(hidden, "-no-composer")
-        # Focus may still be on its way to the composer (focus is applied after the current message).
         if hidden and self.focused in (None, self._composer):
             self._view.focus()
 
@@ -718,49 +757,62 @@ class AttachScreen(Screen[None]):
         self._bindings_refresh_scheduled = False
         self.refresh_bindings()
 
+    def _too_soon(self, verb: str) -> bool:
+        """A decision key typed within half a second of the screen coming up (or of leaving the note box)
+        was meant for what was there before: ignore it, and say so once."""
+        if self.guard.ready():
+            return False
+        if self.guard.tell_once():
+            self.notify(
+                f"Ignored: the screen had only just changed. Press the key again to {verb}.",
+                title="Key not taken",
+                severity="warning",
+                markup=False,
+            )
+        return True
+
     def action_approve(self) -> None:
         """Approve the highlighted approval (the agent's tool call goes ahead); a risky one asks first."""
         approval = self.approvals_panel.selected
-        if approval is not None:
+        if approval is not None and not self._too_soon("approve"):
             self._approve(approval)
 
     def _approve(self, approval: Approval) -> None:
-        risk = (approval.risk_level or "").strip().lower()
-        if risk not in self.confirm_risks:
-            self.decide(approval, "approve", None)
-            return
-        tool = safe_line(approval.tool_name or "tool", 40)
-        what = safe_line(approval.summary or approval.agent_reasoning or "", 300)
-        shown_args = visible_args(approval.tool_args)
-        if shown_args:
-            flat = " ".join(line.strip() for line in args_text(shown_args).splitlines())
-            what = f"{what}\n{safe_line(flat, 300)}" if what else safe_line(flat, 300)
-
-        def _answered(yes: bool | None) -> None:
-            if yes:
-                self.decide(approval, "approve", None)
-
-        self.app.push_screen(
-            ConfirmScreen(
-                f"Approve this {safe_line(risk, 12)}-risk {tool} call?",
-                what,
-                yes="Approve",
-                no="Keep pending",
-            ),
-            _answered,
+        ask_approve(
+            self.app,
+            approval,
+            self.describe(),
+            confirm_risks=self.confirm_risks,
+            clock=self._monotonic,
+            approve=lambda: self.decide(approval, "approve", None),
         )
 
     def action_decline(self) -> None:
         """Ask for an optional comment, then decline."""
         approval = self.approvals_panel.selected
-        if approval is None:
+        if approval is None or self._too_soon("decline"):
             return
 
-        def _answered(comment: str | None) -> None:
-            if comment is not None:
-                self.decide(approval, "decline", comment or None)
+        def _answered(answer: DeclineAnswer) -> None:
+            if isinstance(answer, KeptComment):
+                self.keep_as_draft(answer.text, answer.line)
+            elif answer is not None:
+                self.decide(approval, "decline", answer or None)
 
-        self.app.push_screen(DeclineCommentScreen(approval), _answered)
+        ask_decline(self.app, approval, self.describe(), clock=self._monotonic, answered=_answered)
+
+    def keep_as_draft(self, text: str, why: str) -> None:
+        """Words typed for a decision that no longer waits go into the note box, so they can still be sent
+        as a note: added to the draft, the box focused, a line saying what happened."""
+        composer = self._composer
+        current = composer.text.rstrip("\n")
+        composer.load_text(f"{current}\n{text}" if current else text)
+        composer.move_cursor(composer.document.end)
+        self.save_draft()
+        self.remove_class("-no-composer")
+        composer.focus()
+        self._show_send_error(f"{why} Your comment is in the note box: Enter sends it as a note.")
+        self._refusal_shown = True
 
     def action_expand_args(self) -> None:
         """Show all of the highlighted approval's arguments (or collapse them)."""
@@ -770,7 +822,8 @@ class AttachScreen(Screen[None]):
     def _panel_decide(self, event: ApprovalsPanel.Decide) -> None:
         event.stop()
         if event.decision == "approve":
-            self._approve(event.approval)
+            if not self._too_soon("approve"):
+                self._approve(event.approval)
         else:
             self.action_decline()
 
@@ -862,7 +915,8 @@ class AttachScreen(Screen[None]):
     async def send_note(self, text: str) -> None:
         """Send the composer's text; on failure it stays in the box with the server's reason under it."""
         composer = self.composer
-        composer.read_only = True
+        # Never read-only meanwhile: a read-only box passes letters on to the screen's keys (a approves).
+        composer.start_sending()
         try:
             note = await self.backend.send_note(text, session_id=self.session_id)
         except ClientError as exc:
@@ -871,8 +925,8 @@ class AttachScreen(Screen[None]):
             self.app.bell()
             return
         finally:
-            composer.read_only = False
-        composer.accept()
+            composer.done_sending()
+        composer.accept(text)
         self.save_draft()  # the draft is gone with the note it became
         self._show_send_error("")
         self.notes_panel.upsert(note)
@@ -928,7 +982,7 @@ class AttachScreen(Screen[None]):
                 self.withdraw(note)
 
         self.app.push_screen(
-            ConfirmScreen("Withdraw this note?", preview, yes="Withdraw", no="Keep"),
+            ConfirmScreen("Withdraw this note?", preview, yes="Withdraw", no="Keep", clock=self._monotonic),
             _answered,
         )
 
@@ -1012,14 +1066,19 @@ class AttachScreen(Screen[None]):
         self._reshown = True
 
     def on_screen_resume(self) -> None:
+        self.guard.arm()  # shown again, or a dialog above it closed: the next keys were typed for that
         if self._reshown:
             self._reshown = False
             if self.check_action("focus_composer", ()):
                 self._composer.focus()
 
     def action_leave_composer(self) -> None:
-        """Escape in the note box: keep the draft, move to the timeline so the letter keys act."""
+        """Escape in the note box: keep the draft, move to the timeline so the letter keys act (a box that
+        can no longer send goes away now: the operator has seen that it is closed)."""
         self._view.focus()
+        if self._composer.closed is not None:
+            self.save_draft()
+            self.add_class("-no-composer")
 
     async def action_help_from_box(self) -> None:
         """F1 from the note box, where ``?`` is just a character: the same help screen."""
@@ -1037,7 +1096,13 @@ class AttachScreen(Screen[None]):
         """Offer a key (footer, palette) only when it can do something in the screen's current state."""
         can = self.backend.capabilities  # what this kind of server can do at all
         if action in ("approve", "decline"):
-            return can.approvals and not self.read_only and self.approvals_panel.count > 0
+            # Not while the screen is too small to show what would be decided.
+            return (
+                can.approvals
+                and not self.read_only
+                and self.approvals_panel.count > 0
+                and not self.has_class("-too-small")
+            )
         if action == "expand_args":
             return self.approvals_panel.count > 0
         if action == "withdraw":
@@ -1061,5 +1126,4 @@ class AttachScreen(Screen[None]):
 
     def describe(self) -> str:
         """A one-line name of the session for notices ("a1b2c3d4 (agent)")."""
-        agent = f" ({safe_line(self.session.agent_label, 30)})" if self.session is not None else ""
-        return f"{short_id(self.session_id)}{agent}"
+        return describe_session(self.session_id, self.session.agent_label if self.session else None)

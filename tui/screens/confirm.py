@@ -1,9 +1,17 @@
-"""A yes/no question as a modal (withdraw a note, and anything else that cannot be undone)."""
+"""A yes/no question as a modal (approve a risky call, withdraw a note: anything that cannot be undone).
+
+A question that decides something ignores ``y`` (and its button) for half a second after it opens or the
+terminal gets the focus back (``tui.typeahead``): a ``y`` typed for the note box or for the screen below
+must not answer a question the operator has not read. A question about an approval can be *settled*
+while it is open (approved elsewhere, expired): it then says so, keeps the focus so the next keys do
+nothing, and any key closes it without deciding.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -11,9 +19,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from tui.typeahead import Monotonic, TypeAheadGuard
+
 
 class ConfirmScreen(ModalScreen[bool]):
-    """Dismisses with True only on an explicit yes (``y`` or the button); Escape and ``n`` say no."""
+    """Dismisses with True only on an explicit yes (``y`` or the button); Escape and ``n`` say no.
+
+    ``subject`` names what the answer decides (an approval id) so the owner can :meth:`settle` it when
+    the thing is decided elsewhere while the question is open."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes", id="confirm.yes", tooltip="Confirm"),
@@ -23,37 +36,82 @@ class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
-        width: 60; max-width: 90%; height: auto;
+        width: 72; max-width: 95%; height: auto; max-height: 90%;
         border: thick $warning; background: $surface; padding: 1 2;
     }
     ConfirmScreen Static { margin-bottom: 1; }
+    ConfirmScreen #too-soon { display: none; color: $text-muted; }
+    ConfirmScreen #too-soon.-shown { display: block; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
     ConfirmScreen Button { margin-left: 2; }
+    ConfirmScreen.-settled > Vertical { border: thick $primary; }
+    ConfirmScreen.-settled #yes { display: none; }
     """
 
-    def __init__(self, question: str, detail: str = "", *, yes: str = "Yes", no: str = "No") -> None:
+    def __init__(
+        self,
+        question: str,
+        detail: str | RenderableType = "",
+        *,
+        yes: str = "Yes",
+        no: str = "No",
+        subject: str | None = None,
+        clock: Monotonic | None = None,
+    ) -> None:
         super().__init__()
         self.question = question
         self.detail = detail
         self.yes_label = yes
         self.no_label = no
+        self.subject = subject
+        self.guard = TypeAheadGuard(clock)
+        self.settled: str | None = None
+        """Set when the subject was decided elsewhere while the question was open: nothing to answer."""
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(self.question, style="bold"), id="question")
             if self.detail:
-                yield Static(Text(self.detail), id="detail")
+                detail = Text(self.detail) if isinstance(self.detail, str) else self.detail
+                yield Static(detail, id="detail")
+            yield Static("", id="too-soon")
             with Horizontal():
                 yield Button(f"{self.no_label} (n)", id="no")
                 yield Button(f"{self.yes_label} (y)", id="yes", variant="warning")
 
     def on_mount(self) -> None:
+        self.guard.arm()
+        self.query_one("#no", Button).focus()
+        # The terminal window got the focus back: what is typed next may have been meant for another window.
+        self.watch(self.app, "app_focus", self._app_focus_changed, init=False)
+
+    def _app_focus_changed(self, focused: bool) -> None:
+        if focused:
+            self.guard.arm()
+
+    def settle(self, line: str) -> None:
+        """The subject was decided elsewhere: say so; ``y`` no longer decides anything, any key closes."""
+        self.settled = line
+        self.add_class("-settled")
+        self.query_one("#question", Static).update(Text(line, style="bold"))
+        self.query_one("#no", Button).label = "Close (Esc)"
         self.query_one("#no", Button).focus()
 
     def action_answer(self, answer: bool) -> None:
-        """Close with the user's answer."""
+        """Close with the user's answer (a yes typed too soon after opening is not taken)."""
+        if self.settled is not None:
+            self.dismiss(False)
+            return
+        if answer and not self.guard.ready():
+            self._too_soon()
+            return
         self.dismiss(answer)
+
+    def _too_soon(self) -> None:
+        line = self.query_one("#too-soon", Static)
+        line.update(Text(f"Press {self.yes_label.lower()} again: this question had only just opened."))
+        line.add_class("-shown")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.id == "yes")
+        self.action_answer(event.button.id == "yes")

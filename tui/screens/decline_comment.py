@@ -1,7 +1,18 @@
-"""Ask for an optional comment before declining an approval (the agent sees it as the reason)."""
+"""Ask for an optional comment before declining an approval (the agent sees it as the reason).
+
+The dialog names what it decides (session, tool, arguments) and, like every dialog that decides an
+approval, ignores Enter and its Decline button for half a second after it opens (``tui.typeahead``).
+
+The approval can be settled elsewhere while the operator is still typing (another operator, expiry, the
+session ending). The dialog then stops being a decision: it says what happened, keeps the focus (so the
+rest of what is being typed still lands in the box, never on the screen below as key commands), and when
+closed hands the typed words back as :class:`KeptComment`, which the owner puts into the session's note
+box as a draft, so they can still be sent as a note.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -12,10 +23,26 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from client.models import Approval
-from client.textsafe import safe_line
+from tui.typeahead import Monotonic, TypeAheadGuard
+from widgets.approvals_panel import decision_card
 
 
-class DeclineCommentScreen(ModalScreen[str | None]):
+@dataclass(frozen=True, slots=True)
+class KeptComment:
+    """The approval was settled elsewhere while the comment was typed: the words, to keep as a note."""
+
+    text: str
+    """What the operator typed (not empty)."""
+    line: str
+    """What happened to the approval, for the line that tells the operator."""
+
+
+DeclineAnswer = str | KeptComment | None
+"""The comment to decline with ("" for none), the words of a comment that decides nothing any more, or
+None: cancelled, nothing declined."""
+
+
+class DeclineCommentScreen(ModalScreen[DeclineAnswer]):
     """Dismisses with the comment ("" for none) on Enter or the Decline button, or None on Escape or
     Cancel (nothing is declined). The buttons are there for mouse users, who started with a click."""
 
@@ -26,46 +53,95 @@ class DeclineCommentScreen(ModalScreen[str | None]):
     DEFAULT_CSS = """
     DeclineCommentScreen { align: center middle; }
     DeclineCommentScreen > Vertical {
-        width: 70; max-width: 95%; height: auto;
+        width: 76; max-width: 95%; height: auto; max-height: 90%;
         border: thick $error; background: $surface; padding: 1 2;
     }
     DeclineCommentScreen Static { margin-bottom: 1; }
+    DeclineCommentScreen #too-soon { display: none; color: $text-muted; }
+    DeclineCommentScreen #too-soon.-shown { display: block; }
     DeclineCommentScreen Horizontal { height: auto; margin-top: 1; align-horizontal: right; }
     DeclineCommentScreen Button { margin-left: 2; }
+    DeclineCommentScreen.-settled > Vertical { border: thick $primary; }
+    DeclineCommentScreen.-settled #decline { display: none; }
     """
 
-    def __init__(self, approval: Approval) -> None:
+    def __init__(self, approval: Approval, session: str = "", *, clock: Monotonic | None = None) -> None:
         super().__init__()
         self.approval = approval
+        self.session = session
+        self.subject = approval.id
+        self.guard = TypeAheadGuard(clock)
+        self.settled: str | None = None
 
     def compose(self) -> ComposeResult:
-        title = Text("Decline ", style="bold")
-        title.append(safe_line(self.approval.tool_name or "tool", 40), style="bold")
-        if self.approval.summary:
-            title.append(" · ")
-            title.append(safe_line(self.approval.summary, 120))
         with Vertical():
-            yield Static(title)
-            yield Static(Text("Optional comment for the agent. Enter declines, Escape cancels.", style="dim"))
+            yield Static(Text("Decline this call?", style="bold"), id="question")
+            yield Static(decision_card(self.approval, self.session), id="detail")
+            yield Static(
+                Text("Optional comment for the agent. Enter declines, Escape cancels.", style="dim"),
+                id="how",
+            )
             yield Input(placeholder="why not? (optional)", max_length=2000, id="comment")
+            yield Static("", id="too-soon")
             with Horizontal():
                 yield Button("Cancel (Esc)", id="cancel", compact=True)
                 yield Button("Decline (Enter)", id="decline", variant="error", compact=True)
 
     def on_mount(self) -> None:
+        self.guard.arm()
         self.query_one(Input).focus()
+        self.watch(self.app, "app_focus", self._app_focus_changed, init=False)
+
+    def _app_focus_changed(self, focused: bool) -> None:
+        if focused:
+            self.guard.arm()
+
+    def settle(self, line: str) -> None:
+        """The approval was decided elsewhere or expired: nothing to decline any more. The box keeps the
+        focus and the words typed; closing it hands them back as a :class:`KeptComment`."""
+        self.settled = line
+        self.add_class("-settled")
+        self.query_one("#question", Static).update(Text(f"Not declined: {line}", style="bold"))
+        self.query_one("#how", Static).update(
+            Text(
+                "Your comment is kept as a draft note for this session. Enter or Escape closes.", style="dim"
+            )
+        )
+        self.query_one("#cancel", Button).label = "Close (Esc)"
+
+    def _comment(self) -> str:
+        return self.query_one(Input).value.strip()
+
+    def _close_settled(self) -> None:
+        text = self._comment()
+        self.dismiss(KeptComment(text, self.settled or "") if text else None)
+
+    def _decline(self) -> None:
+        if self.settled is not None:
+            self._close_settled()
+            return
+        if not self.guard.ready():
+            if self.guard.tell_once():
+                line = self.query_one("#too-soon", Static)
+                line.update(Text("Press Enter again to decline: this dialog had only just opened."))
+                line.add_class("-shown")
+            return
+        self.dismiss(self._comment())
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.dismiss(event.value.strip())
+        self._decline()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "decline":
-            self.dismiss(self.query_one(Input).value.strip())
+            self._decline()
         else:
-            self.dismiss(None)
+            self.action_cancel()
 
     def action_cancel(self) -> None:
-        """Leave the approval pending."""
+        """Leave the approval pending (or, once it was settled elsewhere, keep the words as a note)."""
+        if self.settled is not None:
+            self._close_settled()
+            return
         self.dismiss(None)

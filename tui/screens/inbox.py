@@ -6,6 +6,10 @@ are oldest first with their session, tool, risk, arguments and expiry countdown;
 declines with an optional comment (the same dialog as the attach screen), Enter opens the session.
 Below them: the notes that ended expired, failed or undeliverable in the last hours, and the approvals
 that were settled elsewhere while the inbox was open. Opening the inbox marks its notes as seen.
+
+``a`` and ``d`` are ignored for half a second after the inbox opens, comes back from a dialog, or the
+terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``), and the letters typed
+right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
 """
 
 from __future__ import annotations
@@ -25,14 +29,16 @@ from textual.widgets import DataTable, Footer, Static
 from client.errors import ClientError
 from client.inbox import Inbox
 from client.models import Approval
+from client.present import describe_session
 from client.status import Connecting, Live, Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.decline_comment import DeclineCommentScreen
+from tui.screens.decide import ask_approve, ask_decline
+from tui.screens.decline_comment import DeclineAnswer, KeptComment
+from tui.typeahead import Monotonic, TypeAheadGuard
 from widgets.inbox_view import (
     InboxApprovals,
     InboxBadge,
-    args_cell,
+    agent_of,
     decided_elsewhere_text,
     failed_notes_text,
     update_static,
@@ -88,8 +94,16 @@ class InboxScreen(Screen[None]):
         clock: Callable[[], datetime],
         read_only: bool = False,
         confirm_risks: frozenset[str] = frozenset(),
+        monotonic: Monotonic | None = None,
+        keep_as_draft: Callable[[str, str, str], None] | None = None,
     ) -> None:
         super().__init__()
+        self._monotonic = monotonic
+        self.guard = TypeAheadGuard(monotonic)
+        """Decision keys typed within half a second of the inbox coming up are not decisions."""
+        self._keep_as_draft = keep_as_draft
+        """(session id, words, why): a decline comment whose approval was settled meanwhile, kept as a
+        draft note of its session."""
         self.confirm_risks = frozenset(r.lower() for r in confirm_risks)
         self.backend = backend
         self.inbox = inbox
@@ -115,11 +129,18 @@ class InboxScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.guard.arm()
         self.refresh_view()
         self.set_interval(TICK_SECONDS, self._tick)
         self.query_one(InboxApprovals).focus()
+        self.watch(self.app, "app_focus", self._app_focus_changed, init=False)
+
+    def _app_focus_changed(self, focused: bool) -> None:
+        if focused:
+            self.guard.arm()
 
     def on_screen_resume(self) -> None:
+        self.guard.arm()
         self.refresh_view()
 
     # ------------------------------------------------------------------ drawing
@@ -208,43 +229,53 @@ class InboxScreen(Screen[None]):
         event.stop()
         self.action_open()
 
+    def _too_soon(self, verb: str) -> bool:
+        """A decision key typed within half a second of the inbox coming up was meant for what was there
+        before: ignore it, and say so once."""
+        if self.guard.ready():
+            return False
+        if self.guard.tell_once():
+            self.notify(
+                f"Ignored: the inbox had only just opened. Press the key again to {verb}.",
+                title="Key not taken",
+                severity="warning",
+                markup=False,
+            )
+        return True
+
+    @staticmethod
+    def _session(approval: Approval) -> str:
+        return describe_session(approval.runtime_session_id, agent_of(approval))
+
     def action_approve(self) -> None:
         """Let the highlighted approval's tool call run; a risky one asks first (as on the attach screen)."""
         approval = self.query_one(InboxApprovals).selected
-        if approval is None:
+        if approval is None or self._too_soon("approve"):
             return
-        risk = (approval.risk_level or "").strip().lower()
-        if risk not in self.confirm_risks:
-            self.decide(approval, "approve", None)
-            return
-        tool = safe_line(approval.tool_name or "tool", 40)
-        detail = args_cell(approval, 300).plain
-
-        def _answered(yes: bool | None) -> None:
-            if yes:
-                self.decide(approval, "approve", None)
-
-        self.app.push_screen(
-            ConfirmScreen(
-                f"Approve this {safe_line(risk, 12)}-risk {tool} call?",
-                detail,
-                yes="Approve",
-                no="Keep pending",
-            ),
-            _answered,
+        ask_approve(
+            self.app,
+            approval,
+            self._session(approval),
+            confirm_risks=self.confirm_risks,
+            clock=self._monotonic,
+            approve=lambda: self.decide(approval, "approve", None),
         )
 
     def action_decline(self) -> None:
         """Ask for an optional comment, then decline the highlighted approval."""
         approval = self.query_one(InboxApprovals).selected
-        if approval is None:
+        if approval is None or self._too_soon("decline"):
             return
 
-        def _answered(comment: str | None) -> None:
-            if comment is not None:
-                self.decide(approval, "decline", comment or None)
+        def _answered(answer: DeclineAnswer) -> None:
+            if isinstance(answer, KeptComment):
+                session_id = approval.runtime_session_id
+                if session_id and self._keep_as_draft is not None:
+                    self._keep_as_draft(session_id, answer.text, answer.line)
+            elif answer is not None:
+                self.decide(approval, "decline", answer or None)
 
-        self.app.push_screen(DeclineCommentScreen(approval), _answered)
+        ask_decline(self.app, approval, self._session(approval), clock=self._monotonic, answered=_answered)
 
     @work(group="inbox-decide")
     async def decide(self, approval: Approval, decision: str, comment: str | None) -> None:

@@ -1,0 +1,418 @@
+"""Operator safety: text typed for the note box never acts as a key command, and nothing decides an
+approval on a key typed before the operator could see the question.
+
+The app runs against the real local control plane over loopback. The type-ahead guards run on a clock the
+test moves (``TypingClock``): keys are typed at a person's pace (80 ms apart) or at a slow typist's (0.8 s
+between two keys). These tests are marked ``type_ahead``: the guard keeps its real half second here (the
+other tests press keys faster than any person and run without it, see ``tests/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from textual.widgets import Static
+
+from client.alerts import AlertSettings
+from client.api import Client
+from client.present import short_id
+from server.harness_client import HarnessClient, HarnessSession
+from tests.conftest import LiveServer
+from tests.tui.test_pilot import SIZE, attached, plain, until
+from tui.app import PreloopApp
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.decline_comment import DeclineCommentScreen
+from tui.screens.inbox import InboxScreen
+from tui.screens.sessions import SessionsScreen
+
+pytestmark = pytest.mark.type_ahead
+
+PERSON = 0.08
+"""Seconds between two keys of a person typing."""
+SLOW = 0.8
+"""Seconds between two keys of a slow typist (longer than the guard's half second)."""
+
+QUIET = AlertSettings(enabled=False)
+
+
+class TypingClock:
+    """The type-ahead guards' clock, moved only by the test (``advance``) as keys are typed."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Time passes (before the next key)."""
+        self.now += seconds
+
+
+async def type_keys(pilot: Any, clock: TypingClock, keys: str | list[str], pace: float = PERSON) -> None:
+    """Type ``keys`` one by one, ``pace`` seconds apart on the guards' clock."""
+    for key in keys:
+        clock.advance(pace)
+        await pilot.press(key)
+
+
+@pytest.fixture
+async def client(live_server: LiveServer) -> AsyncIterator[Client]:
+    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
+        yield c
+
+
+async def start(harness: HarnessClient, name: str) -> HarnessSession:
+    session = await harness.start_session(agent_name=name, title=f"{name} at work")
+    await session.run_started("work")
+    await session.narrate(1, ["Looking at the test first."])
+    return session
+
+
+def ask(session: HarnessSession, tool: str, args: dict[str, Any], **kwargs: Any) -> asyncio.Task[Any]:
+    return asyncio.create_task(session.permission_check(tool, args, ask=True, **kwargs))
+
+
+async def statuses(client: Client, session: HarnessSession) -> list[str]:
+    page = await client.list_approvals(session_id=session.session_id, status=None)
+    return sorted(a.status for a in page.items)
+
+
+def messages(app: PreloopApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+@pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
+async def test_typing_on_after_the_session_ends_decides_nothing_anywhere(
+    client: Client, harness: HarnessClient, pace: float
+) -> None:
+    """The session ends while the operator types "i am ready" in its note box; another session waits on
+    a danger call and a one-key (low-risk) call. The box stays, keeps the focus and every letter typed
+    after the end; no screen opens, nothing is decided anywhere, and the box says why nothing is sent."""
+    mine, other = await start(harness, "builder"), await start(harness, "releaser")
+    danger = ask(other, "Bash", {"command": "git push origin hotfix/discount-order"})
+    one_key = ask(other, "Read", {"path": "README.md"})
+    clock = TypingClock()
+    app = PreloopApp(client, start_session_id=mine.session_id, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await until(pilot, lambda: app.inbox_count == 2, "both approvals waiting in the inbox")
+        await type_keys(pilot, clock, "i am ")
+        await mine.end("finished its shift")
+        await until(pilot, lambda: screen.ended, "the end of the session")
+        await type_keys(pilot, clock, "ready", pace)
+        clock.advance(2.0)
+        await pilot.pause(0.3)
+        await type_keys(pilot, clock, " ya d y", pace)  # more, after a pause: still only text
+        await type_keys(pilot, clock, ["enter"], pace)
+        await pilot.pause(0.3)
+        assert app.screen is screen and screen.composer.has_focus
+        assert screen.composer.text == "i am ready ya d y"
+        assert "your draft is kept; Esc to leave" in str(screen.composer.border_title)
+        assert await statuses(client, other) == ["pending", "pending"]
+        assert not danger.done() and not one_key.done()
+        await pilot.press("escape")  # the operator leaves the box: only now do letters act
+        assert screen.has_class("-no-composer")
+        assert app.drafts.get(mine.session_id) == "i am ready ya d y"
+    await other.end()
+    await asyncio.gather(danger, one_key)
+
+
+async def test_the_inbox_ignores_a_decision_key_typed_as_it_opens(
+    client: Client, harness: HarnessClient
+) -> None:
+    """``i`` then ``a`` at a person's pace does not approve the low-risk call on top of the inbox (one
+    notice says why); an ``a`` typed 0.8 s later, after the operator could read it, does."""
+    other = await start(harness, "releaser")
+    one_key = ask(other, "Read", {"path": "README.md"})
+    clock = TypingClock()
+    app = PreloopApp(client, refresh_interval=0, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=(140, 30), notifications=True) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
+        await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
+        await type_keys(pilot, clock, "ia")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await type_keys(pilot, clock, "a")
+        await pilot.pause(0.3)
+        assert not one_key.done() and await statuses(client, other) == ["pending"]
+        assert sum("only just opened" in m for m in messages(app)) == 1
+        await type_keys(pilot, clock, "a", SLOW)
+        assert (await asyncio.wait_for(one_key, 10)).decision == "allow"
+    await other.end()
+
+
+@pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
+async def test_the_attach_screen_ignores_a_and_d_right_after_the_note_box_is_left(
+    client: Client, agent: HarnessSession, pace: float
+) -> None:
+    """Escape (leaving the note box) then ``a`` at a person's pace approves nothing; typed after a
+    moment, it approves. The same holds for the screen being shown again."""
+    one_key = ask(agent, "Read", {"path": "README.md"})
+    clock = TypingClock()
+    app = PreloopApp(client, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = await attached(pilot, app)
+        await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+        await type_keys(pilot, clock, ["escape", "a", "d"])
+        await pilot.pause(0.3)
+        assert app.screen is screen and not one_key.done()
+        assert any("only just changed" in m for m in messages(app))
+        await type_keys(pilot, clock, "a", pace)
+        if pace < 0.5:
+            await pilot.pause(0.3)
+            assert not one_key.done()
+            await type_keys(pilot, clock, "a", SLOW)
+        assert (await asyncio.wait_for(one_key, 10)).decision == "allow"
+
+
+@pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
+async def test_are_you_sure_names_what_it_decides_and_ignores_a_yes_typed_as_it_opens(
+    client: Client, agent: HarnessSession, pace: float
+) -> None:
+    """``a`` on a danger call asks, naming the session, the tool and the arguments; a ``y`` typed right
+    after the ``a`` answers nothing; a ``y`` typed 0.8 s after it approves."""
+    danger = ask(agent, "Bash", {"command": "git push origin hotfix/discount-order"})
+    clock = TypingClock()
+    app = PreloopApp(client, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+        await type_keys(pilot, clock, ["escape"])
+        await type_keys(pilot, clock, "a", SLOW)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        confirm = app.screen
+        assert isinstance(confirm, ConfirmScreen)
+        shown = plain(confirm.detail)
+        assert short_id(agent.session_id) in shown and "builder" in shown
+        assert "Bash" in shown and "git push origin hotfix/discount-order" in shown
+        await type_keys(pilot, clock, "y", pace)
+        await pilot.pause(0.3)
+        if pace < 0.5:
+            assert app.screen is confirm and not danger.done()
+            await type_keys(pilot, clock, "y", SLOW)
+        assert (await asyncio.wait_for(danger, 10)).decision == "allow"
+
+
+async def test_the_decline_box_ignores_enter_typed_as_it_opens(client: Client, agent: HarnessSession) -> None:
+    """``d`` opens the comment box; "no" and Enter at a person's pace decline nothing (the box says to
+    press Enter again); Enter 0.8 s later declines with the comment."""
+    call = ask(agent, "Bash", {"command": "make deploy"})
+    clock = TypingClock()
+    app = PreloopApp(client, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+        await type_keys(pilot, clock, ["escape"])
+        await type_keys(pilot, clock, "d", SLOW)
+        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment box")
+        dialog = app.screen
+        assert isinstance(dialog, DeclineCommentScreen)
+        assert "make deploy" in plain(dialog.query_one("#detail", Static).content)
+        await type_keys(pilot, clock, ["n", "o", "enter"])
+        await pilot.pause(0.3)
+        assert app.screen is dialog and not call.done()
+        await type_keys(pilot, clock, ["enter"], SLOW)
+        verdict = await asyncio.wait_for(call, 10)
+        assert verdict.decision == "deny" and "no" in (verdict.reason or "")
+
+
+async def test_a_decline_comment_whose_approval_was_decided_elsewhere_becomes_a_draft_note(
+    client: Client, agent: HarnessSession, live_server: LiveServer
+) -> None:
+    """While the operator types a decline comment, another operator approves: the dialog says so and
+    decides nothing; what is still typed lands in it; Enter closes it and the comment is in the note box
+    (focused), ready to be sent as a note."""
+    call = ask(agent, "Bash", {"command": "make deploy"})
+    clock = TypingClock()
+    app = PreloopApp(client, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+        await type_keys(pilot, clock, ["escape"])
+        await type_keys(pilot, clock, "d", SLOW)
+        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment box")
+        dialog = app.screen
+        assert isinstance(dialog, DeclineCommentScreen)
+        await type_keys(pilot, clock, "not on prod")
+        async with Client(live_server.url, live_server.token, server_kind="local") as other:
+            await other.approve(screen.approvals_panel.approvals.popitem()[0], "ship it")
+        assert (await asyncio.wait_for(call, 10)).decision == "allow"
+        await until(pilot, lambda: dialog.settled is not None, "the dialog to say it was approved elsewhere")
+        assert "approved elsewhere" in (dialog.settled or "")
+        await type_keys(pilot, clock, "!")
+        await type_keys(pilot, clock, ["enter"], SLOW)
+        await until(pilot, lambda: app.screen is screen, "the dialog closed")
+        assert screen.composer.has_focus and screen.composer.text == "not on prod!"
+        assert await statuses(client, agent) == ["approved"]
+        await type_keys(pilot, clock, ["enter"], SLOW)  # it can still go as a note
+        await until(pilot, lambda: screen.composer.text == "", "the note sent")
+        notes = await client.list_notes(session_id=agent.session_id)
+        assert [n.text for n in notes.notes] == ["not on prod!"]
+
+
+async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_as_a_draft(
+    client: Client, harness: HarnessClient
+) -> None:
+    """From the inbox: the approval expires while the comment is typed; the dialog says so, keeps the
+    keys, and closing it keeps the comment as the session's draft note (the inbox has no note box)."""
+    other = await start(harness, "releaser")
+    call = ask(other, "Bash", {"command": "make deploy"}, timeout_seconds=3)
+    clock = TypingClock()
+    app = PreloopApp(client, refresh_interval=0, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
+        await type_keys(pilot, clock, "i")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await type_keys(pilot, clock, "d", SLOW)
+        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment box")
+        dialog = app.screen
+        assert isinstance(dialog, DeclineCommentScreen)
+        await type_keys(pilot, clock, "too risky")
+        assert (await asyncio.wait_for(call, 15)).decision != "allow"
+        await until(pilot, lambda: dialog.settled is not None, "the dialog to say it expired", seconds=15)
+        assert "expired" in (dialog.settled or "")
+        await type_keys(pilot, clock, "a")  # lands in the box, approves nothing
+        await type_keys(pilot, clock, ["escape"], SLOW)
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "back in the inbox")
+        assert app.drafts.get(other.session_id) == "too riskya"
+    await other.end()
+
+
+async def test_an_approval_about_to_expire_raises_one_alert(
+    client: Client, harness: HarnessClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An approval with a minute left rings once (not every second after), before it expires."""
+    monkeypatch.delenv("TMUX", raising=False)
+    other = await start(harness, "releaser")
+    call = ask(other, "Bash", {"command": "make deploy"})
+    offset = [timedelta(seconds=-45)]  # the test server expires approvals after 20 s: seen as 65 s
+    written: list[str] = []
+    app = PreloopApp(
+        client,
+        refresh_interval=0,
+        clock=lambda: datetime.now(UTC) + offset[0],
+        alert_settings=AlertSettings(bell=True, desktop="osc9", min_interval=1.0),
+        alert_write=written.append,
+    )
+    async with app.run_test(size=(140, 30)) as pilot:
+        await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
+        written.clear()  # the "approval needed" alert of its arrival
+        await pilot.pause(1.5)
+        assert written == []  # over a minute left: nothing to say
+        offset[0] = timedelta(seconds=-10)  # under a minute left
+        await until(pilot, lambda: bool(written), "the expiry alert", seconds=5)
+        await pilot.pause(2.5)
+        assert len(written) == 1 and "Approval expires in" in written[0] and "make deploy" in written[0]
+    await other.end()
+    await call
+
+
+class SlowNotes(httpx.AsyncBaseTransport):
+    """The real server behind a connection where sending a note hangs until the test lets it through
+    (a slow server, which the real one cannot be on demand)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.gate = asyncio.Event()
+        self.held = asyncio.Event()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith("/operator-notes"):
+            self.held.set()
+            await self.gate.wait()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_letters_typed_while_a_note_is_on_its_way_stay_text(
+    live_server: LiveServer, agent: HarnessSession
+) -> None:
+    """A note is sent to a slow server; the operator goes on typing (``a``, ``d``, ``q``...). The letters
+    land in the box, not on the screen's keys; when the server answers, only the sent note leaves it."""
+    one_key = ask(agent, "Read", {"path": "README.md"})
+    transport = SlowNotes()
+    clock = TypingClock()
+    async with Client(live_server.url, live_server.token, server_kind="local", transport=transport) as slow:
+        app = PreloopApp(slow, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await attached(pilot, app)
+            await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+            await type_keys(pilot, clock, [*"run the tests", "enter"])
+            await asyncio.wait_for(transport.held.wait(), 10)
+            await type_keys(pilot, clock, "and add a dq", SLOW)
+            await type_keys(pilot, clock, ["enter"])  # not a second send while the first is on its way
+            assert app.screen is screen and app.is_running and not one_key.done()
+            transport.gate.set()
+            await until(pilot, lambda: screen.composer.text == "and add a dq", "only the sent note gone")
+            notes = await slow.list_notes(session_id=agent.session_id)
+            assert [n.text for n in notes.notes] == ["run the tests"]
+    await agent.end()
+    await one_key
+
+
+async def test_nothing_takes_the_focus_while_the_operator_types(
+    client: Client, harness: HarnessClient, live_server: LiveServer
+) -> None:
+    """While the operator types a note: an approval arrives here and in another session (panel, inbox
+    count, alert), a note changes state, a toast shows. The box keeps the focus and every letter; no
+    screen is pushed."""
+    mine, other = await start(harness, "builder"), await start(harness, "releaser")
+    clock = TypingClock()
+    app = PreloopApp(client, start_session_id=mine.session_id, monotonic=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        stack = list(app.screen_stack)
+        await type_keys(pilot, clock, "first ")
+        here = ask(mine, "Read", {"path": "a.txt"})
+        there = ask(other, "Bash", {"command": "make deploy"})
+        await type_keys(pilot, clock, "second ")
+        await until(
+            pilot, lambda: screen.approvals_panel.count == 1 and app.inbox_count == 2, "the approvals"
+        )
+        async with Client(live_server.url, live_server.token, server_kind="local") as elsewhere:
+            await elsewhere.send_note("from a colleague", session_id=mine.session_id)
+        screen.notify("a toast")
+        await type_keys(pilot, clock, "third")
+        await pilot.pause(0.3)
+        assert app.screen_stack == stack and screen.composer.has_focus
+        assert screen.composer.text == "first second third"
+        assert not here.done() and not there.done()
+    await mine.end()
+    await other.end()
+    await asyncio.gather(here, there)
+
+
+@pytest.fixture
+async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
+    async with live_server.harness() as harness:
+        session = await harness.start_session(agent_name="builder", cwd="/work/repo", title="Fix the build")
+        await session.run_started("Fix the failing test")
+        await session.narrate(1, ["Looking at the test first."])
+        yield session
+
+
+async def test_a_terminal_too_small_to_show_the_approval_decides_nothing(
+    client: Client, agent: HarnessSession
+) -> None:
+    """Shrunk below the smallest readable size, the screen hides everything (the note box included, so
+    keys reach the screen for q): a and d then decide nothing, since the operator cannot see what."""
+    one_key = ask(agent, "Read", {"path": "README.md"})
+    clock = TypingClock()
+    app = PreloopApp(client, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+        await pilot.resize_terminal(40, 10)
+        await until(pilot, lambda: screen.has_class("-too-small"), "the too-small notice")
+        await type_keys(pilot, clock, "ad", SLOW)
+        await pilot.pause(0.3)
+        assert app.screen is screen and not one_key.done()
+    await agent.end()
+    await one_key
