@@ -310,7 +310,7 @@ async def attach_once(
         if not painted[name].done():
             painted[name].set_result(time.perf_counter())
 
-    # What `preloop sessions attach ID` does before the app starts (tui.commands.tui_entry): check that the
+    # What `preloop sessions attach ID` does before the app starts (cli.commands.tui_entry): check that the
     # server answers and the session exists, on a client of its own; the app then gets a fresh one.
     async with Client(url, token, server_kind="local") as checking:
         await checking.list_sessions(limit=1)

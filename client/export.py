@@ -18,10 +18,14 @@ are replaced in both formats (``client.textsafe``).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import tempfile
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from client.models import Approval, Note, Session
@@ -501,3 +505,18 @@ def to_markdown(doc: dict[str, Any]) -> str:
         out.append("*No approvals.*")
     out.append("")
     return "\n".join(out)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write the whole file or nothing (an interrupted export never leaves half a document)."""
+    path = path.expanduser()
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -179,7 +179,7 @@ class QuickClient:
 
     def resolve_session(self, value: str) -> str:
         """A full session UUID as given (lower-cased), or the one session whose id starts with a short id,
-        looked for as the full path does (``tui.commands.common.resolve_session`` and the REST backend's
+        looked for as the full path does (``cli.commands.common.resolve_session`` and the REST backend's
         ``resolve_session_id``: every session, pages of 100); Fallback when it is not exactly one."""
         text = value.strip()
         if is_uuid(text):

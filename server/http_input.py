@@ -14,7 +14,7 @@
   parse megabytes; one that sent ``Expect: 100-continue`` is refused before it sends a byte of it), and a
   body larger than :data:`MAX_BODY_BYTES` is refused with 413 as soon as it is known to be too large
   (from ``Content-Length``, or while it is read).
-* :data:`Offset`: the paging offset of every list, bounded by :data:`client.harness.INT64_MAX` (SQLite's
+* :data:`Offset`: the paging offset of every list, bounded by :data:`server.harness.INT64_MAX` (SQLite's
   largest integer) so a huge value is a 422 and never an overflow deep in the database driver.
 """
 
@@ -33,7 +33,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from client.harness import INT64_MAX
+from server.harness import INT64_MAX
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """The largest request body any endpoint accepts (a full batch of agent events fits with room to spare)."""

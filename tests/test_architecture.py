@@ -82,7 +82,7 @@ def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from:
     the environment or the local server's file), no Textual or Rich, nothing that only streaming needs, and
     no dataclasses (~20 ms to import, ~3 ms per class: the records these commands use are NamedTuples).
     Each costs start-up time a script pays on every call. (``httpx._main`` is a None placeholder
-    ``tui.cli`` sets so httpx never loads its command line; only real modules count.)"""
+    ``cli.main`` sets so httpx never loads its command line; only real modules count.)"""
     import asyncio
 
     async def start_one() -> str:
@@ -96,7 +96,7 @@ def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from:
         env.update(PRELOOP_URL=live_server.url, PRELOOP_TOKEN=live_server.token)
     code = (
         "import sys\n"
-        "from tui.cli import main\n"
+        "from cli.main import main\n"
         "sid = sys.argv[1]\n"
         "codes = [main(['sessions', 'list', '-o', 'id']), main(['sessions', 'list', '--json']),\n"
         "         main(['notes', 'list', '--session', sid, '--json']),\n"

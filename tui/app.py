@@ -2,22 +2,21 @@
 
 Entry points (the CLI calls these; nothing here parses arguments or reads configuration)::
 
-    run_tui(backend, *, session_id=None, read_only=False, close_backend=True) -> int
-        Runs the app until the user quits. With ``session_id`` it opens that session's attach screen
-        first (``preloop sessions attach <id>``), else the sessions list (``preloop``, ``preloop sessions``,
-        ``preloop demo``). ``session_id`` must be a full id (resolve short ids with
-        ``backend.resolve_session_id`` first). The app owns the backend from then on and, with
-        ``close_backend``, awaits ``backend.aclose()`` in its own event loop before returning. Returns the
-        process exit code (0; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal
-        restored). A message for the shell (e.g. "Detached from ...; it keeps running") is printed after
-        the terminal is restored.
+    await run_app(backend, *, session_id=None, read_only=False) -> int
+        Runs the app in the caller's event loop (Textual's ``run_async``) until the user quits. With
+        ``session_id`` it opens that session's attach screen first (``preloop sessions attach <id>``), else
+        the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
+        full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
+        caller's (one loop, one connection per command). Returns the process exit code (0; 143 or 129
+        after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
+        (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
                close_backend=False, follow=True, drafts=None)
         The app object itself (tests drive it with ``run_test``). ``clock`` returns the current UTC time
         (tests freeze it); ``refresh_interval`` is the sessions list timer (0 turns it off); ``follow=False``
         skips the live stream (snapshot tests feed events themselves); ``drafts`` keeps unsent notes per
-        session (default: in memory; ``run_tui`` uses files in the state dir, so a crash loses no draft).
+        session (default: in memory; ``run_app`` uses files in the state dir, so a crash loses no draft).
 
 The app keeps the attention inbox (``client.inbox.Inbox``) fed from ``backend.watch_attention()`` while it
 runs (``attention=False`` skips it), shows its count in every header, opens ``InboxScreen`` on ``i`` / F2
@@ -131,9 +130,9 @@ class PreloopApp(App[str | None]):
         """The clock of the type-ahead guards (``tui.typeahead``); tests type on a fake one."""
         self.confirm_risks = confirm_risks
         self.handle_signals = handle_signals
-        """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_tui`` sets it."""
+        """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_app`` sets it."""
         self.drafts = drafts if drafts is not None else DraftStore()
-        """Unsent notes per session; ``run_tui`` keeps them in the state dir so a crash loses none."""
+        """Unsent notes per session; ``run_app`` keeps them in the state dir so a crash loses none."""
         self.backend = backend
         self.start_session_id = start_session_id
         self.read_only = read_only
@@ -449,24 +448,23 @@ def confirm_risks_from_env() -> frozenset[str]:
     return frozenset(levels - {"none"})
 
 
-def run_tui(
+async def run_app(
     backend: Backend,
     *,
     session_id: str | None = None,
     read_only: bool = False,
-    close_backend: bool = True,
 ) -> int:
-    """Run the full-screen app until the user quits; returns the exit code (see the module docstring)."""
+    """Run the full-screen app in the caller's event loop until the user quits; returns the exit code (see
+    the module docstring). The backend stays the caller's to close."""
     app = PreloopApp(
         backend,
         start_session_id=session_id,
         read_only=read_only,
-        close_backend=close_backend,
         drafts=DraftStore(state_dir() / "drafts"),
         handle_signals=True,
         confirm_risks=confirm_risks_from_env(),
     )
-    message = app.run()
+    message = await app.run_async()
     if message:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             print(message)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from cli.main import main
 from client.api import Client
-from tui.cli import main
 
 
 async def _wait_pending(url: str, token: str, count: int) -> list[str]:

@@ -15,10 +15,10 @@ import uuid
 
 import pytest
 
+from cli.main import main
 from client.api import Client
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP
-from tui.cli import main
 
 LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+)\s+(.*)$")
 

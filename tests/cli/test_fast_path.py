@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from cli.commands import common
+from cli.main import FAST_PATH_ENV, main
 from client import quick
 from client.config import save_profile
 from server.harness_client import HarnessSession
 from tests.cli.helpers import with_sessions
-from tui.cli import FAST_PATH_ENV, main
-from tui.commands import common
 
 
 class Paths:
@@ -40,7 +40,7 @@ class Paths:
         monkeypatch.setattr(quick.QuickClient, "get", counting_get)
         monkeypatch.setattr(common, "connect", counting_connect)
         for module in ("sessions", "notes"):  # they imported connect by name
-            monkeypatch.setattr(f"tui.commands.{module}.connect", counting_connect)
+            monkeypatch.setattr(f"cli.commands.{module}.connect", counting_connect)
 
     def reset(self) -> None:
         self.fast = self.full = 0

@@ -8,10 +8,10 @@ from datetime import datetime
 
 import pytest
 
+from cli.main import main
 from client.api import Client
 from server.harness_client import HarnessSession
 from tests.cli.helpers import preloop, run, shell, with_sessions
-from tui.cli import main
 
 
 def _one_session(live_server, **spec: object) -> str:

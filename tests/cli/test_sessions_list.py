@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
+from cli.main import main
 from server.harness_client import HarnessSession
 from tests.cli.helpers import preloop, shell, with_sessions
-from tui.cli import main
 
 
 async def _end_first(sessions: list[HarnessSession]) -> None:
@@ -177,7 +177,7 @@ def test_sorted_as_the_sessions_screen_and_titles_told_apart_at_80_columns(
 ) -> None:
     """Issue 10 item 8: newest start first like the TUI (the server orders by last activity), the sort is
     said, and at 80 columns the titles keep the end that tells them apart."""
-    import tui.commands.sessions as sessions_command
+    import cli.commands.sessions as sessions_command
 
     base = "Add an index for invoice lookups"
 

@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from tui.cli import build_parser, main
+from cli.main import build_parser, main
 
 
 @pytest.fixture
@@ -132,7 +132,7 @@ def test_plain_commands_do_not_load_textual_or_the_server(live_server) -> None:
         "import sys\n"
         "import httpx\n"
         "baseline = set(sys.modules)\n"
-        "from tui.cli import main\n"
+        "from cli.main import main\n"
         "assert main(['sessions', 'list', '-o', 'id']) == 0\n"
         "assert main(['notes', 'list', '--session', '0000', '--json']) == 1\n"
         "loaded = {name.split('.')[0] for name in set(sys.modules) - baseline}\n"
@@ -147,13 +147,13 @@ def test_plain_commands_do_not_load_textual_or_the_server(live_server) -> None:
 
 def test_help_does_not_load_asyncio() -> None:
     """`preloop --help` parses and prints only: the event loop (~0.1 s of imports) is loaded when a
-    command runs, not by ``tui.cli`` itself."""
+    command runs, not by ``cli.main`` itself."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
-        "from tui.cli import main\n"
+        "from cli.main import main\n"
         "assert main(['--help']) == 0\n"
         "assert main(['sessions', 'list', '--limit', '0']) == 2\n"
         "print('asyncio' in sys.modules)\n"
@@ -173,7 +173,7 @@ def test_argparse_translations_looked_up_once_print_the_same_help() -> None:
 
     code = (
         "import argparse\n"
-        "from tui.cli import _translate_argparse_once, build_parser\n"
+        "from cli.main import _translate_argparse_once, build_parser\n"
         "def helps():\n"
         "    out, todo = [], [build_parser()]\n"
         "    while todo:\n"

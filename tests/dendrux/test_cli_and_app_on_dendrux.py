@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
 from client.status import Live
 from tests.dendrux.conftest import run_status, wait_for
 from tests.dendrux_app.server import DendruxAppServer
 from tui.app import PreloopApp
-from tui.cli import main
 from tui.screens.attach import AttachScreen
 from widgets.timeline_view import TimelineView
 

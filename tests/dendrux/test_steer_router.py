@@ -85,7 +85,7 @@ def test_the_steer_router_imports_without_the_tui() -> None:
     import sys
 
     code = (
-        "import sys, server.dendrux_steer; "
+        "import sys, preloop_steer.dendrux; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tui', 'widgets', 'textual')); "
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -1,7 +1,7 @@
 """The ``preloop`` command line and the full-screen app against the fake Preloop, as a user runs them.
 
 No ``--server-kind``: the kind is detected on first contact, exactly as with a real Preloop URL. The
-commands are run in-process (``tui.cli.main``), the attach in a thread while the test drives the fake.
+commands are run in-process (``cli.main.main``), the attach in a thread while the test drives the fake.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from client import config
 from client.api import Client
 from client.status import Live
 from tests.fake_preloop import FOREIGN_SESSION, MAIN_SESSION, RATE_SESSION, TOKEN, FakePreloop
 from tui.app import PreloopApp
-from tui.cli import main
 from tui.screens.attach import AttachScreen
 from widgets.timeline_view import TimelineView
 

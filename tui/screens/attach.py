@@ -1038,9 +1038,8 @@ class AttachScreen(Screen[None]):
     @work(group="attach-export")
     async def action_export(self) -> None:
         """Write the session as Markdown (what the screen holds) for the post-incident review."""
-        from client.export import build_export, export_file_name, to_markdown
+        from client.export import build_export, export_file_name, to_markdown, write_atomically
         from client.paths import exports_dir
-        from tui.commands.export import write_atomically
 
         now = self._clock()
         doc = build_export(

@@ -1,5 +1,5 @@
 """A Dendrux 0.4.1 app: Dendrux's read router (runs, events, traces) plus our steer router (notes,
-approvals), both mounted by the app (see docs/dendrux.md and :mod:`server.dendrux_steer`).
+approvals), both mounted by the app (see docs/dendrux.md and :mod:`preloop_steer.dendrux`).
 
 A Dendrux *run* is a session here (``session_id`` = ``run_id``, a ULID). What the server cannot do, the
 backend says in :attr:`DendruxBackend.capabilities` so the UI gates those keys and says why:

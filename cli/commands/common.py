@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
+from cli.exits import EXIT_FAILED, EXIT_USAGE, CliUsageError
 from client.backend import Backend, ServerKind
 from client.errors import AmbiguousId, ClientError, NoMatchingId, UsageError, ValidationFailed
 from client.ids import is_uuid, require_uuid
-from tui.cli import EXIT_FAILED, EXIT_USAGE, CliUsageError
 
 if TYPE_CHECKING:
     from client.config import Settings

@@ -6,6 +6,8 @@ import argparse
 import getpass
 import sys
 
+from cli.commands.common import is_tty, report_error, server_kind_flag, usage
+from cli.exits import EXIT_FAILED, EXIT_OK
 from client.api import Client
 from client.backend import ServerKind
 from client.config import (
@@ -17,8 +19,6 @@ from client.config import (
     store_token,
 )
 from client.errors import ClientError, NoKeyring
-from tui.cli import EXIT_FAILED, EXIT_OK
-from tui.commands.common import is_tty, report_error, server_kind_flag, usage
 
 
 async def _check(url: str, token: str | None, kind: ServerKind | None) -> ServerKind:

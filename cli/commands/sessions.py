@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from cli.commands.common import (
+    check_uuid,
+    connect,
+    print_json,
+    render_table,
+    resolve_session,
+    terminal_width,
+    usage,
+)
+from cli.exits import EXIT_OK
 from client.backend import SessionFilter
 from client.present import (
     ACTIVE_WINDOW_MINUTES,
@@ -26,16 +36,6 @@ from client.present import (
     short_id,
     sort_sessions,
     unique_titles,
-)
-from tui.cli import EXIT_OK
-from tui.commands.common import (
-    check_uuid,
-    connect,
-    print_json,
-    render_table,
-    resolve_session,
-    terminal_width,
-    usage,
 )
 
 if TYPE_CHECKING:  # annotations only: the fast path (list_sessions_quick) never loads pydantic
@@ -306,7 +306,7 @@ async def find_execution_session(backend: Backend, execution_id: str) -> str:
     return pick.id
 
 
-async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
+async def attach(args: argparse.Namespace) -> int:
     """Follow one session: the full-screen app on a terminal, else plain lines or JSON lines."""
     if (args.session is None) == (args.execution is None):
         raise usage("give a session id, or --execution UUID (not both)")
@@ -316,25 +316,26 @@ async def attach(args: argparse.Namespace) -> int | Callable[[], int]:
     execution = check_uuid(args.execution, "--execution")
     # The app needs a terminal on both ends; `echo note | preloop sessions attach X` is plain mode.
     headless = args.plain or args.json or not sys.stdout.isatty() or not sys.stdin.isatty()
-    if not headless:
-        from tui.commands.tui_entry import run_attach_screen
-
-        if since is not None:
-            print(
-                "preloop: note: the full-screen app shows the newest 5,000 events; --since applies to "
-                "--plain and --json",
-                file=sys.stderr,
-            )
-
-        return await run_attach_screen(args, execution)
-    from tui.plain import DEFAULT_HISTORY, follow_plain
-
+    if not headless and since is not None:
+        print(
+            "preloop: note: the full-screen app shows the newest 5,000 events; --since applies to "
+            "--plain and --json",
+            file=sys.stderr,
+        )
     async with connect(args) as backend:
         if execution is not None:
             session_id = await find_execution_session(backend, execution)
         else:
             session_id = await resolve_session(backend, args.session)
+        # A full id is taken as given: make sure it exists (404: exit 1) before anything opens.
         row = await backend.get_session(session_id)
+        if not headless:
+            from cli.commands.tui_entry import open_app
+
+            print(f"Attaching to {short_id(session_id)}...", file=sys.stderr)
+            return await open_app(backend, session_id=session_id, read_only=args.read_only)
+        from cli.plain import DEFAULT_HISTORY, follow_plain
+
         # An ended session has nothing new to show: replay its whole history instead of nothing.
         replay_all = row.ended_at is not None and since is None
         history_from = None

@@ -9,13 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from client.errors import ClientError
-from client.ids import require_note_id
-from client.notetext import NOTE_EMPTY, note_text_problem
-from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
-from client.textsafe import safe_line
-from tui.cli import EXIT_FAILED, EXIT_OK
-from tui.commands.common import (
+from cli.commands.common import (
     check_uuid,
     connect,
     print_json,
@@ -25,6 +19,12 @@ from tui.commands.common import (
     terminal_width,
     usage,
 )
+from cli.exits import EXIT_FAILED, EXIT_OK
+from client.errors import ClientError
+from client.ids import require_note_id
+from client.notetext import NOTE_EMPTY, note_text_problem
+from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
+from client.textsafe import safe_line
 
 if TYPE_CHECKING:  # annotations only: the fast path (list_notes_quick) never loads pydantic
     from client.backend import Backend

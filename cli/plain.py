@@ -4,7 +4,7 @@ Used by ``preloop sessions attach`` with ``--plain`` / ``--json`` or when stdout
 attach can be piped into ``grep``, ``jq`` or ``head``. Standard output carries only events; connection
 notices and the answers to typed commands go to standard error.
 
-Typed lines (``tui.plain_input.parse_input``) are notes, except:
+Typed lines (``cli.plain_input.parse_input``) are notes, except:
 
 * a line ending in ``\\`` continues on the next line (multi-line notes);
 * ``/approve [ID]``, ``/decline [ID] [COMMENT]``, ``/withdraw NOTE_ID``, ``/help``, ``/quit``;
@@ -27,6 +27,19 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
+from cli.exits import EXIT_FAILED, EXIT_OK
+from cli.plain_input import (
+    HELP,
+    Command,
+    Decide,
+    LineJoiner,
+    Quit,
+    Refuse,
+    SendNote,
+    ShowHelp,
+    Withdraw,
+    parse_input,
+)
 from client.backend import Backend
 from client.errors import ClientError, NoteOutcomeUnknown
 from client.events import (
@@ -55,19 +68,6 @@ from client.present import (
 )
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from client.textsafe import safe_line
-from tui.cli import EXIT_FAILED, EXIT_OK
-from tui.plain_input import (
-    HELP,
-    Command,
-    Decide,
-    LineJoiner,
-    Quit,
-    Refuse,
-    SendNote,
-    ShowHelp,
-    Withdraw,
-    parse_input,
-)
 
 _KIND_STYLE = {
     "text": "",
@@ -144,7 +144,7 @@ class _Printer:
     """Event lines on stdout (colour only on a terminal), notices on stderr."""
 
     def __init__(self, out: TextIO, err: TextIO, json_lines: bool) -> None:
-        from tui.commands.common import Style
+        from cli.commands.common import Style
 
         self.out, self.err, self.json_lines = out, err, json_lines
         self.style = Style(out)

@@ -11,16 +11,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from client.backend import Backend
-from client.errors import BadRequest, ClientError, Conflict
-from client.ids import is_ulid, is_uuid
-from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
-from client.models import Approval, AttentionSnapshot, Note
-from client.present import cell, looks_like_id_prefix, relative_time, short_id
-from client.status import Reconnecting, Refused, StreamStatus
-from client.textsafe import safe_line
-from tui.cli import EXIT_FAILED, EXIT_OK
-from tui.commands.common import (
+from cli.commands.common import (
     connect,
     is_tty,
     print_json,
@@ -29,6 +20,15 @@ from tui.commands.common import (
     terminal_width,
     usage,
 )
+from cli.exits import EXIT_FAILED, EXIT_OK
+from client.backend import Backend
+from client.errors import BadRequest, ClientError, Conflict
+from client.ids import is_ulid, is_uuid
+from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
+from client.models import Approval, AttentionSnapshot, Note
+from client.present import cell, looks_like_id_prefix, relative_time, short_id
+from client.status import Reconnecting, Refused, StreamStatus
+from client.textsafe import safe_line
 
 
 async def _all_approvals(backend: Backend, session: str | None, status: str | None) -> list[Approval]:

@@ -12,21 +12,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import sys
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cli.commands.common import resolve_session, usage
+from cli.exits import EXIT_OK
 from client.backend import Backend
 from client.errors import ConnectionLost, error_for_status
-from client.export import build_export, to_json, to_markdown
+from client.export import build_export, to_json, to_markdown, write_atomically
 from client.models import Approval, Note
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped
 from client.timeline import Timeline
-from tui.cli import EXIT_OK
-from tui.commands.common import resolve_session, usage
 
 QUIET_SECONDS = 1.5
 """A live session's replay is taken as complete after this long with no new event."""
@@ -106,21 +104,6 @@ async def gather(backend: Backend, session_id: str, now: datetime) -> dict[str, 
     )
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write the whole file or nothing (an interrupted export never leaves half a document)."""
-    path = path.expanduser()
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _format(args: argparse.Namespace) -> str:
     if args.format is not None:
         return str(args.format)
@@ -135,7 +118,7 @@ async def export(args: argparse.Namespace) -> int:
     target = Path(args.output) if args.output and args.output != "-" else None
     if target is not None and target.expanduser().is_dir():
         raise usage(f"-o {args.output} is a folder: give a file name, e.g. -o incident.{fmt}")
-    from tui.commands.common import connect
+    from cli.commands.common import connect
 
     async with connect(args) as backend:
         session_id = await resolve_session(backend, args.session)
@@ -159,4 +142,4 @@ async def export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["export", "gather", "read_history", "write_atomically"]
+__all__ = ["export", "gather", "read_history"]

@@ -1,4 +1,4 @@
-"""The ``preloop`` command line: argparse front end, one module per command group in ``tui.commands``.
+"""The ``preloop`` command line: argparse front end, one module per command group in ``cli.commands``.
 
 Start-up stays fast because this module imports only the standard library: a command group's module (and
 with it httpx, the server or Textual) is imported when that command runs, and Textual only for the
@@ -23,25 +23,18 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+from cli.exits import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliUsageError,
+)
 
-EXIT_CODES_HELP = """\
-exit codes:
-  0    success
-  1    the server refused the request, or it failed (unreachable server, 401/403/404/422/429/5xx)
-  2    usage error (bad flag or flag combination), reported before any request is made
-  130  interrupted (Ctrl+C)
-
-environment:
-  PRELOOP_URL, PRELOOP_TOKEN   server URL and token (--url / --token win over them)
-"""
-
-Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, "int | Callable[[], int]"]]
-"""A command: returns its exit code, or a function to call once the event loop is closed (the
-full-screen app runs its own loop, so it cannot start inside ``asyncio.run``)."""
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+"""A command: returns its exit code. It runs in the one event loop of the process (``asyncio.run``); the
+full-screen app runs in it too (Textual's ``run_async``), on the backend the command opened."""
 
 
 Quick = Callable[[argparse.Namespace], "int | None"]
@@ -49,10 +42,6 @@ Quick = Callable[[argparse.Namespace], "int | None"]
 
 FAST_PATH_ENV = "PRELOOP_FAST_PATH"
 """Set to 0 to always take the full path (tests compare the two; also a way out, should it ever be needed)."""
-
-
-class CliUsageError(Exception):
-    """A bad flag or flag combination found by a command before any request: exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,10 +78,10 @@ def _global_flags(*, suppress: bool) -> argparse.ArgumentParser:
 def _handler(module: str, name: str) -> Handler:
     """Import the command module only when its command runs (fast start-up, no Textual for plain commands)."""
 
-    async def run(args: argparse.Namespace) -> int | Callable[[], int]:
+    async def run(args: argparse.Namespace) -> int:
         import importlib
 
-        mod = importlib.import_module(f"tui.commands.{module}")
+        mod = importlib.import_module(f"cli.commands.{module}")
         func: Handler = getattr(mod, name)
         return await func(args)
 
@@ -106,7 +95,7 @@ def _quick(module: str, name: str) -> Quick:
     def run(args: argparse.Namespace) -> int | None:
         import importlib
 
-        func: Quick = getattr(importlib.import_module(f"tui.commands.{module}"), name)
+        func: Quick = getattr(importlib.import_module(f"cli.commands.{module}"), name)
         return func(args)
 
     run.__qualname__ = f"{module}.{name}"
@@ -455,8 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return code
         import asyncio  # here, not at the top: ~0.1 s that `--help` and a usage error need not pay
 
-        result: int | Callable[[], int] = asyncio.run(handler(args))
-        return result() if callable(result) else result
+        return asyncio.run(handler(args))
     except CliUsageError as exc:
         print(f"preloop: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -474,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from client.errors import ClientError
 
         if isinstance(exc, ClientError):
-            from tui.commands.common import report_error
+            from cli.commands.common import report_error
 
             return report_error(exc)
         if os.environ.get("PRELOOP_DEBUG"):

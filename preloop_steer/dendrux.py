@@ -5,7 +5,7 @@ decision; those are Python calls on the ``Agent`` (``submit_note``, ``submit_app
 them on HTTP with the same ``authorize`` dependency, so ``preloop --server-kind dendrux`` can steer::
 
     from dendrux.http import make_read_router
-    from server.dendrux_steer import make_steer_router
+    from preloop_steer.dendrux import make_steer_router
 
     app.include_router(make_read_router(store=store, authorize=auth))
     app.include_router(make_steer_router(store=store, agents=[agent], authorize=auth))

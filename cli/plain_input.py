@@ -1,6 +1,6 @@
 """What a person types to a plain-mode attach, decoded: notes, continuation lines and slash commands.
 
-Pure (no I/O): ``tui.plain`` reads standard input and runs the commands. Kept apart so the rules of the
+Pure (no I/O): ``cli.plain`` reads standard input and runs the commands. Kept apart so the rules of the
 little input language (what is a note, what is refused so it never reaches an agent) read in one place.
 """
 
