@@ -174,7 +174,7 @@ class PreloopApp(App[str | None]):
             self.push_screen(self._attach_screen(self.start_session_id))
         else:
             self.push_screen(self._sessions_screen())
-        if self.attention and hasattr(self.backend, "watch_attention"):
+        if self.attention:
             # The screen the user asked for starts loading first; the inbox after its first frame.
             self.call_after_refresh(self.watch_inbox)
             self.set_interval(EXPIRY_CHECK_SECONDS, self.check_expiring)

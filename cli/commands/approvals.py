@@ -96,18 +96,24 @@ class ApprovalIdError(ClientError):
     title = "no such approval"
 
 
-async def _resolve_approval(backend: Backend, value: str) -> str:
-    """A full id as given; a short one (4+ characters) matched against the pending approvals."""
+def _approval_id_syntax(value: str) -> str:
+    """The id as typed, refused (exit 2, before any request) when it cannot be an approval id."""
     text = value.strip()
     if not text:
         raise usage("the approval id is empty")
-    if is_uuid(text) or is_ulid(text):
-        return text
-    if not looks_like_id_prefix(text):
+    if not (is_uuid(text) or is_ulid(text) or looks_like_id_prefix(text)):
         raise usage(
             f"'{safe_line(text, 40)}' is not an approval id: give its UUID or its first 4+ hex characters "
             "(`preloop approvals list` shows them)"
         )
+    return text
+
+
+async def _resolve_approval(backend: Backend, value: str) -> str:
+    """A full id as given; a short one (4+ characters) matched against the pending approvals."""
+    text = _approval_id_syntax(value)
+    if is_uuid(text) or is_ulid(text):
+        return text
     pending = await _all_approvals(backend, None, "pending")
     matches = [a.id for a in pending if a.id.lower().startswith(text.lower())]
     if len(matches) == 1:
@@ -123,6 +129,7 @@ async def _resolve_approval(backend: Backend, value: str) -> str:
 
 
 async def _decide(args: argparse.Namespace) -> int:
+    _approval_id_syntax(args.approval_id)
     async with connect(args) as backend:
         approval_id = await _resolve_approval(backend, args.approval_id)
         try:

@@ -8,9 +8,10 @@ import sys
 
 from cli.commands.common import is_tty, report_error, server_kind_flag, usage
 from cli.exits import EXIT_FAILED, EXIT_OK
-from client.api import Client
 from client.backend import ServerKind
+from client.backends import connect
 from client.config import (
+    Settings,
     credentials_file,
     delete_token,
     keyring_status,
@@ -22,11 +23,10 @@ from client.errors import ClientError, NoKeyring
 
 
 async def _check(url: str, token: str | None, kind: ServerKind | None) -> ServerKind:
-    """Prove the server answers and accepts the token (one cheap authenticated call)."""
-    async with Client(url, token, server_kind=kind) as client:
-        found = kind or await client.detect_server_kind()
-        await client.list_sessions(limit=1)
-    return found
+    """Prove the server answers and accepts the token (one cheap authenticated call); its kind."""
+    async with await connect(Settings(url, token, server_kind=kind)) as backend:
+        await backend.list_sessions(limit=1)
+        return backend.server_kind
 
 
 def _read_token(args: argparse.Namespace, url: str) -> str:

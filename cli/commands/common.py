@@ -57,44 +57,20 @@ def server_kind_flag(args: argparse.Namespace) -> ServerKind | None:
     return parse_server_kind(getattr(args, "server_kind", "auto"))
 
 
-def known_kind(backend: Backend) -> ServerKind | None:
-    """The backend's server kind, or None while it is still to be asked (a kind-detecting Client)."""
-    from client.api import Client
-
-    if isinstance(backend, Client) and not backend.server_kind_known:
-        return None
-    return backend.server_kind
-
-
-async def first_contact(backend: Backend, settings: Settings, flag: ServerKind | None) -> None:
-    """Detect the server kind before the command's first request (a Dendrux app does not speak the
-    Preloop-shaped REST) and remember it in the profile, if any (``--server-kind`` overrides and is never
-    saved)."""
-    from client.api import Client
-
-    if flag is not None or not isinstance(backend, Client) or backend.server_kind_known:
-        return
-    from client.config import remember_server_kind
-
-    try:
-        kind = await backend.detect_server_kind()
-    except ClientError:
-        return  # the command's own request will report an unreachable server in its words
-    if settings.profile is None:
-        return
-    with contextlib.suppress(ClientError, OSError):  # a read-only config dir must not fail the command
-        remember_server_kind(settings.profile, kind)
-
-
 @asynccontextmanager
 async def opened(settings: Settings, flag: ServerKind | None) -> AsyncIterator[Backend]:
-    """The backend for ``settings`` (``--server-kind`` wins), its kind learnt once per profile; closed
-    afterwards."""
-    from client.backends import open_backend
+    """The backend for ``settings`` (``--server-kind`` wins), closed afterwards. A kind the server had to
+    be asked for is remembered in the profile, so the next command does not ask again (a flag is never
+    saved: it may be a one-off)."""
+    from client.backends import connect as connect_backend
 
-    backend = open_backend(settings, server_kind=flag)
+    backend = await connect_backend(settings, server_kind=flag)
     try:
-        await first_contact(backend, settings, flag)
+        if flag is None and settings.server_kind is None and settings.profile is not None:
+            from client.config import remember_server_kind
+
+            with contextlib.suppress(ClientError, OSError):  # a read-only config dir must not fail it
+                remember_server_kind(settings.profile, backend.server_kind)
         yield backend
     finally:
         await backend.aclose()

@@ -136,9 +136,10 @@ async def _wait_for_session(url: str, token: str, seconds: float = 10.0) -> str 
     """The first demo session's id, so the printed curl line can be pasted as is."""
     import time
 
-    from client.api import Client
+    from client.backends import connect
+    from client.config import Settings
 
-    async with Client(url, token, server_kind="local") as client:
+    async with await connect(Settings(url, token, server_kind="local")) as client:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             page = await client.list_sessions(limit=1)
@@ -260,9 +261,10 @@ async def demo(args: argparse.Namespace) -> int:
     try:
         if use_tui:
             from cli.commands.tui_entry import open_app
-            from client.api import Client
+            from client.backends import connect
+            from client.config import Settings
 
-            async with Client(running.url, running.token, server_kind="local") as backend:
+            async with await connect(Settings(running.url, running.token, server_kind="local")) as backend:
                 return await open_app(backend)
         await _print_watch_help(running.url, running.token)
         await until_stopped(lambda: running.agents.running)

@@ -1,4 +1,4 @@
-"""Backends: one package per kind of server, behind one protocol, opened by :func:`open_backend`.
+"""Backends: one package per kind of server, behind one protocol, opened by :func:`connect`.
 
 ::
 
@@ -57,8 +57,8 @@ __all__ = [
     "ServerKind",
     "SessionFilter",
     "backend_for",
+    "connect",
     "detect_server_kind",
-    "open_backend",
     "parse_server_kind",
 ]
 
@@ -107,18 +107,23 @@ async def detect_server_kind(conn: Connection) -> ServerKind:
     return "local" if health.server_kind == "local" else "preloop"
 
 
-def open_backend(settings: Settings, *, server_kind: str | None = None, **options: Any) -> Backend:
-    """The backend for what ``settings`` name (``client.config.resolve_settings``), not yet connected.
+async def connect(settings: Settings, *, server_kind: str | None = None, **options: Any) -> Backend:
+    """The backend for the server ``settings`` name (``client.config.resolve_settings``), its kind known.
 
-    ``server_kind`` (a ``--server-kind`` flag) wins over the profile's; when neither knows, the result
-    asks the server on first use (:class:`client.api.Client`). ``options`` go to :class:`Connection`
-    (timeout, transport, backoff...). Close it with ``await backend.aclose()`` or ``async with``.
+    The kind comes from ``server_kind`` (a ``--server-kind`` flag), else the settings (a profile, the
+    local server's file); only when neither knows it is the server asked, once, here. ``options`` go to
+    :class:`~client.connection.Connection` (timeout, transport, keepalive, backoff...). Close the backend
+    with ``await backend.aclose()`` or ``async with``. A server that cannot be reached while its kind is
+    unknown raises :class:`client.errors.ServerUnreachable` (nothing else could be told about it).
     """
-    kind = parse_server_kind(server_kind) or settings.server_kind
-    if kind is None:
-        from client.api import Client
-
-        return Client(settings.url, settings.token, **options)
     from client.connection import Connection
 
-    return backend_for(kind, Connection(settings.url, settings.token, **options))
+    kind = parse_server_kind(server_kind) or settings.server_kind
+    conn = Connection(settings.url, settings.token, **options)
+    if kind is None:
+        try:
+            kind = await detect_server_kind(conn)
+        except BaseException:
+            await conn.aclose()
+            raise
+    return backend_for(kind, conn)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, Self
 
 if TYPE_CHECKING:
     # Annotations only: importing the wire models means pydantic (~0.3 s), which the CLI's fast path for
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from client.status import StreamStatus
 
 ServerKind = Literal["local", "preloop", "dendrux"]
-"""The kinds of server the client knows; ``client.backends.open_backend`` maps each to its backend."""
+"""The kinds of server the client knows; ``client.backends.backend_for`` maps each to its backend."""
 
 SERVER_KINDS: tuple[ServerKind, ...] = ("local", "preloop", "dendrux")
 
@@ -211,4 +212,15 @@ class Backend(SessionDesk, NoteDesk, ApprovalDesk, LiveFeed, AttentionFeed, Prot
         """What the server can do: the UI gates keys on it."""
         ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Close the connection pool; open streams end."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

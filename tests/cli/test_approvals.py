@@ -8,11 +8,12 @@ import json
 import pytest
 
 from cli.main import main
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 
 
 async def _wait_pending(url: str, token: str, count: int) -> list[str]:
-    async with Client(url, token) as client:
+    async with await connect(Settings(url, token)) as client:
         for _ in range(600):
             page = await client.list_approvals(status="pending")
             if len(page.items) >= count:

@@ -13,7 +13,9 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from client.api import Client
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP, preloop
 from tests.conftest import LiveServer
@@ -41,7 +43,7 @@ def ask(session: HarnessSession, command: str) -> asyncio.Task[Any]:
     return asyncio.create_task(session.permission_check("Bash", {"command": command}, ask=True))
 
 
-async def pending(client: Client, n: int) -> None:
+async def pending(client: Backend, n: int) -> None:
     for _ in range(1500):
         if len((await client.list_approvals(status="pending")).items) >= n:
             return
@@ -50,7 +52,10 @@ async def pending(client: Client, n: int) -> None:
 
 
 async def test_watch_json_is_ndjson_of_changes_and_ctrl_c_exits_130(live_server: LiveServer) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         one = await harness.start_session(agent_name="builder")
         two = await harness.start_session(agent_name="tester")
         first = ask(one, "git push origin main")
@@ -83,7 +88,10 @@ async def test_watch_json_is_ndjson_of_changes_and_ctrl_c_exits_130(live_server:
 async def test_watch_human_lines_and_a_closed_pipe_ends_quietly(
     live_server: LiveServer, tmp_path: Path
 ) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         agent = await harness.start_session(agent_name="builder")
         first = ask(agent, "make deploy")
         await pending(client, 1)

@@ -16,7 +16,8 @@ import uuid
 import pytest
 
 from cli.main import main
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP
 
@@ -148,7 +149,10 @@ async def _read_until_count(stream: asyncio.StreamReader | None, count: int) -> 
 
 
 async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         agent = await harness.start_session(agent_name="builder")
         proc = await _spawn(
             "sessions", "attach", agent.session_id[:8], "--plain", "--since", "0s", stdin=True
@@ -188,7 +192,10 @@ async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server
 
 
 async def test_read_only_never_reads_stdin(live_server) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         agent = await harness.start_session(agent_name="builder")
         proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--read-only", stdin=True)
         assert proc.stdin is not None and proc.stderr is not None
@@ -257,7 +264,7 @@ async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approve
     async with live_server.harness() as harness:
         agent = await harness.start_session(agent_name="builder")
         verdict = asyncio.create_task(agent.permission_check("Bash", {"command": "git push origin main"}))
-        async with Client(live_server.url, live_server.token) as client:
+        async with await connect(Settings(live_server.url, live_server.token)) as client:
             async with asyncio.timeout(10):
                 while not (await client.list_approvals(session_id=agent.session_id)).items:  # noqa: ASYNC110
                     await asyncio.sleep(0.05)

@@ -79,11 +79,12 @@ def data(live_server: Any) -> dict[str, Any]:
     """Six sessions (two ended, two with the same title, one with an escape sequence and non-ASCII text in
     its title); the first has notes in four states: delivered, pending, withdrawn, and pending with a
     short expiry."""
-    from client.api import Client
+    from client.backends import connect
+    from client.config import Settings
 
     async def shape(sessions: list[HarnessSession]) -> None:
         first = sessions[0].session_id
-        async with Client(live_server.url, live_server.token) as client:
+        async with await connect(Settings(live_server.url, live_server.token)) as client:
             await client.send_note("first: delivered", session_id=first)
             await sessions[0].claim_notes()
             await client.send_note("second: stays pending", session_id=first)

@@ -9,7 +9,8 @@ from datetime import datetime
 import pytest
 
 from cli.main import main
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import preloop, run, shell, with_sessions
 
@@ -21,7 +22,7 @@ def _one_session(live_server, **spec: object) -> str:
 
 def _notes(live_server, session_id: str) -> list[dict[str, object]]:
     async def go() -> list[dict[str, object]]:
-        async with Client(live_server.url, live_server.token) as client:
+        async with await connect(Settings(live_server.url, live_server.token)) as client:
             page = await client.list_notes(session_id=session_id)
             return [n.model_dump(mode="json") for n in page.notes]
 
@@ -83,7 +84,7 @@ def test_agent_and_execution_targets(live_server, capsys: pytest.CaptureFixture[
 
 def test_list_with_state_filter(live_server, capsys: pytest.CaptureFixture[str]) -> None:
     async def deliver_one(sessions: list[HarnessSession]) -> None:
-        async with Client(live_server.url, live_server.token) as client:
+        async with await connect(Settings(live_server.url, live_server.token)) as client:
             await client.send_note("delivered one", session_id=sessions[0].session_id)
             await sessions[0].claim_notes()
             await client.send_note("still\npending", session_id=sessions[0].session_id)
@@ -104,7 +105,7 @@ def test_list_with_state_filter(live_server, capsys: pytest.CaptureFixture[str])
 
 def test_withdraw_pending_then_again_and_delivered(live_server, capsys: pytest.CaptureFixture[str]) -> None:
     async def two_notes(sessions: list[HarnessSession]) -> tuple[str, str]:
-        async with Client(live_server.url, live_server.token) as client:
+        async with await connect(Settings(live_server.url, live_server.token)) as client:
             delivered = await client.send_note("read this", session_id=sessions[0].session_id)
             await sessions[0].claim_notes(turn_index=3)
             pending = await client.send_note("never mind", session_id=sessions[0].session_id)
@@ -135,7 +136,7 @@ def test_refusals_404_422_429(live_server, capsys: pytest.CaptureFixture[str]) -
     assert err.startswith("preloop: invalid request:") and "4096" in err and "text" in err
 
     async def twenty() -> None:
-        async with Client(live_server.url, live_server.token) as client:
+        async with await connect(Settings(live_server.url, live_server.token)) as client:
             for i in range(19):
                 await client.send_note(f"note {i}", session_id=sid)
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import jsonschema
 from markdown_it import MarkdownIt
 
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from server.harness_client import HarnessClient
 from tests.cli.helpers import preloop, run, with_sessions
 from tests.cli.test_approvals import _wait_pending
@@ -20,7 +21,7 @@ SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").
 
 async def _incident(url: str, token: str) -> str:
     """An agent narrates, runs a tool, reads a note, changes course, is declined, answers and ends."""
-    async with HarnessClient(url, token) as harness, Client(url, token) as client:
+    async with HarnessClient(url, token) as harness, await connect(Settings(url, token)) as client:
         agent = await harness.start_session(agent_name="builder", title="Fix the flaky build")
         await agent.run_started("fix the build")
         await agent.narrate(1, ["I will clean ", "the build folder."])

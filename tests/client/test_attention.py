@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from client.api import Client
 from client.attention_live import AttentionItem, poll_attention
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from client.events import ApprovalDecided, ApprovalRequested, NoteEvent
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, NoteFailed
 from client.models import Approval, AttentionSnapshot, Note
@@ -116,9 +118,11 @@ def test_failed_notes_count_until_seen_and_leave_with_the_window() -> None:
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(
-        live_server.url, live_server.token, server_kind="local", backoff_initial=0.05, backoff_max=0.3
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"),
+        backoff_initial=0.05,
+        backoff_max=0.3,
     ) as c:
         yield c
 
@@ -137,7 +141,7 @@ async def wait_for(condition: Any, what: str, seconds: float = 30.0) -> None:
 
 
 async def test_snapshot_lists_every_sessions_pending_approvals_oldest_first_and_failed_notes(
-    live_server: LiveServer, harness: HarnessClient, client: Client
+    live_server: LiveServer, harness: HarnessClient, client: Backend
 ) -> None:
     one = await harness.start_session(agent_name="builder")
     two = await harness.start_session(agent_name="tester")
@@ -191,7 +195,7 @@ async def next_of(feed: AsyncIterator[AttentionItem], kind: type, seconds: float
 
 
 async def test_watch_attention_pushes_approvals_of_any_session_and_resyncs_after_a_restart(
-    live_server: LiveServer, harness: HarnessClient, client: Client
+    live_server: LiveServer, harness: HarnessClient, client: Backend
 ) -> None:
     feed = client.watch_attention(notes_window=timedelta(hours=1)).__aiter__()
     inbox = Inbox()
@@ -221,12 +225,12 @@ async def test_watch_attention_pushes_approvals_of_any_session_and_resyncs_after
 
 
 async def test_a_bad_token_stops_the_feed_with_refused(live_server: LiveServer) -> None:
-    async with Client(live_server.url, "plo_not-a-token", server_kind="local") as bad:
+    async with await connect(Settings(live_server.url, "plo_not-a-token", server_kind="local")) as bad:
         refused = await next_of(bad.watch_attention().__aiter__(), Refused)
     assert refused.status == 401
 
 
-async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client: Client) -> None:
+async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client: Backend) -> None:
     session = await harness.start_session(agent_name="builder")
     await client.send_note("too late", session_id=session.session_id)
     task = await ask(session, "deploy")
@@ -250,7 +254,7 @@ async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client:
 
 
 async def test_polling_starts_a_round_every_interval_however_long_the_rounds_take(
-    harness: HarnessClient, client: Client, monkeypatch: pytest.MonkeyPatch
+    harness: HarnessClient, client: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A poller whose server takes 0.4 s to list the approvals and 1.2 s more for the notes still starts a
     round every 3 s (it waits the interval minus the round, so a change shows within one interval, not one

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import random
 
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from client.events import Event, ModelDelta, SessionEnded, UnknownEvent
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from client.streaming.order import EventOrderer
@@ -22,7 +23,9 @@ async def run(
     transport = ScriptedSSE(scripts)
     opts = {"backoff_initial": 0.01, "backoff_max": 0.05, "stall_timeout": 5.0} | options
     items: list[Event | StreamStatus] = []
-    async with Client("http://test", "tok", transport=transport, server_kind="local", **opts) as client:
+    async with await connect(
+        Settings("http://test", "tok", server_kind="local"), transport=transport, **opts
+    ) as client:
         async for item in client.follow(SID, after=after):
             items.append(item)
             if len(items) > 200:

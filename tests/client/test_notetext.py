@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from client.errors import UsageError
 from client.notetext import NOTE_EMPTY, NOTE_MAX_CHARS, note_text_problem
 
@@ -28,7 +29,9 @@ async def test_the_client_refuses_a_nul_note_before_sending_it() -> None:
         sent.append(request)
         return httpx.Response(500)
 
-    async with Client("http://127.0.0.1:9", "plo_x", transport=httpx.MockTransport(handler)) as client:
+    async with await connect(
+        Settings("http://127.0.0.1:9", "plo_x", server_kind="local"), transport=httpx.MockTransport(handler)
+    ) as client:
         with pytest.raises(UsageError, match="NUL character"):
             await client.send_note("a\x00b", session_id="5f0c2f9e-0000-4000-8000-000000000000")
     assert sent == []

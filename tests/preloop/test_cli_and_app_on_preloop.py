@@ -19,7 +19,8 @@ import pytest
 
 from cli.main import main
 from client import config
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from client.status import Live
 from tests.fake_preloop import FOREIGN_SESSION, MAIN_SESSION, RATE_SESSION, TOKEN, FakePreloop
 from tui.app import PreloopApp
@@ -247,7 +248,7 @@ async def test_the_app_attached_through_the_real_client_shows_a_pushed_tool_call
     base_url: str, fake: FakePreloop
 ) -> None:
     """The same app as for the local server: the client detects Preloop and follows its websocket."""
-    async with Client(base_url, TOKEN) as client:
+    async with await connect(Settings(base_url, TOKEN)) as client:
         app = PreloopApp(client, start_session_id=MAIN_SESSION, refresh_interval=0)
         async with app.run_test(size=(110, 30)) as pilot:
 

@@ -9,9 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from client.api import Client
+from client.backends import connect
 from client.backends.preloop import PreloopBackend
 from client.backends.preloop.live import follow_preloop
+from client.config import Settings
 from client.connection import Connection
 from client.events import BaseEvent, NoteEvent, SessionEnded, ToolCompleted, ToolStarted
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped
@@ -317,7 +318,7 @@ async def test_after_hides_what_was_already_seen(
 async def test_client_follow_detects_preloop_and_uses_the_websocket(
     base_url: str, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    async with Client(base_url, TOKEN) as detecting:
+    async with await connect(Settings(base_url, TOKEN)) as detecting:
         w = watch(detecting.follow(UNKNOWN_SESSION))
         await w.done()
         assert detecting.server_kind == "preloop"
@@ -370,9 +371,9 @@ async def test_the_token_travels_in_the_header_only(
 async def test_changes_made_through_the_client_show_at_once_not_at_the_next_poll(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    """Preloop pushes neither new notes, withdrawals nor decisions: the Client makes the follower poll now.
+    """Preloop pushes neither new notes, withdrawals nor decisions: the Backend makes the follower poll now.
 
-    The poll timers here are a minute long, so only the Client's own nudge can make these appear in time.
+    The poll timers here are a minute long, so only the Backend's own nudge can make these appear in time.
     """
     slow = replace(FAST, note_poll=60.0, note_idle_poll=60.0, approval_poll=60.0)
     w = watch(follow_preloop(client, MAIN_SESSION, timing=slow))

@@ -11,7 +11,7 @@ from typing import Any
 from textual import events
 from textual.widgets import DataTable, Static
 
-from client.api import Client
+from client.backend import Backend
 from client.drafts import DraftStore
 from server.harness_client import HarnessSession
 from tests.tui import test_pilot
@@ -29,7 +29,7 @@ def _messages(app: PreloopApp) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def test_withdraw_targets_the_newest_pending_note(client: Client, agent: HarnessSession) -> None:
+async def test_withdraw_targets_the_newest_pending_note(client: Backend, agent: HarnessSession) -> None:
     """Note A withdrawn, then note B sent: w offers and withdraws B (the old selection was A, cancelled)."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -58,7 +58,7 @@ async def test_withdraw_targets_the_newest_pending_note(client: Client, agent: H
         assert app.screen is screen
 
 
-async def test_withdraw_asks_which_when_several_are_pending(client: Client, agent: HarnessSession) -> None:
+async def test_withdraw_asks_which_when_several_are_pending(client: Backend, agent: HarnessSession) -> None:
     """Two pending notes: w lists both (newest highlighted); Enter withdraws the highlighted one only."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -91,7 +91,7 @@ async def _tools(agent: HarnessSession, count: int, tag: str) -> None:
 
 
 async def test_paused_following_says_how_much_is_new_and_end_resumes(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """PageUp pauses following: a "↓ N new · End to follow" line counts what arrives below; End resumes."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -119,7 +119,7 @@ DRAFT = ("Stop: the migration must run on staging first. " * 90)[:4195] + " END.
 
 
 async def test_a_long_draft_survives_leaving_and_reattaching(
-    client: Client, agent: HarnessSession, tmp_path: Path
+    client: Backend, agent: HarnessSession, tmp_path: Path
 ) -> None:
     """A 4,200-character unsent draft: Esc → list → Enter finds it again, so does q (detach) → Enter with
     a new screen, and it is on disk (0600)."""
@@ -163,7 +163,7 @@ async def test_a_long_draft_survives_leaving_and_reattaching(
 
 
 async def test_risky_approvals_ask_first_and_low_risk_stays_one_key(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """`rm -rf dist/` (Bash: risk danger) asks before a approves; n keeps it pending. A caution-level tool
     is approved by the one key. With no levels configured, danger is one key too."""
@@ -213,7 +213,7 @@ def test_confirm_risk_levels_come_from_the_environment(monkeypatch: Any) -> None
 
 
 async def test_header_says_waiting_for_approval_and_toasts_leave_the_box_alone(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """A session blocked on an approval reads "⚑ waiting for approval", not idle; a notice (toast) never
     covers the note box, the keys or the newest timeline lines."""
@@ -238,7 +238,7 @@ async def test_header_says_waiting_for_approval_and_toasts_leave_the_box_alone(
 
 
 async def test_narrow_terminals_stack_the_panels_and_too_small_says_so(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """At 60×20 approvals sit under the timeline at full width with whole button labels, the notes list is
     one count line until p; at 40×12 one notice replaces the crushed layout and q still detaches."""

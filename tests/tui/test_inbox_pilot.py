@@ -1,7 +1,7 @@
 """Pilot tests of the attention inbox and alerts against the real local control plane over loopback.
 
 Agents raise approvals with ``server.harness_client`` (a blocking permission check, as a coding agent's
-hook does); the app runs on the real ``client.api.Client`` and its live attention feed.
+hook does); the app runs on a real backend (``client.backends.connect``) and its live attention feed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from client.alerts import AlertSettings
-from client.api import Client
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from client.present import relative_time
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
@@ -29,8 +31,10 @@ from widgets.inbox_view import InboxApprovals, InboxBadge
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
+    ) as c:
         yield c
 
 
@@ -53,7 +57,7 @@ def inbox_rows(app: PreloopApp) -> list[str]:
 
 
 async def test_inbox_shows_every_sessions_approvals_and_decides_them(
-    client: Client, harness: HarnessClient
+    client: Backend, harness: HarnessClient
 ) -> None:
     """Approvals from two sessions reach the header count and the inbox (oldest first); a approves the
     first, d with a comment declines the second; the agents get the decisions."""
@@ -92,7 +96,7 @@ async def test_inbox_shows_every_sessions_approvals_and_decides_them(
 
 
 async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
-    client: Client, harness: HarnessClient, live_server: LiveServer
+    client: Backend, harness: HarnessClient, live_server: LiveServer
 ) -> None:
     """Another operator approves while the inbox is open: the row leaves and a line says so; a note that
     becomes undeliverable appears in the notes section, live."""
@@ -103,7 +107,7 @@ async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
         await pilot.press("i")
         task = ask(session, "make deploy")
         await until(pilot, lambda: len(inbox_rows(app)) == 1, "the approval")
-        async with Client(live_server.url, live_server.token, server_kind="local") as other:
+        async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
             approval_id = app.inbox.approvals[0].id
             await other.approve(approval_id, "ship it")
             await other.send_note("stop after the deploy", session_id=session.session_id)
@@ -117,7 +121,7 @@ async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
         assert app.inbox_count == 0  # seen: the inbox is open
 
 
-async def test_inbox_from_an_attach_screen_and_back(client: Client, harness: HarnessClient) -> None:
+async def test_inbox_from_an_attach_screen_and_back(client: Backend, harness: HarnessClient) -> None:
     """i (outside the note box) opens the inbox from a session; Enter opens another session's approval,
     Escape there comes back to the inbox, Escape again to the first session."""
     watched, other = await start(harness, "builder"), await start(harness, "tester")
@@ -145,7 +149,7 @@ async def test_inbox_from_an_attach_screen_and_back(client: Client, harness: Har
 
 
 async def test_alerts_ring_for_other_sessions_once_per_interval(
-    client: Client, harness: HarnessClient
+    client: Backend, harness: HarnessClient
 ) -> None:
     """A new approval in another session rings once (bell + OSC 9); a second one right after is held
     back by the rate limit; one in the session on screen never rings."""
@@ -179,7 +183,7 @@ async def test_alerts_ring_for_other_sessions_once_per_interval(
 
 
 async def test_an_arrival_leaves_the_rows_the_cursor_and_the_footer_alone(
-    client: Client, harness: HarnessClient, live_server: LiveServer
+    client: Backend, harness: HarnessClient, live_server: LiveServer
 ) -> None:
     """The operator reads the 2nd of three approvals when one arrives on another session, then another
     operator settles the 1st: the cursor stays on the approval being read, the rows already there are the
@@ -224,7 +228,7 @@ async def test_an_arrival_leaves_the_rows_the_cursor_and_the_footer_alone(
         assert kept_rows(table, rows) == list(rows)  # the same rows, not new ones
         assert footer_checks == [] and list(screen.query("FooterKey")) == footer_keys
 
-        async with Client(live_server.url, live_server.token, server_kind="local") as other:
+        async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
             await other.approve(app.inbox.approvals[0].id, "fine")
             await until(pilot, lambda: len(inbox_rows(app)) == 3, "the first one settled elsewhere")
             await pilot.pause()
