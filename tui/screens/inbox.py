@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Footer, Static
 from client.errors import ClientError
 from client.inbox import Inbox
 from client.models import Approval
-from client.status import Connecting, Live, Reconnecting, Refused, StreamStatus
+from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
@@ -50,6 +50,8 @@ def feed_state(status: StreamStatus | None, synced: bool) -> Text:
         return Text(f"✗ refused: {safe_line(status.reason, 80)}", style="bold red")
     if isinstance(status, Reconnecting):
         return Text(f"◌ reconnecting in {status.delay:.0f}s ({safe_line(status.reason, 60)})", style="yellow")
+    if isinstance(status, LoginNeeded):
+        return Text("⚠ token refused: waiting for a login (`preloop login`)", style="bold yellow")
     if isinstance(status, Connecting) or not synced:
         return Text("◌ connecting…", style="yellow")
     if isinstance(status, Live) or synced:
