@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from textual.notifications import SeverityLevel
+from textual.widgets import Static
 
 from client.backends import open_backend
 from client.config import resolve_settings, token_reader
@@ -95,7 +96,10 @@ async def test_a_revoked_token_is_said_once_keeps_the_screen_and_draft_and_resum
             )
             await until(pilot, lambda: isinstance(app.attention_status, LoginNeeded), "the inbox to wait too")
             await until(pilot, lambda: len(reads) >= 6, "several attempts of both feeds")
-            await pilot.press(*" and summarise")  # typing goes on into the box while it waits
+            await pilot.press(*" and summarise", "enter")  # typing goes on into the box while it waits
+            error_line = screen.query_one("#send-error", Static)
+            await until(pilot, lambda: "Not sent" in str(error_line.render()), "the refused note's line")
+            assert "run `preloop login`" in str(error_line.render())
 
             refused = [message for title, message in app.said if title == "Token refused"]
             assert refused == [
@@ -118,10 +122,10 @@ async def test_a_revoked_token_is_said_once_keeps_the_screen_and_draft_and_resum
             assert [title for title, _ in app.said].count("Token accepted") == 1
             assert screen.query_one("#banner", Banner).message == ""
 
-            await pilot.press("enter")
+            await pilot.press("enter")  # the same text, sent again
             notes = screen.query_one(NotesPanel)
             await until(pilot, lambda: [n.state for n in notes.notes.values()] == ["pending"], "the note")
-            assert composer.text == ""
+            assert composer.text == "" and not error_line.has_class("-shown")
             sent = await backend.list_notes(session_id=agent.session_id)
             assert [n.text for n in sent.notes] == ["stop after this and summarise"]
             assert [title for title, _ in app.said].count("Token refused") == 1
