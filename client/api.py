@@ -17,7 +17,7 @@ Preloop-shaped server answers alike do not wait for that. It holds no server-kin
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from types import TracebackType
@@ -57,7 +57,8 @@ class Client:
     ``transport`` is injectable (tests pass a fault-injecting transport); ``server_kind`` may be given when
     known (a profile remembers it), otherwise :meth:`detect_server_kind` or the first :meth:`follow` asks.
     ``stall_timeout`` (default twice ``keepalive_interval``) is how long an event stream may stay silent
-    before the follower reconnects.
+    before the follower reconnects. ``token_source`` reads the token again after a 401
+    (:class:`~client.connection.Connection`).
     """
 
     def __init__(
@@ -72,6 +73,7 @@ class Client:
         stall_timeout: float | None = None,
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
+        token_source: Callable[[], str | None] | None = None,
     ) -> None:
         self.conn = Connection(
             base_url,
@@ -82,6 +84,7 @@ class Client:
             stall_timeout=stall_timeout,
             backoff_initial=backoff_initial,
             backoff_max=backoff_max,
+            token_source=token_source,
         )
         self._rest = PreloopRestApi(self.conn)
         self._backend: Backend | None = None

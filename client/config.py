@@ -24,6 +24,9 @@ When the URL itself came from the local server file, the token written beside it
 The keyring is imported and asked only when a token is actually looked up there: loading its backend
 costs ~0.1 s, which every scripted command would otherwise pay even with ``PRELOOP_TOKEN`` set.
 
+:func:`token_reader` reads the token again the same way (but for the server already chosen), so a running
+app whose token expires carries on after ``preloop login`` in another terminal.
+
 The token is never printed, logged or put in an error: :class:`Settings` masks it in ``repr``.
 """
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -59,6 +63,7 @@ __all__ = [
     "save_profile",
     "store_token",
     "stored_token",
+    "token_reader",
 ]
 
 KEYRING_SERVICE = "preloop"
@@ -473,6 +478,35 @@ def resolve_settings(
     settings = _with_token(_resolve_server(url, profile), token)
     assert settings is not None  # asking the token store always gives an answer, if only "none"
     return settings
+
+
+def token_reader(settings: Settings) -> Callable[[], str | None]:
+    """How to read the token of ``settings`` again, the way :func:`resolve_settings` found it, for a
+    connection whose token the server stopped accepting (expired, revoked, a restarted local server).
+
+    A ``--token`` flag stays the answer: it names one token for this run. Otherwise each call looks again
+    at ``PRELOOP_TOKEN``, the keyring or credentials file (after ``preloop login`` in another terminal) and
+    the local server's file (rewritten when it restarts), for the same server URL only. None when no
+    token is found. Blocking (the keyring): call it in a thread from async code.
+    """
+    if settings.token_source == "flag":
+        flag = settings.token
+        return lambda: flag
+    url, url_source, kind = settings.url, settings.url_source or "flag", settings.server_kind
+
+    def read() -> str | None:
+        local = read_local_server()
+        if local is not None:
+            try:
+                same = normalise_url(local[0]) == url
+            except UsageError:
+                same = False
+            if not same:
+                local = None  # the file now names another server: its token is not this one's
+        again = _with_token(_Server(url, url_source, None, local, kind), None)
+        return again.token if again is not None else None
+
+    return read
 
 
 def local_server_settings(

@@ -112,8 +112,13 @@ def open_backend(settings: Settings, *, server_kind: str | None = None, **option
 
     ``server_kind`` (a ``--server-kind`` flag) wins over the profile's; when neither knows, the result
     asks the server on first use (:class:`client.api.Client`). ``options`` go to :class:`Connection`
-    (timeout, transport, backoff...). Close it with ``await backend.aclose()`` or ``async with``.
+    (timeout, transport, backoff...); its token is read again the way ``settings`` found it when the
+    server stops accepting it (``client.config.token_reader``). Close it with ``await backend.aclose()``
+    or ``async with``.
     """
+    from client.config import token_reader
+
+    options.setdefault("token_source", token_reader(settings))
     kind = parse_server_kind(server_kind) or settings.server_kind
     if kind is None:
         from client.api import Client

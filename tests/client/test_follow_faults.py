@@ -128,10 +128,9 @@ async def test_servers_retry_field_is_the_first_delay() -> None:
 
 
 async def test_refusals_stop_the_follower_with_the_reason() -> None:
-    items, transport = await run([Script(status=401, body=b'{"detail": "Not authenticated"}')])
-    assert items[-1] == Refused("your token is invalid or expired: run `preloop login`", 401)
+    """(A refused token is not a refusal: it is waited out, see test_token_refused.py.)"""
+    items, transport = await run([Script(status=404, body=b'{"detail": "Runtime session not found"}')])
     assert len(transport.requests) == 1
-    items, _ = await run([Script(status=404, body=b'{"detail": "Runtime session not found"}')])
     last = items[-1]
     assert isinstance(last, Refused) and last.status == 404 and "Runtime session not found" in last.reason
 
