@@ -188,10 +188,6 @@ def load_config() -> Config:
     return Config(profiles, default if isinstance(default, str) else None)
 
 
-def _toml_str(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
-
-
 def _write_private(path: Path, text: str, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -203,14 +199,23 @@ def _write_private(path: Path, text: str, mode: int) -> None:
 
 
 def _write_config(config: Config) -> None:
-    lines = ["# preloop client profiles (tokens are not stored here)"]
+    """Write ``config.toml`` with a TOML writer: any name (emoji, CJK, quotes, backslashes) is escaped the
+    way TOML reads it back (JSON's ``\\ud83d`` surrogate escapes are not TOML, and broke every command)."""
+    import tomli_w  # only when a profile changes: scripted commands never write the config
+
+    document: dict[str, Any] = {}
     if config.default_profile:
-        lines.append(f"default_profile = {_toml_str(config.default_profile)}")
+        document["default_profile"] = config.default_profile
+    profiles: dict[str, dict[str, str]] = {}
     for prof in config.profiles.values():
-        lines += ["", f"[profiles.{_toml_str(prof.name)}]", f"url = {_toml_str(prof.url)}"]
+        entry = {"url": prof.url}
         if prof.server_kind:
-            lines.append(f"server_kind = {_toml_str(prof.server_kind)}")
-    _write_private(config_file(), "\n".join(lines) + "\n", 0o600)
+            entry["server_kind"] = prof.server_kind
+        profiles[prof.name] = entry
+    if profiles:
+        document["profiles"] = profiles
+    header = "# preloop client profiles (tokens are not stored here)\n"
+    _write_private(config_file(), header + tomli_w.dumps(document), 0o600)
 
 
 def save_profile(
