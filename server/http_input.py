@@ -5,7 +5,9 @@
   (``1e400``, which would become infinity), lone UTF-16 surrogates (which SQLite cannot store as UTF-8)
   and nesting deeper than :data:`MAX_JSON_DEPTH` (which would exhaust the stack wherever the value is
   echoed, stored or rendered) are refused as invalid JSON, so such a value can neither reach storage and
-  the event stream nor break the 422 that would echo it back.
+  the event stream nor break the 422 that would echo it back. So is an object that names a key twice
+  (``{"text": "a\\u0000b", "text": "ok"}``): Python keeps the last value, other parsers the first, so what
+  a proxy or a log checked need not be what is stored.
 * :func:`validation_error`: the 422 handler. It answers FastAPI's usual list, but first makes every echoed
   ``input`` JSON-safe (a non-JSON body arrives as bytes that need not be UTF-8; a float may not be finite),
   so refusing bad input can never itself fail.
@@ -56,6 +58,26 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number; send a finite number or null")
 
 
+class _DuplicateKeyError(ValueError):
+    """An object named the same key twice (raised from inside the parser, turned into a 422)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {json.dumps(key)} appears twice in one object; send each key once")
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: the object as a dict, refused when a key repeats (no silent last-wins)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return value
+
+
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # 1e400 parses as infinity
@@ -99,11 +121,15 @@ def strict_json_loads(body: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise json.JSONDecodeError("the body is not UTF-8 text", "", exc.start) from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        value = json.loads(
+            text, parse_constant=_refuse_constant, parse_float=_finite, object_pairs_hook=_unique_keys
+        )
     except json.JSONDecodeError:
         raise
     except RecursionError:
         raise json.JSONDecodeError(_TOO_DEEP, text, 0) from None
+    except _DuplicateKeyError as exc:
+        raise json.JSONDecodeError(str(exc), text, max(text.rfind(json.dumps(exc.key)), 0)) from None
     except ValueError as exc:  # from _refuse_constant or _finite
         word = str(exc).split(" ", 1)[0]
         raise json.JSONDecodeError(str(exc), text, max(text.find(word), 0)) from None
