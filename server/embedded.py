@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import socket
 import threading
 from collections.abc import Coroutine
@@ -35,13 +34,7 @@ T = TypeVar("T")
 def write_local_server_file(url: str, token: str, path: Path | None = None) -> Path:
     """Tell clients on this machine where the local server is (owner-readable only, written atomically)."""
     target = path or paths.local_server_file()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"url": url, "token": token}, fh)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, target)
+    paths.write_private(target, json.dumps({"url": url, "token": token}))
     return target
 
 
