@@ -27,6 +27,7 @@ import uvicorn
 from client import paths
 from server.app import create_app
 from server.control import ControlPlane
+from server.http_input import MAX_HEAD_BYTES
 
 T = TypeVar("T")
 
@@ -116,6 +117,10 @@ class EmbeddedServer:
             lifespan="on",
             timeout_graceful_shutdown=2,
             ws="none",
+            # h11, not httptools: only h11 bounds a request's head while it arrives (a 64 MiB header is
+            # refused after MAX_HEAD_BYTES instead of buffered whole; see server.http_input)
+            http="h11",
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         server = uvicorn.Server(config)
         self._server = server

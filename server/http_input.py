@@ -16,6 +16,12 @@
   parse megabytes; one that sent ``Expect: 100-continue`` is refused before it sends a byte of it), and a
   body larger than :data:`MAX_BODY_BYTES` is refused with 413 as soon as it is known to be too large
   (from ``Content-Length``, or while it is read).
+* :data:`MAX_HEAD_BYTES`: the request line and headers together. The HTTP parser runs before any ASGI code
+  (no middleware can see a header until it is complete), so the limit is the parser's own: the server
+  runs uvicorn's h11 parser with ``h11_max_incomplete_event_size`` set to it (see
+  :mod:`server.embedded`), which answers 400 and closes as soon as an unfinished head grows past it. The
+  faster ``httptools`` parser has no such limit: it buffered a 64 MiB header whole (+128 MiB of memory)
+  before answering.
 * :data:`Offset`: the paging offset of every list, bounded by :data:`client.harness.INT64_MAX` (SQLite's
   largest integer) so a huge value is a 422 and never an overflow deep in the database driver.
 """
@@ -39,6 +45,9 @@ from client.harness import INT64_MAX
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """The largest request body any endpoint accepts (a full batch of agent events fits with room to spare)."""
+
+MAX_HEAD_BYTES = 16 * 1024
+"""The longest request line plus headers accepted (a bearer token and the usual headers need < 1 KiB)."""
 
 DISCARD_LIMIT = 64 * 1024 * 1024
 """How much of a refused body is read (and dropped) so the client can read its 401/413; past it, the
