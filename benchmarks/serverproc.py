@@ -193,3 +193,16 @@ def send_huge_header(port: int, size: int, *, token: str = "") -> int | None:
     sock.close()
     match = re.match(rb"HTTP/1\.[01] (\d{3})", bytes(answer))
     return int(match.group(1)) if match else None
+
+
+def stalled_reader(port: int, token: str, session_id: str) -> socket.socket:
+    """Follow a session's event stream and never read a byte of it (close the socket to hang up). The
+    receive buffer is kept small, as a client on a slow or frozen link would have it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(
+        f"GET /api/v1/runtime-sessions/{session_id}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n".encode()
+    )
+    return sock

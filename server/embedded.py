@@ -26,6 +26,7 @@ import uvicorn
 
 from client import paths
 from server.app import create_app
+from server.bus import MAX_QUEUED_BYTES
 from server.control import ControlPlane
 from server.http_input import MAX_HEAD_BYTES
 
@@ -51,7 +52,7 @@ class EmbeddedServer:
         keepalive_seconds: float = 15.0,
         permission_timeout_seconds: float = 300.0,
         write_local_file: bool = True,
-        subscriber_queue_size: int = 10_000,
+        subscriber_queue_bytes: int = MAX_QUEUED_BYTES,
     ) -> None:
         self.db_path = Path(db_path) if db_path is not None else paths.default_db_path()
         self.host = host
@@ -59,7 +60,7 @@ class EmbeddedServer:
         self.keepalive_seconds = keepalive_seconds
         self.permission_timeout_seconds = permission_timeout_seconds
         self.write_local_file = write_local_file
-        self.subscriber_queue_size = subscriber_queue_size
+        self.subscriber_queue_bytes = subscriber_queue_bytes
         self.token: str = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -107,7 +108,7 @@ class EmbeddedServer:
             self.db_path,
             keepalive_seconds=self.keepalive_seconds,
             permission_timeout_seconds=self.permission_timeout_seconds,
-            subscriber_queue_size=self.subscriber_queue_size,
+            subscriber_queue_bytes=self.subscriber_queue_bytes,
             on_ready=on_ready,
         )
         config = uvicorn.Config(
