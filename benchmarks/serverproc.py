@@ -206,3 +206,69 @@ def stalled_reader(port: int, token: str, session_id: str) -> socket.socket:
         f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n".encode()
     )
     return sock
+
+
+@dataclass(frozen=True)
+class Reconnect:
+    """What a follower did around one crash and restart of the server (seconds; see
+    :func:`crash_and_restart`)."""
+
+    down: float
+    """From the kill to the restarted server accepting connections."""
+    attempts_while_down: int
+    """Connection attempts the follower made meanwhile."""
+    delays: tuple[float, ...]
+    """The waits it announced between attempts (``Reconnecting.delay``), after the crash."""
+    to_live: float
+    """From the moment the restarted server accepted connections to the follower being ``Live``."""
+    to_event: float
+    """From that moment to the follower receiving an event the agent sent right then."""
+
+
+async def crash_and_restart(server: ServerProcess, down_seconds: float) -> Reconnect:
+    """Follow a session with the client's defaults, SIGKILL the server, keep it down ``down_seconds``,
+    start it again on the same port and database, and time the follower's return."""
+    import asyncio
+
+    from client.api import Client
+    from client.events import ModelDelta
+    from client.status import Connecting, Live, Reconnecting
+    from server.harness_client import HarnessClient
+
+    seen: list[tuple[float, object]] = []
+    following = asyncio.Event()
+    async with HarnessClient(server.url, server.token) as harness:
+        agent = await harness.start_session(agent_name="survivor")
+        async with Client(server.url, server.token, server_kind="local") as client:
+
+            async def follow() -> None:
+                async for item in client.follow(agent.session_id):
+                    seen.append((time.monotonic(), item))
+                    if isinstance(item, Live):
+                        following.set()
+                    if isinstance(item, ModelDelta) and item.text == "after the restart":
+                        return
+
+            follower = asyncio.create_task(follow())
+            try:
+                await asyncio.wait_for(following.wait(), 30)
+                server.kill()
+                down = time.monotonic()
+                await asyncio.sleep(down_seconds)
+                accepting = asyncio.create_task(asyncio.to_thread(wait_until_accepting, server.port))
+                await asyncio.to_thread(server.start)
+                back = await accepting
+                await agent.delta("after the restart", iteration=1)
+                await asyncio.wait_for(follower, 60)
+            finally:
+                follower.cancel()
+    after_crash = [(t, item) for t, item in seen if t >= down]
+    live = next(t for t, item in after_crash if isinstance(item, Live) and t >= back)
+    event = next(t for t, item in after_crash if isinstance(item, ModelDelta))
+    return Reconnect(
+        down=back - down,
+        attempts_while_down=sum(1 for t, item in after_crash if isinstance(item, Connecting) and t < back),
+        delays=tuple(item.delay for _, item in after_crash if isinstance(item, Reconnecting)),
+        to_live=live - back,
+        to_event=event - back,
+    )
