@@ -121,6 +121,11 @@ class ServerProcess:
             Path(f"/proc/{self.pid}/clear_refs").write_text("5")
         return reading
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far (user + system, all its threads)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self, timeout: float = 30.0) -> None:
         """Stop it the way Ctrl+C does (SIGINT), and wait."""
         if self.proc is not None and self.proc.poll() is None:
