@@ -40,6 +40,7 @@ from client.models import (
     Session,
     SessionList,
 )
+from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX
 
 if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
     from client.events import Event
@@ -71,8 +72,8 @@ class Client:
         server_kind: ServerKind | None = None,
         keepalive_interval: float = 15.0,
         stall_timeout: float | None = None,
-        backoff_initial: float = 1.0,
-        backoff_max: float = 30.0,
+        backoff_initial: float = BACKOFF_INITIAL,
+        backoff_max: float = BACKOFF_MAX,
         token_source: Callable[[], str | None] | None = None,
     ) -> None:
         self.conn = Connection(

@@ -38,6 +38,7 @@ from client.errors import (
     UsageError,
     error_for_status,
 )
+from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX
 from client.textsafe import safe_line
 
 __all__ = ["Connection", "display_url"]
@@ -120,8 +121,8 @@ class Connection:
         timeout: float = 10.0,
         keepalive_interval: float = 15.0,
         stall_timeout: float | None = None,
-        backoff_initial: float = 1.0,
-        backoff_max: float = 30.0,
+        backoff_initial: float = BACKOFF_INITIAL,
+        backoff_max: float = BACKOFF_MAX,
         token_source: Callable[[], str | None] | None = None,
     ) -> None:
         url = base_url.strip().rstrip("/")

@@ -73,6 +73,9 @@ class LiveServer:
                 assert changed == 1, "the operator token was not in the tokens table"
 
         self.server.call(swap())
+        # From now on the operator's own record of the token (the local-server file, as a keyring entry
+        # for a remote server) is the test's to update: a restart must not hand the client a token itself.
+        self.server.write_local_file = False
         return new
 
     def harness(self) -> HarnessClient:

@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["LOGIN_RETRY_MAX", "RETRYABLE_4XX", "backoff_delay", "login_reason", "needs_login", "refuses"]
+__all__ = [
+    "BACKOFF_INITIAL",
+    "BACKOFF_MAX",
+    "LOGIN_RETRY_MAX",
+    "RETRYABLE_4XX",
+    "backoff_delay",
+    "login_reason",
+    "needs_login",
+    "refuses",
+]
 
 RETRYABLE_4XX = frozenset({408, 425, 429})
 """Client errors that are about timing, not about us: retried like a 5xx."""
@@ -22,11 +31,21 @@ LOGIN_RETRY_MAX = 5.0
 small request, so an operator who logged in again waits seconds, not the 30 s of a dead server's backoff."""
 
 
+BACKOFF_INITIAL = 0.5
+"""Seconds before the first reconnect (when the server gave no ``retry:``)."""
+
+BACKOFF_MAX = 2.5
+"""The longest wait between two reconnects. A server that comes back is followed again within this (the
+promise is 3 s); a dead one costs 24-48 refused connections a minute per follower (one every 1.25-2.5 s),
+no request reaching anything. At 30 s followers stayed away up to 20 s after a restart."""
+
+
 def backoff_delay(attempt: int, *, initial: float, maximum: float, rng: random.Random | None = None) -> float:
     """Seconds to wait before reconnect ``attempt`` (1, 2, ...): drawn from ``[base, 2·base]`` with
     ``base = initial·2^(attempt-1)``, the top capped at ``maximum`` (then from its upper half), and never
-    below ``initial`` (the server's ``retry:`` when it gave one). The first attempt is jittered too."""
-    floor = min(initial, maximum)
+    below ``initial`` (the server's ``retry:`` when it gave one) unless that is more than half of
+    ``maximum``: the cap wins, and the draw stays jittered. The first attempt is jittered too."""
+    floor = min(initial, maximum / 2)
     high: float = min(maximum, initial * (2.0 ** max(attempt, 1)))
     low = max(floor, high / 2)
     return (rng or random).uniform(low, high)

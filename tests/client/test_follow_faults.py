@@ -196,6 +196,15 @@ def test_the_first_reconnect_is_jittered_too() -> None:
     assert max(firsts) - min(firsts) > 1.0  # spread over the window, not bunched at one end
 
 
+def test_a_retry_hint_above_the_cap_is_capped_and_still_jittered() -> None:
+    """Our server asks for 3 s (``retry: 3000``), more than the 2.5 s cap: the cap wins (a follower is back
+    within it), and the waits stay spread so followers dropped together do not return in lock step."""
+    rng = random.Random(5)
+    waits = [backoff_delay(n, initial=3.0, maximum=2.5, rng=rng) for n in (1, 1, 2, 5, 9) * 10]
+    assert all(1.25 <= d <= 2.5 for d in waits)
+    assert max(waits) - min(waits) > 0.8
+
+
 async def test_a_reopened_stream_that_starts_with_its_retry_line_still_fills_the_gap() -> None:
     """Regression: our server writes ``retry:`` in a chunk of its own before the events. A gap refill whose
     first chunk held no event was taken as "still missing", reconnected at once, and after three such

@@ -112,7 +112,9 @@ COMPACT_BELOW = 100
 every key, ``? Help`` included, fits at 80 columns."""
 
 DRAFT_SAVE_DELAY = 0.5
-"""The note box is saved to the draft store this long after the last edit (and at once on leaving)."""
+"""The note box is written to the draft store on every edit (a killed app loses nothing); this long after
+an edit (at most twice a second while typing), and at once on leaving, it is also flushed to the disk
+(see client.drafts)."""
 
 CONFIRM_RISKS = frozenset({"high", "danger", "critical"})
 """Approvals at these risk levels ask "are you sure?" before ``a`` (or the button) approves them; lower
@@ -912,10 +914,12 @@ class AttachScreen(Screen[None]):
             self._draft_timer.stop()
             self._draft_timer = None
         if not self.read_only:
-            self.drafts.put(self.session_id, self._composer.text)
+            self.drafts.put(self.session_id, self._composer.text, durable=True)
 
     @on(Composer.Changed, "#composer")
     def _composer_changed(self) -> None:
+        if not self.read_only:
+            self.drafts.put(self.session_id, self._composer.text)  # every keystroke: a kill loses none
         if self._draft_timer is None and not self.read_only:
             self._draft_timer = self.set_timer(DRAFT_SAVE_DELAY, self.save_draft)
         # "Too long" / "empty" describe the text as it was; once it is edited they are stale. A server's

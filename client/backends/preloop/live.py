@@ -52,7 +52,7 @@ from client.events import Event
 from client.ids import is_uuid
 from client.models import Approval, NoteList, NoteState, Session
 from client.status import Ended, Live, Missed, Refused, Skipped, StreamStatus
-from client.streaming.policy import refuses
+from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.streaming.reconnect import Link, Refusal, reconnecting
 
 if TYPE_CHECKING:
@@ -74,8 +74,8 @@ class PreloopTiming:
     note_idle_poll: float = 5.0
     approval_poll: float = 5.0
     session_poll: float = 30.0
-    backoff_initial: float = 1.0
-    backoff_max: float = 30.0
+    backoff_initial: float = BACKOFF_INITIAL
+    backoff_max: float = BACKOFF_MAX
     close_timeout: float = 2.0
     page_size: int = 100
 
