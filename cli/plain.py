@@ -66,7 +66,17 @@ from client.present import (
     short_id,
     withdraw_outcome,
 )
-from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.status import (
+    Connecting,
+    Ended,
+    Live,
+    LoginNeeded,
+    Missed,
+    Reconnecting,
+    Refused,
+    Skipped,
+    StreamStatus,
+)
 from client.textsafe import safe_line
 
 _KIND_STYLE = {
@@ -204,6 +214,8 @@ def status_text(status: StreamStatus) -> str:
         case Reconnecting(attempt=n, delay=d, reason=r):
             lost = connection_lost(r)
             return f"{lost[:1].lower()}{lost[1:]}; reconnecting in {d:.1f}s (attempt {n})"
+        case LoginNeeded(reason=r):
+            return safe_line(r, 300)
         case Ended():
             return "session ended"
         case Refused(reason=r, status=code):
@@ -430,7 +442,16 @@ async def follow_plain(
 
     async def pump() -> int:
         replaying = True
+        login_said = False  # a refused token is said once, not at every retry, until the feed is live
         async for item in backend.follow(session_id):
+            if isinstance(item, LoginNeeded | Connecting) and login_said:
+                continue
+            if isinstance(item, LoginNeeded):
+                login_said = True
+                printer.notice(status_text(item))
+                continue
+            if isinstance(item, Live):
+                login_said = False
             if isinstance(item, Refused):
                 printer.notice(status_text(item))
                 return EXIT_FAILED

@@ -6,13 +6,14 @@
 * :func:`follow_attention_local` reads our server's ``GET /api/v1/attention/events`` (docs/protocol.md):
   a snapshot first, then approval and failed-note events of every session as they are committed. A
   dropped connection, a 5xx or a stall is a reconnect after a jittered backoff, and every (re)connection
-  starts with a fresh snapshot, so nothing that happened while away is lost. 401/403 stop it
-  (``Refused``); a server without the endpoint (404) is polled instead.
+  starts with a fresh snapshot, so nothing that happened while away is lost. A 403 stops it
+  (``Refused``), a 401 waits for a token the server accepts (``LoginNeeded``); a server without the
+  endpoint (404) is polled instead.
 * :func:`poll_attention` works on any backend's REST side (a Preloop server pushes no
   account-wide feed): pending approvals every ``interval`` seconds, the failed notes of recently active
   sessions every ``notes_every`` polls, each round yielded as a snapshot (rounds start ``interval`` apart;
   when the notes are due the approvals go out first). Failures back off up to
-  ``backoff_max``; an auth refusal stops it.
+  ``backoff_max``; a refused token (401) waits for a new one (``LoginNeeded``), a 403 stops it.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from client.errors import AuthError, ClientError, PermissionDenied
 from client.events import Event, EventDecodeError
 from client.inbox import ENDED_BADLY, note_ended_at
 from client.models import Approval, AttentionSnapshot, Note
-from client.status import Connecting, Live, Reconnecting, Refused, Skipped, StreamStatus
+from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, Skipped, StreamStatus
 from client.streaming.decode import decode_frame
-from client.streaming.policy import backoff_delay
+from client.streaming.policy import LOGIN_RETRY_MAX, backoff_delay, login_reason
 from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
 from client.streaming.sse import SSEDecoder
 
@@ -225,14 +226,21 @@ async def poll_attention(
                 yield snapshot(approvals)
             if notes_due:
                 notes = await failed_notes(backend, now() - notes_window)
-        except (AuthError, PermissionDenied) as exc:
+        except PermissionDenied as exc:
             yield Refused(exc.hint, exc.status)
             return
         except ClientError as exc:
             failures += 1
             live = False
-            delay = backoff_delay(failures, initial=max(interval, 0.01), maximum=max(backoff_max, interval))
-            yield Reconnecting(failures, delay, exc.hint)
+            if isinstance(exc, AuthError):  # each round's requests read the token again on their 401
+                maximum = min(max(backoff_max, interval), LOGIN_RETRY_MAX)
+                delay = backoff_delay(failures, initial=min(max(interval, 0.01), maximum), maximum=maximum)
+                yield LoginNeeded(failures, delay, login_reason(exc.status))
+            else:
+                delay = backoff_delay(
+                    failures, initial=max(interval, 0.01), maximum=max(backoff_max, interval)
+                )
+                yield Reconnecting(failures, delay, exc.hint)
             await sleep(delay)
             continue
         if not live:

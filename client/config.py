@@ -19,10 +19,13 @@ Precedence in :func:`resolve_settings` (the first that gives a value wins, separ
 ``url=``/``token=`` (command-line flags) > ``PRELOOP_URL`` / ``PRELOOP_TOKEN`` > the profile (named, else the
 default) with its stored token > the local server file (:func:`client.paths.local_server_file`).
 When the URL itself came from the local server file, the token written beside it is that server's own
-(it changes when the server restarts), so it is used without asking the keyring.
+(another local server started later writes its own), so it is used without asking the keyring.
 
 The keyring is imported and asked only when a token is actually looked up there: loading its backend
 costs ~0.1 s, which every scripted command would otherwise pay even with ``PRELOOP_TOKEN`` set.
+
+:func:`token_reader` reads the token again the same way (but for the server already chosen), so a running
+app whose token expires carries on after ``preloop login`` in another terminal.
 
 The token is never printed, logged or put in an error: :class:`Settings` masks it in ``repr``.
 """
@@ -32,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -59,6 +63,7 @@ __all__ = [
     "save_profile",
     "store_token",
     "stored_token",
+    "token_reader",
 ]
 
 KEYRING_SERVICE = "preloop"
@@ -188,29 +193,24 @@ def load_config() -> Config:
     return Config(profiles, default if isinstance(default, str) else None)
 
 
-def _toml_str(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
-
-
-def _write_private(path: Path, text: str, mode: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-
-
 def _write_config(config: Config) -> None:
-    lines = ["# preloop client profiles (tokens are not stored here)"]
+    """Write ``config.toml`` with a TOML writer: any name (emoji, CJK, quotes, backslashes) is escaped the
+    way TOML reads it back (JSON's ``\\ud83d`` surrogate escapes are not TOML, and broke every command)."""
+    import tomli_w  # only when a profile changes: scripted commands never write the config
+
+    document: dict[str, Any] = {}
     if config.default_profile:
-        lines.append(f"default_profile = {_toml_str(config.default_profile)}")
+        document["default_profile"] = config.default_profile
+    profiles: dict[str, dict[str, str]] = {}
     for prof in config.profiles.values():
-        lines += ["", f"[profiles.{_toml_str(prof.name)}]", f"url = {_toml_str(prof.url)}"]
+        entry = {"url": prof.url}
         if prof.server_kind:
-            lines.append(f"server_kind = {_toml_str(prof.server_kind)}")
-    _write_private(config_file(), "\n".join(lines) + "\n", 0o600)
+            entry["server_kind"] = prof.server_kind
+        profiles[prof.name] = entry
+    if profiles:
+        document["profiles"] = profiles
+    header = "# preloop client profiles (tokens are not stored here)\n"
+    paths.write_private(config_file(), header + tomli_w.dumps(document))
 
 
 def save_profile(
@@ -294,7 +294,7 @@ def _write_credentials(tokens: dict[str, str]) -> None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         return
-    _write_private(path, json.dumps({"tokens": tokens}, indent=2) + "\n", 0o600)
+    paths.write_private(path, json.dumps({"tokens": tokens}, indent=2) + "\n")
 
 
 def store_token(url: str, token: str, *, allow_file: bool = False) -> Literal["keyring", "file"]:
@@ -473,6 +473,37 @@ def resolve_settings(
     settings = _with_token(_resolve_server(url, profile), token)
     assert settings is not None  # asking the token store always gives an answer, if only "none"
     return settings
+
+
+def token_reader(settings: Settings) -> Callable[[], str | None]:
+    """How to read the token of ``settings`` again, the way :func:`resolve_settings` found it, for a
+    connection whose token the server stopped accepting (expired, revoked, a restarted local server).
+
+    A ``--token`` flag stays the answer: it names one token for this run; so does a token given directly
+    (settings not made by :func:`resolve_settings`, which say where their token came from). Otherwise each
+    call looks again
+    at ``PRELOOP_TOKEN``, the keyring or credentials file (after ``preloop login`` in another terminal) and
+    the local server's file (rewritten when it restarts), for the same server URL only. None when no
+    token is found. Blocking (the keyring): call it in a thread from async code.
+    """
+    if settings.token_source in (None, "flag"):
+        flag = settings.token
+        return lambda: flag
+    url, url_source, kind = settings.url, settings.url_source or "flag", settings.server_kind
+
+    def read() -> str | None:
+        local = read_local_server()
+        if local is not None:
+            try:
+                same = normalise_url(local[0]) == url
+            except UsageError:
+                same = False
+            if not same:
+                local = None  # the file now names another server: its token is not this one's
+        again = _with_token(_Server(url, url_source, None, local, kind), None)
+        return again.token if again is not None else None
+
+    return read
 
 
 def local_server_settings(

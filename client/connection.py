@@ -8,12 +8,18 @@ a failed request, a refused token or a redirect reads the same on every kind of 
     session = conn.parse(response, SessionDetail)                      # InvalidResponse on a wrong shape
 
 It knows nothing about sessions, notes or events: that is the backends' business.
+
+The token can change while the connection lives: given a ``token_source`` (``client.config.token_reader``),
+a request the server answers 401 makes the connection read the token again; when it changed (``preloop
+login`` in another terminal, a restarted local server), the request is sent once more with the new one,
+which every later request uses. Requests refused at the same moment read it once, not once each.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -23,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from client.errors import (
     ApiError,
+    ClientError,
     ConnectionLost,
     InvalidResponse,
     ServerUnreachable,
@@ -31,6 +38,7 @@ from client.errors import (
     UsageError,
     error_for_status,
 )
+from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX
 from client.textsafe import safe_line
 
 __all__ = ["Connection", "display_url"]
@@ -72,11 +80,36 @@ def _tls_verify(url: str) -> ssl.SSLContext | bool:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
+class _Bearer(httpx.Auth):
+    """The connection's current token on every request; a 401 reads it again and, if it changed, sends
+    the request once more with the new one (httpx reads and closes the refused answer first)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        used = self._conn.token
+        _authorise(request, used)
+        response = yield request
+        if response.status_code == 401 and await self._conn.reread_token(used):
+            _authorise(request, self._conn.token)
+            yield request
+
+
+def _authorise(request: httpx.Request, token: str | None) -> None:
+    if token:
+        request.headers["Authorization"] = f"Bearer {token}"
+    else:
+        request.headers.pop("Authorization", None)
+
+
 class Connection:
     """One connection pool to one server with one token, and the settings every live feed shares.
 
     ``stall_timeout`` (default twice ``keepalive_interval``) is how long a live stream may stay silent
     before its follower reconnects; ``backoff_initial``/``backoff_max`` bound the reconnect backoff.
+    ``token_source`` reads the token again after a 401 (see the module docstring); without it a refused
+    token stays refused.
     """
 
     def __init__(
@@ -88,14 +121,17 @@ class Connection:
         timeout: float = 10.0,
         keepalive_interval: float = 15.0,
         stall_timeout: float | None = None,
-        backoff_initial: float = 1.0,
-        backoff_max: float = 30.0,
+        backoff_initial: float = BACKOFF_INITIAL,
+        backoff_max: float = BACKOFF_MAX,
+        token_source: Callable[[], str | None] | None = None,
     ) -> None:
         url = base_url.strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"server URL must start with http:// or https:// (got '{safe_line(url, 80)}')")
         self.base_url = url
         self._token = _check_token(token)
+        self._token_source = token_source
+        self._token_lock = asyncio.Lock()
         self.timeout = timeout
         self.stall_timeout = stall_timeout if stall_timeout is not None else 2 * keepalive_interval
         self.backoff_initial = backoff_initial
@@ -104,7 +140,8 @@ class Connection:
             base_url=url,
             transport=transport,
             timeout=httpx.Timeout(timeout),
-            headers={"Accept": "application/json", **self.auth_headers()},
+            headers={"Accept": "application/json"},
+            auth=_Bearer(self),
             follow_redirects=False,
             verify=_tls_verify(url),
         )
@@ -126,9 +163,32 @@ class Connection:
         """Lets a UI say "no token" up front instead of waiting for the server's 401."""
         return self._token is not None
 
+    @property
+    def token(self) -> str | None:
+        """The token requests carry now (it changes when :meth:`reread_token` finds a new one)."""
+        return self._token
+
     def auth_headers(self) -> dict[str, str]:
         """The headers that authenticate a request (a websocket follower sends the same ones)."""
         return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    async def reread_token(self, refused: str | None) -> bool:
+        """The server refused the token ``refused`` (401): read the token again from the source. True when
+        requests now carry another one (read here, or by a request refused at the same time), so the
+        refused request is worth sending again; False when there is nothing new (or no source)."""
+        async with self._token_lock:
+            if self._token != refused:
+                return True
+            if self._token_source is None:
+                return False
+            try:
+                fresh = _check_token(await asyncio.to_thread(self._token_source))
+            except (ClientError, OSError):
+                return False  # an unreadable store is "nothing new"; the 401 says what to do
+            if fresh is None or fresh == self._token:
+                return False
+            self._token = fresh
+            return True
 
     # ------------------------------------------------------------------------------------ requests
 

@@ -21,6 +21,7 @@
         ├── PermissionDenied         403
         ├── NotFound                 404
         ├── Conflict                 409
+        │   └── SessionEnded         a note for a session that has ended (409, or found before sending)
         ├── ValidationFailed         422, with ``fields`` parsed from the server's detail list
         ├── RateLimited              429, with the server's own sentence
         └── ServerError              5xx
@@ -57,6 +58,7 @@ __all__ = [
     "RateLimited",
     "ServerError",
     "ServerUnreachable",
+    "SessionEnded",
     "Timeout",
     "TransportError",
     "Unsupported",
@@ -242,6 +244,26 @@ class Conflict(ApiError):
     """409: the request clashes with the current state (e.g. a session that already ended)."""
 
     title = "conflict"
+
+
+class SessionEnded(Conflict):
+    """A note was refused because its session has ended: nothing was sent, and no retry can deliver it.
+
+    One error whatever the server: ours answers 409, a Dendrux app's steer router 409
+    (``RunAlreadyTerminalError``), and for a Preloop server (which would accept the note and leave it
+    pending for ever) the backend finds the ended session row before sending. ``detail`` is the server's
+    sentence when it gave one.
+    """
+
+    title = "session ended"
+
+    def __init__(self, what: str, detail: str = "") -> None:
+        super().__init__(
+            409,
+            detail,
+            f"{what} has ended, so the note was not sent (a note can only reach a live session): "
+            "`preloop sessions list` shows which sessions are still running",
+        )
 
 
 class ValidationFailed(ApiError):

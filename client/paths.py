@@ -60,5 +60,17 @@ def local_server_file() -> Path:
     return state_dir() / "local-server.json"
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read (mode 0600), atomically: a reader, or a crash mid-write,
+    sees the old content or the new, never half (profiles, stored tokens, the local server's token)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o600)  # an older .tmp left by a crash keeps its mode through O_CREAT
+    os.replace(tmp, path)
+
+
 def default_db_path() -> Path:
     return data_dir() / "control-plane.sqlite3"

@@ -3,6 +3,11 @@
 ``Client.follow()`` yields ``Event | StreamStatus``: events in sequence order, and one of these each time
 the connection changes state. They are plain values (no I/O, no UI) so the TUI, the plain CLI and tests
 all read the same thing.
+
+A refused token is not a refusal: a token expires or is revoked mid-shift, and the operator logs in again
+in another terminal. So a 401 is :class:`LoginNeeded`, a waiting state of its own (not ``Reconnecting``:
+the operator has something to do, and is told once, not at every retry), and ``Refused`` is for what no
+login fixes (403, 404).
 """
 
 from __future__ import annotations
@@ -34,6 +39,18 @@ class Reconnecting:
 
 
 @dataclass(frozen=True, slots=True)
+class LoginNeeded:
+    """The server refused the token (401) of a feed that keeps going: the next attempt, ``delay`` seconds
+    from now, reads the token again (``preloop login`` in another terminal is enough) and resumes where
+    the feed stopped. Yielded before every such attempt, ``attempt`` counting them: a UI says it once,
+    when the first arrives, and that it is over at the next ``Live``."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Ended:
     """The session ended; the stream is complete and the follower stops."""
 
@@ -42,7 +59,8 @@ class Ended:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """The server refused the stream (401/403/404 or a websocket 44xx close); not retried."""
+    """The server refused the stream (403/404 or a websocket 44xx close, but 401: :class:`LoginNeeded`);
+    not retried."""
 
     reason: str
     status: int | None = None
@@ -63,4 +81,4 @@ class Skipped:
     total: int
 
 
-StreamStatus = Connecting | Live | Reconnecting | Ended | Refused | Missed | Skipped
+StreamStatus = Connecting | Live | Reconnecting | LoginNeeded | Ended | Refused | Missed | Skipped

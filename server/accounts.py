@@ -2,7 +2,15 @@
 
 Two kinds of principal: an :class:`Operator` (a human's token, may read and steer every session of its
 account) and a :class:`Runtime` (an agent's token, bound to exactly one session). Only a token's SHA-256
-is stored; the bootstrap operator token is kept in ``meta`` so the local client can be handed it again.
+is stored, so a copied database file grants nothing.
+
+The first account's operator token (the one the demo and ``preloop serve`` hand to the local client) is
+needed in clear again at every start, so that a client still holding it carries on after a restart. It
+lives only in a file beside the database, readable by its owner alone (:func:`operator_token_file`);
+the database keeps which account it belongs to (``meta.bootstrap_account``). Without that file (deleted,
+or a database copied elsewhere) a start mints a new token for the same account. Databases written
+before this kept the token itself in ``meta.bootstrap_token``: the first start moves it to the file and
+erases it from the database (``secure_delete``, then a WAL checkpoint, so no old page keeps it).
 """
 
 from __future__ import annotations
@@ -11,7 +19,9 @@ import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
+from client import paths
 from server.shapes import dt
 from server.store import Store, WriteTx, now_utc, ts
 
@@ -45,6 +55,25 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def operator_token_file(db_path: Path) -> Path:
+    """Where the first account's operator token is kept in clear: beside the database, never in it."""
+    return db_path.with_name(db_path.name + ".token")
+
+
+def read_kept_token(path: Path) -> str | None:
+    """The token a previous start kept in ``path``, or None (missing or unreadable: a new one is made)."""
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+def keep_token(path: Path, token: str) -> None:
+    """Keep the operator token for the next start (mode 0600, written atomically)."""
+    paths.write_private(path, token + "\n")
+
+
 def new_token(prefix: str) -> str:
     """A fresh secret; the prefix (``plo_`` operator, ``plr_`` runtime) says its kind at a glance."""
     return prefix + secrets.token_urlsafe(32)
@@ -75,21 +104,62 @@ class Accounts:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    async def bootstrap(self) -> str:
-        """The first account's operator token, created on first start, so the demo needs no login."""
-        row = await self.store.fetchone("SELECT value FROM meta WHERE key = 'bootstrap_token'")
-        if row is not None:
-            return str(row["value"])
-        token = await self.create_account("local", "Local Operator")
-        async with self.store.write() as tx:
-            await tx.execute("INSERT INTO meta (key, value) VALUES ('bootstrap_token', ?)", (token,))
+    async def bootstrap(self, kept: str | None = None) -> str:
+        """The first account's operator token, so the demo needs no login: ``kept`` (the token handed
+        out at the last start) while it is still valid, else a new one for the same account, created with
+        the account on a fresh database. The database stores only its hash (see the module docstring)."""
+        account_id = await self._meta("bootstrap_account")
+        candidates = [kept]
+        legacy = await self._meta("bootstrap_token")
+        if legacy is not None:  # written in clear by an earlier version: keep it valid, erase the copy
+            candidates.append(legacy)
+            owner = await self.authenticate(legacy)
+            if account_id is None and isinstance(owner, Operator):
+                account_id = owner.account_id
+                await self._set_meta("bootstrap_account", account_id)
+            await self.store.erase("DELETE FROM meta WHERE key = 'bootstrap_token'")
+        for token in candidates:
+            if token is None:
+                continue
+            principal = await self.authenticate(token)
+            if isinstance(principal, Operator) and principal.account_id == account_id:
+                return token
+        if account_id is not None:
+            user = await self.store.fetchone(
+                "SELECT id FROM users WHERE account_id = ? ORDER BY created_at LIMIT 1", (account_id,)
+            )
+            if user is not None:
+                token = new_token("plo_")
+                async with self.store.write() as tx:
+                    await insert_token(
+                        tx,
+                        token,
+                        "operator",
+                        account_id=account_id,
+                        user_id=str(user["id"]),
+                        api_key_id=str(uuid.uuid4()),
+                    )
+                return token
+        account_id, token = await self._new_account("local", "Local Operator")
+        await self._set_meta("bootstrap_account", account_id)
         return token
+
+    async def _meta(self, key: str) -> str | None:
+        row = await self.store.fetchone("SELECT value FROM meta WHERE key = ?", (key,))
+        return None if row is None else str(row["value"])
+
+    async def _set_meta(self, key: str, value: str) -> None:
+        async with self.store.write() as tx:
+            await tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     async def create_account(self, name: str, display: str) -> str:
         """A new account with one user and one operator token (returned; only its hash is kept).
 
         Tests use a second account to prove that another account's ids are 404s.
         """
+        return (await self._new_account(name, display))[1]
+
+    async def _new_account(self, name: str, display: str) -> tuple[str, str]:
         account_id, user_id = str(uuid.uuid4()), str(uuid.uuid4())
         token = new_token("plo_")
         now = ts(now_utc())
@@ -104,7 +174,7 @@ class Accounts:
             await insert_token(
                 tx, token, "operator", account_id=account_id, user_id=user_id, api_key_id=str(uuid.uuid4())
             )
-        return token
+        return account_id, token
 
     async def authenticate(self, token: str) -> Operator | Runtime | None:
         """The principal behind a bearer token, or None if the token is unknown or expired."""

@@ -22,7 +22,7 @@ from client.models import ApprovalDecision, UtcDatetime
 from client.notetext import NOTE_MAX_CHARS, note_text_problem
 from server.accounts import Operator, Runtime
 from server.attention import window_of
-from server.bus import EventBus
+from server.bus import MAX_QUEUED_BYTES, EventBus
 from server.control import ControlPlane
 from server.errors import ApiError
 from server.harness import (
@@ -169,12 +169,14 @@ def create_app(
     *,
     keepalive_seconds: float = 15.0,
     permission_timeout_seconds: float = 300.0,
-    subscriber_queue_size: int = 10_000,
+    subscriber_queue_bytes: int = MAX_QUEUED_BYTES,
     on_ready: Callable[[ControlPlane], Awaitable[None] | None] | None = None,
 ) -> FastAPI:
     """A ready-to-serve app over the SQLite file ``db_path`` (created and upgraded on start)."""
     plane = ControlPlane(
-        Store(db_path), EventBus(subscriber_queue_size), permission_timeout_seconds=permission_timeout_seconds
+        Store(db_path),
+        EventBus(subscriber_queue_bytes),
+        permission_timeout_seconds=permission_timeout_seconds,
     )
 
     @asynccontextmanager

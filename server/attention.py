@@ -90,16 +90,14 @@ class Attention:
                 while True:
                     live = await sub.get(keepalive)
                     if live is None:
-                        if sub.lagged:
-                            break
                         yield ": keepalive\n\n"
                         continue
                     if Subscription.is_close(live):
                         return
+                    if Subscription.is_lagged(live):
+                        break
                     if await mine(live):
                         yield f"event: {live.type}\ndata: {live.data}\n\n"
-                    if sub.lagged and sub.queue.empty():
-                        break
                 # lagged: start over from a fresh snapshot rather than lose what overflowed
                 sub.unsubscribe()
                 sub = self.bus.subscribe_all(ATTENTION_TYPES)

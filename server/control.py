@@ -26,7 +26,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from server.accounts import Accounts, Operator, Runtime, mask_token
+from server.accounts import (
+    Accounts,
+    Operator,
+    Runtime,
+    keep_token,
+    mask_token,
+    operator_token_file,
+    read_kept_token,
+)
 from server.approvals import Approvals
 from server.attention import Attention
 from server.bus import EventBus
@@ -59,7 +67,11 @@ class ControlPlane:
     async def start(self) -> None:
         """Open storage, make sure the first account exists, and start the expiry timer."""
         await self.store.open()
-        self.operator_token = await self.accounts.bootstrap()
+        token_file = operator_token_file(self.store.path)
+        kept = read_kept_token(token_file)
+        self.operator_token = await self.accounts.bootstrap(kept)
+        if self.operator_token != kept:
+            keep_token(token_file, self.operator_token)
         self.expiry.start()
 
     def begin_shutdown(self) -> None:

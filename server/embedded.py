@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import socket
 import threading
 from collections.abc import Coroutine
@@ -27,7 +26,9 @@ import uvicorn
 
 from client import paths
 from server.app import create_app
+from server.bus import MAX_QUEUED_BYTES
 from server.control import ControlPlane
+from server.http_input import MAX_HEAD_BYTES
 
 T = TypeVar("T")
 
@@ -35,13 +36,7 @@ T = TypeVar("T")
 def write_local_server_file(url: str, token: str, path: Path | None = None) -> Path:
     """Tell clients on this machine where the local server is (owner-readable only, written atomically)."""
     target = path or paths.local_server_file()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"url": url, "token": token}, fh)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, target)
+    paths.write_private(target, json.dumps({"url": url, "token": token}))
     return target
 
 
@@ -57,7 +52,7 @@ class EmbeddedServer:
         keepalive_seconds: float = 15.0,
         permission_timeout_seconds: float = 300.0,
         write_local_file: bool = True,
-        subscriber_queue_size: int = 10_000,
+        subscriber_queue_bytes: int = MAX_QUEUED_BYTES,
     ) -> None:
         self.db_path = Path(db_path) if db_path is not None else paths.default_db_path()
         self.host = host
@@ -65,7 +60,7 @@ class EmbeddedServer:
         self.keepalive_seconds = keepalive_seconds
         self.permission_timeout_seconds = permission_timeout_seconds
         self.write_local_file = write_local_file
-        self.subscriber_queue_size = subscriber_queue_size
+        self.subscriber_queue_bytes = subscriber_queue_bytes
         self.token: str = ""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -113,7 +108,7 @@ class EmbeddedServer:
             self.db_path,
             keepalive_seconds=self.keepalive_seconds,
             permission_timeout_seconds=self.permission_timeout_seconds,
-            subscriber_queue_size=self.subscriber_queue_size,
+            subscriber_queue_bytes=self.subscriber_queue_bytes,
             on_ready=on_ready,
         )
         config = uvicorn.Config(
@@ -123,6 +118,10 @@ class EmbeddedServer:
             lifespan="on",
             timeout_graceful_shutdown=2,
             ws="none",
+            # h11, not httptools: only h11 bounds a request's head while it arrives (a 64 MiB header is
+            # refused after MAX_HEAD_BYTES instead of buffered whole; see server.http_input)
+            http="h11",
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         server = uvicorn.Server(config)
         self._server = server

@@ -5,7 +5,9 @@
   (``1e400``, which would become infinity), lone UTF-16 surrogates (which SQLite cannot store as UTF-8)
   and nesting deeper than :data:`MAX_JSON_DEPTH` (which would exhaust the stack wherever the value is
   echoed, stored or rendered) are refused as invalid JSON, so such a value can neither reach storage and
-  the event stream nor break the 422 that would echo it back.
+  the event stream nor break the 422 that would echo it back. So is an object that names a key twice
+  (``{"text": "a\\u0000b", "text": "ok"}``): Python keeps the last value, other parsers the first, so what
+  a proxy or a log checked need not be what is stored.
 * :func:`validation_error`: the 422 handler. It answers FastAPI's usual list, but first makes every echoed
   ``input`` JSON-safe (a non-JSON body arrives as bytes that need not be UTF-8; a float may not be finite),
   so refusing bad input can never itself fail.
@@ -14,6 +16,12 @@
   parse megabytes; one that sent ``Expect: 100-continue`` is refused before it sends a byte of it), and a
   body larger than :data:`MAX_BODY_BYTES` is refused with 413 as soon as it is known to be too large
   (from ``Content-Length``, or while it is read).
+* :data:`MAX_HEAD_BYTES`: the request line and headers together. The HTTP parser runs before any ASGI code
+  (no middleware can see a header until it is complete), so the limit is the parser's own: the server
+  runs uvicorn's h11 parser with ``h11_max_incomplete_event_size`` set to it (see
+  :mod:`server.embedded`), which answers 400 and closes as soon as an unfinished head grows past it. The
+  faster ``httptools`` parser has no such limit: it buffered a 64 MiB header whole (+128 MiB of memory)
+  before answering.
 * :data:`Offset`: the paging offset of every list, bounded by :data:`server.harness.INT64_MAX` (SQLite's
   largest integer) so a huge value is a 422 and never an overflow deep in the database driver.
 """
@@ -38,6 +46,9 @@ from server.harness import INT64_MAX
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """The largest request body any endpoint accepts (a full batch of agent events fits with room to spare)."""
 
+MAX_HEAD_BYTES = 16 * 1024
+"""The longest request line plus headers accepted (a bearer token and the usual headers need < 1 KiB)."""
+
 DISCARD_LIMIT = 64 * 1024 * 1024
 """How much of a refused body is read (and dropped) so the client can read its 401/413; past it, the
 connection is closed."""
@@ -54,6 +65,26 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number; send a finite number or null")
+
+
+class _DuplicateKeyError(ValueError):
+    """An object named the same key twice (raised from inside the parser, turned into a 422)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {json.dumps(key)} appears twice in one object; send each key once")
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: the object as a dict, refused when a key repeats (no silent last-wins)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return value
 
 
 def _finite(text: str) -> float:
@@ -99,11 +130,15 @@ def strict_json_loads(body: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise json.JSONDecodeError("the body is not UTF-8 text", "", exc.start) from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        value = json.loads(
+            text, parse_constant=_refuse_constant, parse_float=_finite, object_pairs_hook=_unique_keys
+        )
     except json.JSONDecodeError:
         raise
     except RecursionError:
         raise json.JSONDecodeError(_TOO_DEEP, text, 0) from None
+    except _DuplicateKeyError as exc:
+        raise json.JSONDecodeError(str(exc), text, max(text.rfind(json.dumps(exc.key)), 0)) from None
     except ValueError as exc:  # from _refuse_constant or _finite
         word = str(exc).split(" ", 1)[0]
         raise json.JSONDecodeError(str(exc), text, max(text.find(word), 0)) from None

@@ -1,5 +1,6 @@
 """Operator notes: create (Preloop's rules), list, cancel, claim at a turn boundary, ack, expire.
 
+A note for a session that has ended is refused (409, ``ENDED_SENTENCE``): nothing is created.
 A note's life: ``pending`` → ``delivered`` (claimed by the agent) or ``claimed`` → ``delivered`` (deferred
 claim, then ack); ``pending`` → ``cancelled`` / ``expired`` / ``undeliverable`` (its session ended).
 Every change is one write transaction that also emits ``note.<state>`` with the full note to each live
@@ -31,6 +32,7 @@ RATE_LIMIT_SENTENCE = (
     "Rate limit reached: 20 notes per hour per agent or session. "
     "Steering this often usually means restarting with a better prompt."
 )
+ENDED_SENTENCE = "Runtime session {session} has ended; notes can no longer be delivered"
 # Changes that alter a session's counters (note_count, latest note): its row is re-sent after them.
 _COUNTED = frozenset({"note.created", "note.delivered", "note.cancelled", "note.expired"})
 
@@ -135,8 +137,12 @@ class Notes:
                     "SELECT id FROM notes WHERE author_user_id = ? AND correlation_id = ?",
                     (op.user_id, correlation_id),
                 )
-                if existing is not None:
+                if existing is not None:  # a retry of a note sent before the session ended is no error
                     return await note_dict(tx, existing["id"])
+            if ended:
+                # Preloop accepts it and leaves it pending for ever; ours refuses, so the sender is told
+                # while the text is still at hand (docs/protocol.md, "Operator notes").
+                raise ApiError(409, ENDED_SENTENCE.format(session=runtime_session_id))
             count = await tx.fetchone(
                 "SELECT COUNT(*) AS n FROM notes WHERE author_user_id = ? AND created_at >= ? AND "
                 + target_sql,
@@ -163,11 +169,7 @@ class Notes:
                     ts(now + timedelta(seconds=ttl)),
                 ),
             )
-            if ended:
-                # Preloop leaves such a note pending forever; ours says at once that it cannot arrive.
-                await self._mark_undeliverable(tx, note_id, ts(now))
-            else:
-                await self.emit(tx, note_id, "note.created")
+            await self.emit(tx, note_id, "note.created")
             tx.after_commit(self.expiry.wake)
             return await note_dict(tx, note_id)
 

@@ -217,6 +217,9 @@ class Store(_Reads):
         await self._writer.execute("PRAGMA synchronous=NORMAL")
         await self._writer.execute("PRAGMA foreign_keys=ON")
         await self._writer.execute("PRAGMA busy_timeout=5000")
+        # Deleted or overwritten content is zeroed, not left in free space, so a secret removed from the
+        # file (see :meth:`erase`) cannot be read back from it. Rows are rarely deleted: it costs nothing.
+        await self._writer.execute("PRAGMA secure_delete=ON")
         await self._upgrade(self._writer)
         self._reader = await aiosqlite.connect(self.path, isolation_level=None)
         self._reader.row_factory = aiosqlite.Row
@@ -273,6 +276,15 @@ class Store(_Reads):
                 self._publisher(tx.published)
             for callback in tx._after_commit:
                 callback()
+
+    async def erase(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Delete something secret so that no copy is left in the file or its WAL: the write (with
+        ``secure_delete`` on, the old bytes are zeroed), then a checkpoint that truncates the WAL."""
+        async with self.write() as tx:
+            await tx.execute(sql, params)
+        async with self._lock:
+            if self._writer is not None:
+                await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @property
     def reader(self) -> aiosqlite.Connection:

@@ -8,6 +8,7 @@ temporary folders so nothing touches the real home (an autouse fixture does that
 * ``url``, ``token`` (operator token of the first account), ``other_token`` (a second account's operator
   token: its view must never show the first account's sessions), ``db_path``;
 * ``stop()`` / ``start()`` to restart on the same port and database (restart-persistence tests);
+* ``rotate_token()``: the operator token revoked server-side and a new one issued (expired-token tests);
 * ``harness()``: a new :class:`server.harness_client.HarnessClient` for the first account (use as
   ``async with live_server.harness() as h: agent = await h.start_session(agent_name="a")``).
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from server.accounts import hash_token, new_token
 from server.embedded import EmbeddedServer
 from server.harness_client import HarnessClient
 
@@ -55,6 +57,26 @@ class LiveServer:
     def stop(self) -> None:
         """Stop the server, e.g. to test a client facing a dead server."""
         self.server.stop()
+
+    def rotate_token(self) -> str:
+        """Revoke the first account's operator token server-side and issue another for the same user (what
+        an admin rotating a leaked token does); returns the new one. The local-server file still names
+        the old token: a test writes the new one there when a client should find it (a ``preloop login``)."""
+        old, new = self.server.token, new_token("plo_")
+
+        async def swap() -> None:
+            async with self.server.plane.store.write() as tx:
+                changed = await tx.execute(
+                    "UPDATE tokens SET token_hash = ? WHERE token_hash = ?",
+                    (hash_token(new), hash_token(old)),
+                )
+                assert changed == 1, "the operator token was not in the tokens table"
+
+        self.server.call(swap())
+        # From now on the operator's own record of the token (the local-server file, as a keyring entry
+        # for a remote server) is the test's to update: a restart must not hand the client a token itself.
+        self.server.write_local_file = False
+        return new
 
     def harness(self) -> HarnessClient:
         """A new agent-side client (close it, or use ``async with``); the fixture ``harness`` does both."""

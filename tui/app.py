@@ -62,7 +62,7 @@ from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
 from client.models import AttentionSnapshot, NoteState
 from client.paths import state_dir
 from client.present import session_title, short_id
-from client.status import Refused, StreamStatus
+from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
 from tui.following import Following
 from tui.palette import PreloopCommands
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
@@ -149,6 +149,7 @@ class PreloopApp(App[str | None]):
         """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
         self._followed_screens: dict[str, AttachScreen] = {}
         self._collector_paused = False
+        self._token_refused = False
 
     def on_load(self) -> None:
         # Start-up allocates tens of thousands of objects that all stay (widgets, styles, parsed CSS,
@@ -194,7 +195,11 @@ class PreloopApp(App[str | None]):
                     if isinstance(item, AttentionSnapshot):
                         self.inbox_updated(self.inbox.reset(item))
                     elif isinstance(item, STATUS_TYPES):
-                        self.attention_status = item
+                        self.feed_status(item)
+                        if not (
+                            isinstance(item, Connecting) and isinstance(self.attention_status, LoginNeeded)
+                        ):
+                            self.attention_status = item  # a retry's Connecting: still "token refused"
                         self.inbox_updated([])
                         if isinstance(item, Refused):
                             return
@@ -205,6 +210,21 @@ class PreloopApp(App[str | None]):
         except ClientError as exc:
             self.attention_status = Refused(exc.hint)
             self.inbox_updated([])
+
+    def feed_status(self, status: StreamStatus) -> None:
+        """Every live feed's state (the inbox's, each attach screen's) passes here, so what holds for the
+        whole app is said once: the token refused (every feed waits, keeps what it shows, and resumes by
+        itself) and, when the first feed is live again, that it is over."""
+        if isinstance(status, LoginNeeded) and not self._token_refused:
+            self._token_refused = True
+            self.notify(status.reason, title="Token refused", severity="warning", timeout=15, markup=False)
+        elif isinstance(status, Live) and self._token_refused:
+            self._token_refused = False
+            self.notify(
+                "The server accepts the token again; everything resumed.",
+                title="Token accepted",
+                markup=False,
+            )
 
     def inbox_updated(self, changes: list[InboxChange] | None = None) -> None:
         """After the inbox or its feed changed: update every header's count, the inbox screen, and alert

@@ -2,7 +2,8 @@
 
 Line one names the session (short id, agent, title); line two carries the pending-approval count (first
 and bold when something waits for a human), read-only, the session state and the connection state
-(live / connecting / reconnecting in Ns, attempt n / ended / refused). All server text goes through
+(live / connecting / reconnecting in Ns, attempt n / token refused: waiting for a login / ended /
+refused). All server text goes through
 ``client.present`` / ``client.textsafe`` and is appended to ``rich.text.Text`` objects, never
 interpolated into markup.
 """
@@ -17,7 +18,7 @@ from textual.widgets import Static
 
 from client.models import Session
 from client.present import agent_state, kind_label, session_title, short_id
-from client.status import Connecting, Ended, Live, Reconnecting, Refused, StreamStatus
+from client.status import Connecting, Ended, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
 from widgets.badges import session_badge
 
@@ -71,7 +72,9 @@ class SessionHeader(Static):
 
     def set_status(self, status: StreamStatus) -> None:
         """A connection state change from the follower; Missed/Skipped do not change the state shown."""
-        if isinstance(status, Connecting | Live | Reconnecting | Ended | Refused):
+        if isinstance(status, Connecting | Live | Reconnecting | LoginNeeded | Ended | Refused):
+            if isinstance(status, Connecting) and isinstance(self.status, LoginNeeded):
+                return  # a retry while the token is refused: the state shown is still "token refused"
             self.status = status
             if isinstance(status, Reconnecting):
                 self._retry_at = self._clock() + timedelta(seconds=status.delay)
@@ -100,6 +103,8 @@ class SessionHeader(Static):
             return Text(
                 f"↻ reconnecting in {self.retry_in()}s (attempt {status.attempt})", style="bold yellow"
             )
+        if isinstance(status, LoginNeeded):
+            return Text("⚠ token refused: waiting for a login", style="bold yellow")
         if isinstance(status, Ended):
             return Text("■ ended", style="dim")
         if isinstance(status, Refused):

@@ -27,7 +27,7 @@ from client.ids import is_ulid, is_uuid
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.models import Approval, AttentionSnapshot, Note
 from client.present import cell, looks_like_id_prefix, relative_time, short_id
-from client.status import Reconnecting, Refused, StreamStatus
+from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
 
 
@@ -239,9 +239,13 @@ def _emit(args: argparse.Namespace, change: InboxChange, session: str | None) ->
     print(line, flush=True)
 
 
-def _notice(item: StreamStatus) -> None:
-    """Connection states go to stderr (stdout stays data only)."""
-    if isinstance(item, Reconnecting):
+def _notice(item: StreamStatus, said: StreamStatus | None) -> None:
+    """Connection states go to stderr (stdout stays data only); a refused token once, not per retry
+    (``said``: the last state printed)."""
+    if isinstance(item, LoginNeeded):
+        if not isinstance(said, LoginNeeded):
+            print(f"preloop: {safe_line(item.reason, 300)}", file=sys.stderr)
+    elif isinstance(item, Reconnecting):
         print(f"preloop: reconnecting in {item.delay:.0f}s: {safe_line(item.reason, 120)}", file=sys.stderr)
     elif isinstance(item, Refused):
         print(f"preloop: the attention feed was refused: {safe_line(item.reason, 200)}", file=sys.stderr)
@@ -275,6 +279,7 @@ async def watch_approvals(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace) -> int:
     inbox = Inbox()
+    said: StreamStatus | None = None
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session else None
         if not args.json and is_tty(sys.stderr):
@@ -290,7 +295,9 @@ async def _watch(args: argparse.Namespace) -> int:
                         changes = [ApprovalAdded(a) for a in inbox.approvals]
                         changes += [NoteFailed(n) for n in reversed(inbox.notes)]
                 elif isinstance(item, STATUS_TYPES):
-                    _notice(item)
+                    _notice(item, said)
+                    if isinstance(item, LoginNeeded | Reconnecting | Live):
+                        said = item
                     if isinstance(item, Refused):
                         return EXIT_FAILED
                     continue

@@ -15,6 +15,7 @@ from client.config import (
     credentials_file,
     delete_token,
     keyring_status,
+    load_config,
     resolve_settings,
     save_profile,
     store_token,
@@ -41,7 +42,9 @@ def _read_token(args: argparse.Namespace, url: str) -> str:
 
 async def login(args: argparse.Namespace) -> int:
     """Check a token against the server, then keep it (keyring, or the 0600 file when asked)."""
-    settings = resolve_settings(args.url, None, args.profile)
+    # `--url U --profile NEW` creates the profile NEW (what the "no profile named" error tells people to do)
+    new_profile = args.url is not None and args.profile not in load_config().profiles
+    settings = resolve_settings(args.url, None, None if new_profile else args.profile)
     token = _read_token(args, settings.url)
     if not token:
         raise usage("no token given: paste it at the prompt, or pipe it in with --with-token")

@@ -23,7 +23,7 @@ from client.backend import Backend
 from client.errors import ConnectionLost, error_for_status
 from client.export import build_export, to_json, to_markdown, write_atomically
 from client.models import Approval, Note
-from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped
+from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
 from client.timeline import Timeline
 
 QUIET_SECONDS = 1.5
@@ -56,6 +56,8 @@ async def read_history(backend: Backend, session_id: str, timeline: Timeline) ->
                 raise error_for_status(
                     item.status or 403, {"detail": item.reason}, what=f"session {session_id[:8]}"
                 )
+            elif isinstance(item, LoginNeeded):  # a one-off command does not wait for a new token
+                raise error_for_status(401, {"detail": item.reason})
             elif isinstance(item, Reconnecting) and item.attempt >= MAX_RECONNECTS:
                 raise ConnectionLost(f"could not read the session's events ({item.reason}); try again")
             elif not isinstance(item, Connecting | Reconnecting | Missed | Skipped):

@@ -112,10 +112,15 @@ async def connect(settings: Settings, *, server_kind: str | None = None, **optio
 
     The kind comes from ``server_kind`` (a ``--server-kind`` flag), else the settings (a profile, the
     local server's file); only when neither knows it is the server asked, once, here. ``options`` go to
-    :class:`~client.connection.Connection` (timeout, transport, keepalive, backoff...). Close the backend
-    with ``await backend.aclose()`` or ``async with``. A server that cannot be reached while its kind is
-    unknown raises :class:`client.errors.ServerUnreachable` (nothing else could be told about it).
+    :class:`~client.connection.Connection` (timeout, transport, keepalive, backoff...); its token is read
+    again the way ``settings`` found it when the server stops accepting it (``client.config.token_reader``).
+    Close the backend with ``await backend.aclose()`` or ``async with``. A server that cannot be reached
+    while its kind is unknown raises :class:`client.errors.ServerUnreachable` (nothing else could be told
+    about it).
     """
+    from client.config import token_reader
+
+    options.setdefault("token_source", token_reader(settings))
     from client.connection import Connection
 
     kind = parse_server_kind(server_kind) or settings.server_kind

@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
 from client.connection import Connection
-from client.errors import ClientError, InvalidResponse, NoteOutcomeUnknown, UsageError
+from client.errors import ClientError, InvalidResponse, NoteOutcomeUnknown, SessionEnded, UsageError
 from client.ids import match_prefix, normalise_prefix, require_note_id, require_uuid, short_id
 from client.models import (
     ActivityItem,
@@ -47,7 +47,8 @@ class PreloopRestApi:
     """Sessions, notes and approvals over Preloop's REST shapes, on a shared :class:`Connection`.
 
     Subclasses hook :meth:`_changed` to learn about a change the server will not push (a note sent or
-    withdrawn, an approval decided).
+    withdrawn, an approval decided), and :meth:`_before_note` to refuse a note the server would accept but
+    never deliver.
     """
 
     def __init__(self, conn: Connection) -> None:
@@ -80,6 +81,10 @@ class PreloopRestApi:
 
     def _changed(self, session_id: str | None) -> None:
         """A note or approval of this session changed here; a follower that polls may want to look now."""
+
+    async def _before_note(self, session_id: str) -> None:
+        """A note for this session is about to be sent (its text already checked): a server that would
+        accept a note it can never deliver is asked about the session here (raise to refuse)."""
 
     # --------------------------------------------------------------------------------------- health
 
@@ -197,6 +202,8 @@ class PreloopRestApi:
             correlation_id=correlation_id or uuid.uuid4().hex,
         )
         cid = body.correlation_id or ""
+        if body.runtime_session_id:
+            await self._before_note(body.runtime_session_id)
         url = API_PREFIX + "/operator-notes"
         what = f"session {short_id(session_id)}" if session_id else "the note's target"
         try:
@@ -219,7 +226,11 @@ class PreloopRestApi:
             # a proxy gave up waiting: the server behind it may well have created the note
             raise NoteOutcomeUnknown(cid, f"a proxy answered {response.status_code}")
         if response.status_code >= 400:
-            raise self.conn.api_error(response, what)
+            error = self.conn.api_error(response, what)
+            if error.status == 409 and session_id:
+                # the only 409 of this route: the session has ended (our server; docs/protocol.md)
+                raise SessionEnded(what, error.detail)
+            raise error
         try:
             note = self.conn.parse(response, Note)
         except InvalidResponse:

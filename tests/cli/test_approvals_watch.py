@@ -120,3 +120,38 @@ def test_watch_flag_combinations_are_usage_errors(live_server: LiveServer) -> No
     assert both.returncode == 2 and "contradict" in both.stderr
     status = preloop("approvals", "list", "--watch", "--status", "approved")
     assert status.returncode == 2 and "--watch" in status.stderr
+
+
+async def test_watch_says_a_refused_token_once_and_goes_on_with_a_new_one(live_server: LiveServer) -> None:
+    """The token is revoked and the server restarted: one line on stderr whatever the retries, and the
+    watch resumes by itself once the new token is where it looks (no restart of the command)."""
+    from server.embedded import write_local_server_file
+
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("approvals", "list", "--all-sessions", "--watch", "--json")
+        assert proc.stderr is not None
+        await asyncio.sleep(1.0)  # the feed is up: no approval pending, nothing printed
+        new = live_server.rotate_token()
+        await asyncio.to_thread(live_server.stop)
+        await asyncio.to_thread(live_server.start)
+        await asyncio.sleep(4.0)  # attempts 1 s, then 2-4 s apart: at least two refused
+        assert proc.returncode is None
+        write_local_server_file(live_server.url, new)
+        waiting = ask(agent, "git push origin main")
+        now = json.loads(await _line(proc.stdout))
+        assert (
+            now["type"] == "approval.pending"
+            and now["approval"]["tool_args"]["command"] == "git push origin main"
+        )
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 30) == 130
+        err = (await proc.stderr.read()).decode()
+        assert (
+            err.count("preloop: the server refused the token (401): run `preloop login` in another terminal")
+            == 1
+        )
+        async with await connect(Settings(live_server.url, new)) as client:
+            for approval in (await client.list_approvals(status="pending")).items:
+                await client.approve(approval.id)
+        await waiting

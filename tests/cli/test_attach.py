@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import uuid
+from collections.abc import Callable
 
 import pytest
 
@@ -313,3 +314,55 @@ async def test_attaching_to_an_idle_session_shows_its_recent_history(live_server
         out, _ = await asyncio.wait_for(none.communicate(), 60)
         assert none.returncode == 0
         assert b"the test passes" not in out  # ended, and --since 0s asked for no history
+
+
+async def test_plain_attach_says_a_refused_token_once_and_resumes_after_a_new_one(live_server) -> None:
+    """The server stops accepting the token mid-attach (rotated, then a restart drops the stream): one
+    line says so whatever the retries, and the attach goes on by itself once a new token can be read."""
+    import io
+
+    from cli.plain import follow_plain
+    from client.backends import connect
+    from client.config import resolve_settings, token_reader
+    from server.embedded import write_local_server_file
+
+    out, err = io.StringIO(), io.StringIO()
+    reads: list[str | None] = []
+    read_again = token_reader(resolve_settings())
+
+    def source() -> str | None:
+        reads.append(read_again())
+        return reads[-1]
+
+    backend = await connect(
+        resolve_settings(), server_kind="local", backoff_initial=0.05, backoff_max=0.2, token_source=source
+    )
+    async with live_server.harness() as harness, backend:
+        agent = await harness.start_session(agent_name="night-shift")
+        attach = asyncio.create_task(
+            follow_plain(
+                backend, agent.session_id, since=None, json_lines=False, read_only=True, out=out, err=err
+            )
+        )
+
+        async def wait_for(check: Callable[[], bool]) -> None:
+            async with asyncio.timeout(30):
+                while True:
+                    if check():
+                        return
+                    await asyncio.sleep(0.02)
+
+        await wait_for(lambda: "-- live" in err.getvalue())
+        new = live_server.rotate_token()
+        await asyncio.to_thread(live_server.stop)
+        await asyncio.to_thread(live_server.start)
+        await agent.run_started("while the token is refused")
+        await wait_for(lambda: len(reads) >= 4)  # four attempts, each reading the token again
+        write_local_server_file(live_server.url, new)
+        await wait_for(lambda: "while the token is refused" in out.getvalue())
+        await agent.end()
+        assert await asyncio.wait_for(attach, 20) == 0
+    notices = err.getvalue()
+    assert notices.count("refused the token (401): run `preloop login` in another terminal") == 1
+    assert notices.count("-- live") == 2  # then live again, without a restart
+    assert "refused (401)" not in notices

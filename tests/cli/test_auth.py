@@ -86,3 +86,34 @@ def test_status_uses_env_and_never_prints_the_token(live_server, monkeypatch: py
     monkeypatch.setenv("PRELOOP_TOKEN", "plo_expired")
     bad = preloop("auth", "status")
     assert bad.returncode == 1 and "not working: not authorised" in bad.stdout
+
+
+def test_a_profile_named_with_emoji_cjk_and_quotes_is_saved_and_later_commands_work(
+    live_server, no_local_file
+) -> None:
+    import tomllib
+
+    name = "prod 😀 東京 \"quoted\" 'single' back\\slash"
+    done = preloop(
+        "login",
+        "--url",
+        live_server.url,
+        "--profile",
+        name,
+        "--with-token",
+        "--store",
+        "file",
+        input=live_server.token + "\n",
+    )
+    assert done.returncode == 0, done.stderr
+    saved = tomllib.loads((paths.config_dir() / "config.toml").read_text(encoding="utf-8"))
+    assert saved["default_profile"] == name
+    assert saved["profiles"][name]["url"] == live_server.url
+    # every later command reads the file back: by default, and by the profile's name
+    for args in (("sessions", "list", "--json"), ("--profile", name, "sessions", "list", "--json")):
+        listed = preloop(*args)
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout)["items"] == []
+    status = preloop("auth", "status")
+    assert status.returncode == 0, status.stderr
+    assert f"Profile:  {name}" in status.stdout

@@ -173,3 +173,22 @@ def test_withdraw_and_list_accept_the_short_ids_the_cli_prints(
     assert err.startswith("preloop: no such note: no note of the newest") and "notes list" in err
     assert main(["notes", "list", "--session", sid, "-o", "id", "--json"]) == 2
     assert "keep one of them" in capsys.readouterr().err
+
+
+def test_a_note_for_an_ended_session_exits_1_and_says_so(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not "Sent note … (undeliverable …)" with exit 0 and a withdraw hint: the server refuses it (409)."""
+
+    async def end(sessions: list[HarnessSession]) -> None:
+        await sessions[0].end()
+
+    [sid], _ = with_sessions(live_server.url, live_server.token, [{"agent_name": "a"}], end)
+    assert main(["notes", "send", "--session", sid[:8], "too late"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"preloop: session ended: session {sid[:8]} has ended, so the note was not sent (a note can only "
+        "reach a live session): `preloop sessions list` shows which sessions are still running\n"
+    )
+    assert _notes(live_server, sid) == []

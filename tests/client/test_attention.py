@@ -19,7 +19,7 @@ from client.config import Settings
 from client.events import ApprovalDecided, ApprovalRequested, NoteEvent
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, NoteFailed
 from client.models import Approval, AttentionSnapshot, Note
-from client.status import Live, Reconnecting, Refused
+from client.status import Live, LoginNeeded, Reconnecting
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
 
@@ -224,10 +224,16 @@ async def test_watch_attention_pushes_approvals_of_any_session_and_resyncs_after
     await feed.aclose()
 
 
-async def test_a_bad_token_stops_the_feed_with_refused(live_server: LiveServer) -> None:
-    async with await connect(Settings(live_server.url, "plo_not-a-token", server_kind="local")) as bad:
-        refused = await next_of(bad.watch_attention().__aiter__(), Refused)
-    assert refused.status == 401
+async def test_a_bad_token_is_waited_out_not_a_refusal(live_server: LiveServer) -> None:
+    async with await connect(
+        Settings(live_server.url, "plo_not-a-token", server_kind="local"), backoff_initial=0.01
+    ) as bad:
+        feed = bad.watch_attention().__aiter__()
+        first = await next_of(feed, LoginNeeded)
+        second = await next_of(feed, LoginNeeded)
+        await feed.aclose()  # type: ignore[attr-defined]
+    assert (first.attempt, second.attempt) == (1, 2)
+    assert "refused the token (401)" in first.reason
 
 
 async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client: Backend) -> None:

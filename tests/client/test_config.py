@@ -107,7 +107,9 @@ def test_keyring_is_used_when_it_works(memory_keyring: MemoryKeyring) -> None:
 def test_profiles_round_trip_through_toml() -> None:
     config.save_profile("work", "https://Preloop.Example.com/", server_kind="preloop")
     config.save_profile('odd "name"', "http://127.0.0.1:1234")
+    config.save_profile("😀 東京\\", "http://127.0.0.1:4321")
     loaded = config.load_config()
+    assert loaded.profiles["😀 東京\\"].url == "http://127.0.0.1:4321"
     assert loaded.default_profile == "work"  # the first profile becomes the default
     assert loaded.profiles["work"].url == "https://preloop.example.com"
     assert loaded.profiles["work"].server_kind == "preloop"

@@ -131,10 +131,9 @@ async def test_servers_retry_field_is_the_first_delay() -> None:
 
 
 async def test_refusals_stop_the_follower_with_the_reason() -> None:
-    items, transport = await run([Script(status=401, body=b'{"detail": "Not authenticated"}')])
-    assert items[-1] == Refused("your token is invalid or expired: run `preloop login`", 401)
+    """(A refused token is not a refusal: it is waited out, see test_token_refused.py.)"""
+    items, transport = await run([Script(status=404, body=b'{"detail": "Runtime session not found"}')])
     assert len(transport.requests) == 1
-    items, _ = await run([Script(status=404, body=b'{"detail": "Runtime session not found"}')])
     last = items[-1]
     assert isinstance(last, Refused) and last.status == 404 and "Runtime session not found" in last.reason
 
@@ -198,6 +197,15 @@ def test_the_first_reconnect_is_jittered_too() -> None:
     assert all(3.0 <= d <= 6.0 for d in firsts)
     assert len({round(d, 6) for d in firsts}) == 50
     assert max(firsts) - min(firsts) > 1.0  # spread over the window, not bunched at one end
+
+
+def test_a_retry_hint_above_the_cap_is_capped_and_still_jittered() -> None:
+    """Our server asks for 3 s (``retry: 3000``), more than the 2.5 s cap: the cap wins (a follower is back
+    within it), and the waits stay spread so followers dropped together do not return in lock step."""
+    rng = random.Random(5)
+    waits = [backoff_delay(n, initial=3.0, maximum=2.5, rng=rng) for n in (1, 1, 2, 5, 9) * 10]
+    assert all(1.25 <= d <= 2.5 for d in waits)
+    assert max(waits) - min(waits) > 0.8
 
 
 async def test_a_reopened_stream_that_starts_with_its_retry_line_still_fills_the_gap() -> None:

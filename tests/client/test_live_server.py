@@ -28,7 +28,17 @@ from client.errors import (
     ValidationFailed,
 )
 from client.events import Event, ModelDelta, SessionEnded, SessionStarted
-from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.status import (
+    Connecting,
+    Ended,
+    Live,
+    LoginNeeded,
+    Missed,
+    Reconnecting,
+    Refused,
+    Skipped,
+    StreamStatus,
+)
 from server.harness_client import HarnessClient, HarnessSession
 from tests.client.faults import FreezingProxy
 from tests.conftest import LiveServer
@@ -501,9 +511,13 @@ async def test_follow_refusals_stop_with_the_reason(
     assert items[-1] == Refused(items[-1].reason, 404)  # type: ignore[union-attr]
     assert "does not exist" in items[-1].reason  # type: ignore[union-attr]
 
-    async with await connect(Settings(live_server.url, "wrong-token", server_kind="local")) as bad:
-        items = await collect(bad, agent.session_id)
-    assert items == [Connecting(1), Refused("your token is invalid or expired: run `preloop login`", 401)]
+    # A refused token is not a refusal: the follower waits for one the server accepts, trying again.
+    async with await connect(
+        Settings(live_server.url, "wrong-token", server_kind="local"), backoff_initial=0.01
+    ) as bad:
+        items = await collect(bad, agent.session_id, limit=4)
+    assert [type(i) for i in items] == [Connecting, LoginNeeded, Connecting, LoginNeeded]
+    assert "refused the token (401): run `preloop login` in another terminal" in items[1].reason  # type: ignore[union-attr]
 
     async with await connect(
         Settings(live_server.url, live_server.other_token, server_kind="local")

@@ -191,3 +191,34 @@ async def test_the_app_attached_to_a_dendrux_run_shows_commentary_tools_and_the_
                 lambda: any("cannot withdraw a note" in str(n.message) for n in app._notifications),
                 "the reason w does nothing",
             )
+
+
+def test_a_note_for_a_finished_run_exits_1_with_the_same_sentence_as_every_server(
+    dendrux_app: DendruxAppServer, flags: list[str]
+) -> None:
+    """The steer router's 409 (RunAlreadyTerminalError) is the client's SessionEnded, as on our server."""
+    run_id = dendrux_app.start_run("answer: hello")
+    wait_for(lambda: run_status(dendrux_app, run_id) == "success", what="the run")
+    sent = Run(["notes", "send", "--session", run_id, "too late", *flags])()
+    assert sent.code == 1
+    assert sent.out.getvalue() == ""
+    assert sent.err.getvalue().startswith(
+        f"preloop: session ended: run {run_id[:10]} has ended, so the note was not sent"
+    )
+    listed = Run(["notes", "list", "--session", run_id, "--json", *flags])()
+    assert listed.code == 0 and json.loads(listed.out.getvalue())["notes"] == []
+
+
+async def test_the_backend_keeps_the_routers_reason_and_a_409_stays_a_conflict(
+    dendrux_app: DendruxAppServer,
+) -> None:
+    """SessionEnded carries Dendrux's own words, and code that catches any 409 still catches it."""
+    from client.errors import Conflict, SessionEnded
+
+    run_id = dendrux_app.start_run("answer: hello")
+    await asyncio.to_thread(wait_for, lambda: run_status(dendrux_app, run_id) == "success", what="the run")
+    async with DendruxBackend(Connection(dendrux_app.url, dendrux_app.token)) as backend:
+        with pytest.raises(SessionEnded) as ended:
+            await backend.send_note("too late", session_id=run_id)
+        assert ended.value.status == 409 and ended.value.detail.startswith("RunAlreadyTerminalError")
+        assert isinstance(ended.value, Conflict)

@@ -335,3 +335,97 @@ async def test_typed_note_and_approve_in_plain_attach_reach_preloop(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+ENDED_SENTENCE = f"session ended: session {MAIN_SESSION[:8]} has ended, so the note was not sent"
+
+
+def test_a_note_for_a_session_that_ended_is_refused_before_anything_is_sent(
+    fake: FakePreloop, flags: list[str], output: Output
+) -> None:
+    """Preloop would accept it and leave it pending for ever (capture 117): the row is read first."""
+    fake.end_session(push=False)  # the idle sweep: nothing pushed, the row says it
+    assert main(["notes", "send", "--session", MAIN_SESSION[:8], "too late", *flags]) == 1
+    output.read()
+    assert output.out == ""
+    assert f"preloop: {ENDED_SENTENCE}" in output.err
+    assert "Withdraw it with" not in output.err
+    assert ("POST", "/api/v1/operator-notes") not in fake.requests
+    assert fake.notes == {}
+
+
+async def test_plain_attach_prints_the_refusal_of_a_note_for_an_ended_session_and_keeps_going(
+    fake: FakePreloop, flags: list[str]
+) -> None:
+    """The session ended silently (polled only every 30 s): the typed note is refused, shown back, and
+    the attach goes on (a command typed next is answered; the pushed end still ends it)."""
+    import os
+    import sys
+
+    preloop = str(Path(sys.executable).parent / "preloop")
+    proc = await asyncio.create_subprocess_exec(
+        preloop, "sessions", "attach", MAIN_SESSION[:8], "--plain", "--since", "0s", *flags,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    seen: list[str] = []
+
+    async def read_until(stream: asyncio.StreamReader, needle: str) -> str:
+        async with asyncio.timeout(20):
+            while True:
+                line = (await stream.readline()).decode()
+                assert line, f"ended before {needle!r}; got {seen}"
+                seen.append(line)
+                if needle in line:
+                    return line
+
+    try:
+        await read_until(proc.stderr, "-- live")
+        fake.end_session(push=False)
+        proc.stdin.write(b"too late for this\n")
+        await proc.stdin.drain()
+        await read_until(proc.stderr, ENDED_SENTENCE)
+        await read_until(proc.stderr, "your note was NOT sent; it was:")
+        assert "too late for this" in await read_until(proc.stderr, "too late for this")
+        proc.stdin.write(b"/help\n")
+        await proc.stdin.drain()
+        await read_until(proc.stderr, "/withdraw")  # still reading what is typed
+        assert proc.returncode is None
+        assert fake.notes == {}
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_the_app_keeps_a_note_for_an_ended_session_in_the_box_with_the_reason(
+    base_url: str, fake: FakePreloop
+) -> None:
+    """The session ended without a push (the app learns it at its next poll): Enter is refused, the text
+    stays in the note box and the line under it says why."""
+    from textual.widgets import Static
+
+    from widgets.composer import Composer
+
+    async with await connect(Settings(base_url, TOKEN)) as client:
+        app = PreloopApp(client, start_session_id=MAIN_SESSION, refresh_interval=0, attention=False)
+        async with app.run_test(size=(110, 30)) as pilot:
+
+            async def until(check: Callable[[], bool], what: str) -> None:
+                deadline = asyncio.get_running_loop().time() + 15
+                while not check():
+                    assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+                    await pilot.pause(0.05)
+
+            await until(lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+            screen = app.screen
+            assert isinstance(screen, AttachScreen)
+            await until(lambda: isinstance(screen.status, Live), "the stream to go live")
+            fake.end_session(push=False)
+            await pilot.press(*"stop after the deploy", "enter")
+            error_line = screen.query_one("#send-error", Static)
+            await until(lambda: "session ended" in str(error_line.render()), "the refusal under the box")
+            assert "Not sent, your text is kept" in str(error_line.render())
+            assert screen.query_one(Composer).text == "stop after the deploy"
+            assert fake.notes == {}

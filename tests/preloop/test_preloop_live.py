@@ -15,7 +15,8 @@ from client.backends.preloop.live import follow_preloop
 from client.config import Settings
 from client.connection import Connection
 from client.events import BaseEvent, NoteEvent, SessionEnded, ToolCompleted, ToolStarted
-from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped
+from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
+from client.streaming.policy import login_reason
 from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
 from tests.fake_preloop.app import RawText
 from tests.preloop.conftest import FAST, Watch
@@ -235,11 +236,23 @@ async def test_unknown_session_is_refused_4404_without_retry(
     assert fake.ws_attaches == 0
 
 
-async def test_bad_token_is_refused_4401(base_url: str, fake: FakePreloop, watch: WatchFactory) -> None:
-    async with PreloopBackend(Connection(base_url, "wrong-token")) as bad:
+async def test_a_token_refused_4401_is_waited_out_and_read_again_before_each_attach(
+    base_url: str, fake: FakePreloop, watch: WatchFactory
+) -> None:
+    """The websocket's 4401 is not a refusal: the follower waits, reads the token again before the next
+    attach (the upgrade is not an httpx request), and follows once the token is good."""
+    tokens = ["wrong-token"]
+    async with PreloopBackend(Connection(base_url, "wrong-token", token_source=lambda: tokens[0])) as bad:
         w = watch(follow_preloop(bad, MAIN_SESSION, timing=FAST))
-        await w.done()
-    assert w.items == [Connecting(1), Refused("A valid bearer token is required", 4401)]
+        await w.until(lambda w: len(w.statuses(LoginNeeded)) >= 2)
+        assert w.items[:2] == [
+            Connecting(1),
+            LoginNeeded(1, w.items[1].delay, login_reason(4401)),  # type: ignore[union-attr]
+        ]
+        assert not w.statuses(Refused)
+        tokens[0] = TOKEN  # `preloop login` in another terminal
+        await w.until(lambda w: bool(w.statuses(Live)))
+        assert [auth for _, auth in fake.ws_upgrades][-1] == f"Bearer {TOKEN}"
 
 
 async def test_a_non_uuid_session_id_never_reaches_the_server(

@@ -33,7 +33,7 @@ from client.events import (
     UnknownEvent,
 )
 from client.models import ActivityList, Approval, Session
-from client.streaming.policy import backoff_delay
+from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, backoff_delay
 from tests.fake_preloop import MAIN_SESSION, load_capture
 from tests.fake_preloop.app import CAPTURES
 
@@ -289,14 +289,15 @@ def test_session_id_must_be_a_uuid() -> None:
     assert not is_session_id("f7303a36")
 
 
-def test_backoff_grows_from_one_to_thirty_seconds_with_jitter() -> None:
-    """The Preloop follower uses the shared backoff (client.streaming.policy) with its own timing."""
+def test_backoff_grows_from_half_a_second_to_its_cap_with_jitter() -> None:
+    """The Preloop follower uses the shared backoff (client.streaming.policy) and its defaults: a server
+    that comes back is followed again within the cap, 2.5 s."""
     timing = PreloopTiming()
+    assert (timing.backoff_initial, timing.backoff_max) == (BACKOFF_INITIAL, BACKOFF_MAX) == (0.5, 2.5)
 
     def delay(attempt: int) -> float:
         return backoff_delay(attempt, initial=timing.backoff_initial, maximum=timing.backoff_max)
 
-    assert 1.0 <= delay(1) <= 2.0
-    assert 8.0 <= delay(4) <= 16.0
-    assert delay(10) <= 30.0
-    assert 15.0 <= delay(20) <= 30.0
+    assert 0.5 <= delay(1) <= 1.0
+    assert 1.0 <= delay(2) <= 2.0
+    assert all(1.25 <= delay(n) <= 2.5 for n in (3, 10, 20))

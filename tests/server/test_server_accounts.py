@@ -81,3 +81,91 @@ def test_token_is_never_printed_in_full(prefix: str) -> None:
 
     token = prefix + "x" * 40
     assert mask_token(token) == token[:8] + "…"
+
+
+def _database_bytes(db_path) -> bytes:
+    """Everything SQLite keeps of a database on disk: the file and, if present, its WAL and shm."""
+    found = b""
+    for suffix in ("", "-wal", "-shm"):
+        part = db_path.with_name(db_path.name + suffix)
+        if part.exists():
+            found += part.read_bytes()
+    return found
+
+
+async def _accepted(url: str, token: str) -> bool:
+    async with httpx.AsyncClient(base_url=url) as http:
+        return (await http.get("/api/v1/runtime-sessions", headers=auth(token))).status_code == 200
+
+
+async def test_the_database_file_holds_no_usable_operator_token(tmp_path) -> None:
+    """A copied database grants nothing; the token is kept in clear only in a 0600 file beside it, so a
+    restart hands out the same token (a client still attached carries on)."""
+    import re
+    import shutil
+
+    from server.accounts import operator_token_file
+    from server.embedded import EmbeddedServer
+
+    db = tmp_path / "cp.sqlite3"
+    server = EmbeddedServer(db, write_local_file=False)
+    server.start()
+    token = server.token
+    try:
+        async with server.plane.store.write() as tx:  # a few writes, as a used database has
+            await tx.execute("INSERT INTO meta (key, value) VALUES ('filler', ?)", ("x" * 5000,))
+        assert await _accepted(server.url, token)
+    finally:
+        server.stop()
+    stored = _database_bytes(db)
+    assert token.encode() not in stored
+    assert re.findall(rb"plo_[A-Za-z0-9_-]{20,}", stored) == []
+    kept = operator_token_file(db)
+    assert kept.read_text().strip() == token
+    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o600
+
+    server.start()  # same database, same token file: the same token, still valid
+    try:
+        assert server.token == token and await _accepted(server.url, token)
+    finally:
+        server.stop()
+
+    elsewhere = tmp_path / "copy" / "cp.sqlite3"
+    elsewhere.parent.mkdir()
+    shutil.copy(db, elsewhere)
+    copy = EmbeddedServer(elsewhere, write_local_file=False)
+    copy.start()
+    try:  # the copy serves its data under a token of its own
+        assert copy.token != token
+        assert await _accepted(copy.url, copy.token)
+    finally:
+        copy.stop()
+
+
+async def test_a_database_that_kept_the_token_in_clear_keeps_it_valid_and_erases_it(tmp_path) -> None:
+    """Earlier versions stored the token in meta.bootstrap_token: the client holding it must still be let
+    in after the upgrade, and no copy of it may stay in the file (or its WAL)."""
+    import sqlite3
+
+    from server.accounts import operator_token_file
+    from server.embedded import EmbeddedServer
+
+    db = tmp_path / "cp.sqlite3"
+    server = EmbeddedServer(db, write_local_file=False)
+    server.start()
+    token = server.token
+    server.stop()
+    operator_token_file(db).unlink()
+    with sqlite3.connect(db) as conn:  # the layout of a database written before
+        conn.execute("DELETE FROM meta WHERE key = 'bootstrap_account'")
+        conn.execute("INSERT INTO meta (key, value) VALUES ('bootstrap_token', ?)", (token,))
+    conn.close()
+    assert token.encode() in _database_bytes(db)
+
+    server.start()
+    try:
+        assert server.token == token and await _accepted(server.url, token)
+    finally:
+        server.stop()
+    assert token.encode() not in _database_bytes(db)
+    assert operator_token_file(db).read_text().strip() == token

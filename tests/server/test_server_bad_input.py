@@ -104,6 +104,57 @@ async def test_a_lone_surrogate_is_invalid_json_not_a_database_error(
     assert whole.json()["text"] == "half a pair \U0001f600 here"
 
 
+async def test_a_key_named_twice_in_any_body_is_a_422_and_stores_nothing(
+    live_server: Any, harness: HarnessClient
+) -> None:
+    """Last-wins would let a value that was checked (or logged) upstream differ from the one stored."""
+    agent = await harness.start_session(agent_name="twice")
+    op = {**auth(live_server.token), **JSON}
+    rt = {**auth(agent.token), **JSON}
+    sid = agent.session_id
+    cases = [
+        (f"{API}/operator-notes", op, f'{{"text":"a\\u0000b","text":"ok","runtime_session_id":"{sid}"}}'),
+        (f"{API}/auth/runtime-sessions/token", op, '{"title": "one", "title": "two"}'),
+        (
+            f"{API}/agents/events",
+            rt,
+            '{"events": [{"type": "model.delta", "text": "x", "iteration": 1, "iteration": 2}]}',
+        ),
+        (
+            f"{API}/agents/permission-check",
+            rt,
+            '{"tool_name": "Bash", "tool_input": {"command": "ls", "command": "rm -rf /"}}',
+        ),
+        (f"{API}/agents/session-end", rt, '{"reason": "a", "reason": "b"}'),
+    ]
+    async with httpx.AsyncClient(base_url=live_server.url, timeout=30) as http:
+        before = await _events(live_server.url, live_server.token, sid)
+        sessions_before = (await http.get(f"{API}/runtime-sessions", headers=op)).json()["total"]
+        for path, headers, body in cases:
+            response = await http.post(path, headers=headers, content=body)
+            assert response.status_code == 422, (path, body, response.text)
+            assert "appears twice in one object" in _json_error(response), response.text
+        patch = await http.patch(
+            f"{API}/runtime-sessions/{sid}", headers=op, content='{"action": "end", "action": "end"}'
+        )
+        assert patch.status_code == 422, patch.text
+        notes = await http.get(f"{API}/operator-notes", params={"runtime_session_id": sid}, headers=op)
+        approvals = await http.get(f"{API}/approval-requests", headers=op)
+        session = await http.get(f"{API}/runtime-sessions/{sid}", headers=op)
+        sessions_after = (await http.get(f"{API}/runtime-sessions", headers=op)).json()["total"]
+        after = await _events(live_server.url, live_server.token, sid)
+        # the same keys once each are accepted: only the repetition was refused
+        once = await http.post(
+            f"{API}/operator-notes", headers=op, content=f'{{"text":"ok","runtime_session_id":"{sid}"}}'
+        )
+    assert notes.json()["total"] == 0
+    assert approvals.json() == []
+    assert session.json()["session"]["ended_at"] is None
+    assert sessions_after == sessions_before
+    assert after == before
+    assert once.status_code == 201, once.text
+
+
 @pytest.mark.parametrize(
     ("content_type", "body", "says"),
     [

@@ -189,8 +189,34 @@ async def test_session_end_makes_pending_notes_undeliverable(http, harness) -> N
     for note in notes:
         got = (await http.get(f"/api/v1/operator-notes/{note['note_id']}")).json()
         assert (got["state"], got["undeliverable_reason"]) == ("undeliverable", "session_ended")
-    late = await _note(http, agent.session_id, "too late")
-    assert (late["state"], late["undeliverable_reason"]) == ("undeliverable", "session_ended")
+
+
+async def test_a_note_for_an_ended_session_is_refused_409_and_nothing_is_created(http, harness) -> None:
+    """Preloop accepts it and leaves it pending for ever (our documented deviation: docs/protocol.md)."""
+    agent = await harness.start_session(agent_name="leaver")
+    before = await _note(http, agent.session_id, "sent in time", correlation_id="tui-in-time")
+    await agent.end()
+    late = await http.post(
+        "/api/v1/operator-notes", json={"text": "too late", "runtime_session_id": agent.session_id}
+    )
+    assert late.status_code == 409
+    assert late.json() == {
+        "detail": f"Runtime session {agent.session_id} has ended; notes can no longer be delivered"
+    }
+    listed = (
+        await http.get("/api/v1/operator-notes", params={"runtime_session_id": agent.session_id})
+    ).json()
+    assert [n["text"] for n in listed["notes"]] == ["sent in time"]
+    # A retry of the note sent before the end (its answer lost) still gets that note, not a refusal.
+    retry = await http.post(
+        "/api/v1/operator-notes",
+        json={
+            "text": "sent in time",
+            "runtime_session_id": agent.session_id,
+            "correlation_id": "tui-in-time",
+        },
+    )
+    assert retry.status_code == 201 and retry.json()["note_id"] == before["note_id"]
 
 
 async def test_notes_list_filters_and_pages(http, harness) -> None:

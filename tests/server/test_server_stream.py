@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import httpx
 import pytest
@@ -145,27 +146,66 @@ async def test_seq_is_contiguous_under_concurrent_writers(live_server, harness) 
     assert stream.seqs == list(range(1, 62))  # 1 start + 50 deltas + 5 x (note.created + session.updated)
 
 
-async def test_a_subscriber_that_falls_behind_catches_up_from_storage(
-    isolated_dirs, monkeypatch: pytest.MonkeyPatch
+async def test_a_reader_too_far_behind_is_cut_off_and_resumes_by_last_event_id_losing_nothing(
+    isolated_dirs,
 ) -> None:
-    server = EmbeddedServer(isolated_dirs / "lag.sqlite3", keepalive_seconds=0.5, subscriber_queue_size=4)
+    """The live queue holds 64 KiB here; a commit of 100 events of 1 KiB overflows it at once. The
+    reader's stream ends there (the server lets go of what was queued), and a reconnection with
+    Last-Event-ID gets every event after it, once, in order; so does the client's own follower."""
+    from client.backends import connect
+    from client.config import Settings
+
+    server = EmbeddedServer(
+        isolated_dirs / "lag.sqlite3", keepalive_seconds=0.5, subscriber_queue_bytes=64 * 1024
+    )
     server.start()
     try:
         async with HarnessClient(server.url, server.token) as harness:
             agent = await harness.start_session(agent_name="flood")
-            reader = asyncio.create_task(
+            first = asyncio.create_task(
                 read_stream(server.url, server.token, agent.session_id, stop=lambda s: len(s.frames) >= 301)
             )
-            await asyncio.sleep(0.3)
-            for start in range(0, 300, 100):  # 100 events per commit: far more than the queue holds
+            follower_items: list[Any] = []
+
+            async def follow() -> None:
+                async with await connect(
+                    Settings(server.url, server.token, server_kind="local"),
+                    backoff_initial=0.05,
+                    backoff_max=0.2,
+                ) as client:
+                    async for item in client.follow(agent.session_id):
+                        follower_items.append(item)
+                        if getattr(item, "seq", 0) == 301:
+                            return
+
+            follower = asyncio.create_task(follow())
+            await asyncio.sleep(0.5)
+            text = "x" * 1000
+            for start in range(0, 300, 100):  # 100 KiB per commit: more than the queue holds
                 await agent.emit(
-                    *({"type": "model.delta", "iteration": 1, "text": str(start + i)} for i in range(100))
+                    *(
+                        {"type": "model.delta", "iteration": 1, "text": f"{start + i}:{text}"}
+                        for i in range(100)
+                    )
                 )
-            stream = await asyncio.wait_for(reader, 15)
+            cut = await asyncio.wait_for(first, 15)
+            assert cut.closed_by_server and len(cut.frames) < 301  # cut off, not ended
+            assert server.plane.bus.subscriber_count(agent.session_id) <= 1  # only the follower's, if any
+            resumed = await read_stream(
+                server.url,
+                server.token,
+                agent.session_id,
+                last_event_id=str(cut.seqs[-1]),
+                stop=lambda s: bool(s.seqs) and s.seqs[-1] == 301,
+            )
+            await asyncio.wait_for(follower, 15)
     finally:
         server.stop()
-    assert stream.seqs == list(range(1, 302))
-    assert [f.data["text"] for f in stream.frames[1:]] == [str(i) for i in range(300)]
+    seen = cut.frames + resumed.frames
+    assert [f.id for f in seen] == list(range(1, 302))
+    assert [f.data["text"].split(":")[0] for f in seen[1:]] == [str(i) for i in range(300)]
+    followed = [item.seq for item in follower_items if hasattr(item, "seq")]
+    assert followed == list(range(1, 302))
 
 
 async def test_a_client_that_goes_away_is_unsubscribed(live_server, harness) -> None:

@@ -28,8 +28,9 @@ def _wait_for(condition: object, seconds: float = 30.0) -> bool:
 
 
 async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> None:
-    """Paste a 4,200-character draft, kill -9 the app (no chance to clean up), start it again: the note
-    box holds the draft, and nothing was sent."""
+    """Paste a 4,200-character draft, type three more keys at a person's pace (80 ms apart), kill -9 the
+    app 0.1 s after the last one shows (no chance to clean up), start it again: the note box holds all of
+    it, and nothing was sent. Saved every 0.5 s, the last keys typed before the kill were lost."""
     assert len(DRAFT) == 4200
     async with live_server.harness() as harness:
         agent = await harness.start_session(agent_name="crash", title="Crash test")
@@ -43,16 +44,23 @@ async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> Non
             return path.exists() and path.read_text(encoding="utf-8") == DRAFT
 
         assert await asyncio.to_thread(_wait_for, saved), "the draft was never written to the state dir"
+        mark = len(term.screen)
+        for key in b"ok!":
+            os.write(term.fd, bytes([key]))
+            await asyncio.to_thread(term.pump, 0.08)
+        assert await asyncio.to_thread(term.pump, 10, b"ok!", mark), term.screen[mark:][-2000:]
+        await asyncio.to_thread(term.pump, 0.1)
         os.kill(term.pid, signal.SIGKILL)
     finally:
         await asyncio.to_thread(term.close)
+    assert path.read_text(encoding="utf-8") == DRAFT + "ok!"
     again = Pty(["sessions", "attach", agent.session_id])
     try:
-        assert await asyncio.to_thread(again.pump, 30, b"ZQXJ-END."), again.screen[-3000:]
+        assert await asyncio.to_thread(again.pump, 30, b"ZQXJ-END.ok!"), again.screen[-3000:]
         os.kill(again.pid, signal.SIGKILL)
     finally:
         await asyncio.to_thread(again.close)
-    assert path.read_text(encoding="utf-8") == DRAFT
+    assert path.read_text(encoding="utf-8") == DRAFT + "ok!"
     async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as client:
         assert (await client.list_notes(session_id=agent.session_id)).notes == []
 

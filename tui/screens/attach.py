@@ -60,7 +60,18 @@ from client.errors import ApiError, AuthError, ClientError, NotFound, Permission
 from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent, SessionEnded
 from client.models import Approval, Note, NoteState, Session
 from client.present import approval_outcome, connection_lost, describe_session, short_id
-from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.status import (
+    Connecting,
+    Ended,
+    Live,
+    LoginNeeded,
+    Missed,
+    Reconnecting,
+    Refused,
+    Skipped,
+    StreamStatus,
+)
+from client.streaming.policy import login_reason
 from client.textsafe import safe_line
 from client.timeline import Timeline, then_line
 from tui.screens.confirm import ConfirmScreen
@@ -101,7 +112,9 @@ COMPACT_BELOW = 100
 every key, ``? Help`` included, fits at 80 columns."""
 
 DRAFT_SAVE_DELAY = 0.5
-"""The note box is saved to the draft store this long after the last edit (and at once on leaving)."""
+"""The note box is written to the draft store on every edit (a killed app loses nothing); this long after
+an edit (at most twice a second while typing), and at once on leaving, it is also flushed to the disk
+(see client.drafts)."""
 
 CONFIRM_RISKS = frozenset({"high", "danger", "critical"})
 """Approvals at these risk levels ask "are you sure?" before ``a`` (or the button) approves them; lower
@@ -511,15 +524,17 @@ class AttachScreen(Screen[None]):
         self._apply_panel_changes(early_notes, early_approvals)
 
     def _load_failed(self, exc: ClientError) -> bool:
-        """Say why loading failed. True for a definite no (404/401/403: following would only be refused
-        again, and a note could not be sent); False when the stream should keep trying (server down)."""
+        """Say why loading failed. True for a definite no (404/403: following would only be refused
+        again, and a note could not be sent); False when the stream should keep trying (server down, or
+        a refused token: a login in another terminal fixes it, and the stream waits for it)."""
         cancelled = get_current_worker().is_cancelled
-        if isinstance(exc, NotFound | AuthError | PermissionDenied):
+        if isinstance(exc, NotFound | PermissionDenied):
             if not cancelled:
                 self._refuse(exc)
             return True
         if not cancelled:
-            self.banner.show(f"Could not load the session: {exc}", "error")
+            why = login_reason(401) if isinstance(exc, AuthError) else f"Could not load the session: {exc}"
+            self.banner.show(why, "warning" if isinstance(exc, AuthError) else "error")
         return False
 
     @work(exclusive=True, group="attach-stream")
@@ -535,7 +550,7 @@ class AttachScreen(Screen[None]):
                     await self._mounted.wait()
                 if isinstance(item, Refused) and not await self._refusal_is_news():
                     return
-                if isinstance(item, Connecting | Live | Reconnecting | Ended | Refused | Missed | Skipped):
+                if isinstance(item, StreamStatus):
                     self.apply_status(item)
                     continue
                 self._buffer.append(item)
@@ -636,7 +651,12 @@ class AttachScreen(Screen[None]):
         """Show a connection state change in the header and, when it needs attention, the banner."""
         self.status = status
         self.header.set_status(status)
-        if isinstance(status, Live):
+        feed_status = getattr(self.app, "feed_status", None)  # app-wide news (a refused token) said once
+        if feed_status is not None:
+            feed_status(status)
+        if isinstance(status, LoginNeeded):  # everything stays (box, draft, timeline) and resumes
+            self.banner.show(status.reason, "warning")
+        elif isinstance(status, Live):
             if not self.ended:
                 self.banner.clear()
         elif isinstance(status, Reconnecting):
@@ -894,10 +914,12 @@ class AttachScreen(Screen[None]):
             self._draft_timer.stop()
             self._draft_timer = None
         if not self.read_only:
-            self.drafts.put(self.session_id, self._composer.text)
+            self.drafts.put(self.session_id, self._composer.text, durable=True)
 
     @on(Composer.Changed, "#composer")
     def _composer_changed(self) -> None:
+        if not self.read_only:
+            self.drafts.put(self.session_id, self._composer.text)  # every keystroke: a kill loses none
         if self._draft_timer is None and not self.read_only:
             self._draft_timer = self.set_timer(DRAFT_SAVE_DELAY, self.save_draft)
         # "Too long" / "empty" describe the text as it was; once it is edited they are stale. A server's

@@ -30,7 +30,7 @@ from client.errors import ClientError
 from client.inbox import Inbox
 from client.models import Approval
 from client.present import describe_session
-from client.status import Connecting, Live, Reconnecting, Refused, StreamStatus
+from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
 from tui.screens.decide import ask_approve, ask_decline
 from tui.screens.decline_comment import DeclineAnswer, KeptComment
@@ -56,6 +56,8 @@ def feed_state(status: StreamStatus | None, synced: bool) -> Text:
         return Text(f"✗ refused: {safe_line(status.reason, 80)}", style="bold red")
     if isinstance(status, Reconnecting):
         return Text(f"◌ reconnecting in {status.delay:.0f}s ({safe_line(status.reason, 60)})", style="yellow")
+    if isinstance(status, LoginNeeded):
+        return Text("⚠ token refused: waiting for a login (`preloop login`)", style="bold yellow")
     if isinstance(status, Connecting) or not synced:
         return Text("◌ connecting…", style="yellow")
     if isinstance(status, Live) or synced:

@@ -6,6 +6,8 @@ backend says in :attr:`DendruxBackend.capabilities` so the UI gates those keys a
 
 * a note cannot be withdrawn once submitted (Dendrux has no such call): ``withdraw_notes=False``;
 * a run cannot be ended from the read/steer routes: ``end_session=False``;
+* a note for a finished run is refused by the steer router (409, ``RunAlreadyTerminalError``): that is
+  :class:`~client.errors.SessionEnded`, as on every server;
 * an app that mounted only the read router has no notes or approvals: the first call that needs the steer
   router finds out (its routes answer 404 although the run exists) and turns ``notes``/``approvals`` off.
 """
@@ -30,7 +32,15 @@ from client.backends.dendrux.mapping import (
     session_list,
 )
 from client.connection import Connection
-from client.errors import ClientError, InvalidResponse, NotFound, Unsupported, UsageError
+from client.errors import (
+    ClientError,
+    Conflict,
+    InvalidResponse,
+    NotFound,
+    SessionEnded,
+    Unsupported,
+    UsageError,
+)
 from client.events import Event
 from client.models import (
     ActivityItem,
@@ -285,12 +295,29 @@ class DendruxBackend:
             raise UsageError("on a Dendrux app a note goes to a run: pass the run id (--session)")
         if agent_id is not None:
             raise UsageError("a Dendrux app takes notes for a run, not for an agent")
-        body = await self._steer("POST", f"/runs/{run_id}/notes", run_id, "notes", json={"text": text})
+        try:
+            body = await self._steer("POST", f"/runs/{run_id}/notes", run_id, "notes", json={"text": text})
+        except Conflict as exc:
+            # The steer router's 409 for a finished run (RunAlreadyTerminalError); its other 409 (an
+            # agent this app does not host) stays what it is.
+            if not await self._run_over(run_id, exc):
+                raise
+            raise SessionEnded(f"run {run_id[:10]}", exc.detail) from None
         if not isinstance(body, dict):
             raise InvalidResponse("the answer to POST /runs/{id}/notes is not a note")
         note = note_from_row(body, run_id)
         self._note_runs[note.note_id] = run_id
         return note
+
+    async def _run_over(self, run_id: str, conflict: Conflict) -> bool:
+        """Whether a 409 for a note means the run has finished: the router names Dendrux's error, and an
+        app on another version may not, so the run row decides then."""
+        if conflict.detail.startswith("RunAlreadyTerminalError"):
+            return True
+        try:
+            return str((await self.get_run(run_id)).get("status")) in TERMINAL_STATUSES
+        except ClientError:
+            return False
 
     async def list_notes(
         self,

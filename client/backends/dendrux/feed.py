@@ -15,7 +15,7 @@ tools commit out of order an event can be skipped **for good** on the stream whi
 * the terminal event is reconciled once: the run row (its answer) and the notes (unread ones become
   ``note.undeliverable``) are read again before ``run.completed``/``session.ended`` go out;
 * a 404 for a run this follow has never seen is normal for a few seconds after it starts (``run_grace``):
-  retried; later, and for 401/403, the feed stops with ``Refused``;
+  retried; later, and for 403, the feed stops with ``Refused`` (a 401 waits with ``LoginNeeded``);
 * reconnects (a dropped connection, an app restart, a stall) resume with ``Last-Event-ID``; mapping state
   survives them, so nothing is shown twice.
 """

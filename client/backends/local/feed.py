@@ -9,7 +9,8 @@ keep most of them):
 * a dropped connection, a 5xx or a stall (no byte, not even a keep-alive, for ``stall_timeout``)
   is a reconnect with ``Last-Event-ID``, after a jittered exponential backoff starting from the server's
   ``retry:`` when it sent one;
-* 401/403/404 (any 4xx but 408/425/429) stop it with ``Refused``;
+* 403/404 (any 4xx but 401/408/425/429) stop it with ``Refused``; a 401 (the token expired or was
+  revoked) waits with ``LoginNeeded`` and retries, each attempt reading the token again;
 * a frame that cannot be decoded is skipped and counted (``Skipped``); its seq still counts as seen;
 * ``tail=N`` (on a first open only) asks for the newest N stored events; the ``Preloop-Replay-After``
   header says where they start, so what came before is not mistaken for a gap;

@@ -3,7 +3,8 @@
 The REST calls are the shared Preloop-shaped ones (:mod:`client.backends.rest`); the live feed is
 :mod:`client.backends.preloop.live` (websocket + activity replay + polls) mapping Preloop's messages with
 :mod:`client.backends.preloop.mapping`. Preloop pushes no note or approval changes, so a change made
-through this backend *nudges* its own live followers of that session to poll at once.
+through this backend *nudges* its own live followers of that session to poll at once. A note for a session
+that has ended is refused here before it is sent (Preloop would accept it and leave it pending for ever).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from client.backends.base import Capabilities, ServerKind
 from client.backends.preloop.live import PreloopTiming, follow_preloop
 from client.backends.rest import PreloopRestApi
 from client.connection import Connection
+from client.errors import SessionEnded
 from client.events import Event
-from client.ids import require_uuid
+from client.ids import require_uuid, short_id
 from client.models import AttentionSnapshot
 from client.status import StreamStatus
 
@@ -57,6 +59,12 @@ class PreloopBackend(PreloopRestApi):
     def _changed(self, session_id: str | None) -> None:
         if session_id:
             self.nudge(session_id)
+
+    async def _before_note(self, session_id: str) -> None:
+        """Read the session row first: Preloop accepts a note for an ended session and leaves it pending
+        for ever (capture 117), so its sender would believe it was sent."""
+        if (await self._session_detail(session_id)).ended:
+            raise SessionEnded(f"session {short_id(session_id)}")
 
     async def follow(
         self, session_id: str, *, after: int = 0, tail: int | None = None

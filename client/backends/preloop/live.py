@@ -16,7 +16,8 @@ than our SSE stream and numbers nothing, so this module:
   and the session row (an idle sweep ends a session silently);
 * pings every 25 s, treats 75 s of silence as a dead connection, reconnects with 1 s → 30 s jittered
   backoff, and stops for good on a 4400-4499 close or a refusing 4xx (``Refused``,
-  :func:`client.streaming.policy.refuses`).
+  :func:`client.streaming.policy.refuses`), but for a refused token (4401, 401): it waits
+  (``LoginNeeded``), reading the token again before each new attempt.
 
 Status values come from :mod:`client.status`; every interval is a :class:`PreloopTiming` field so
 tests can run the whole dance in a fraction of a second.
@@ -51,7 +52,7 @@ from client.events import Event
 from client.ids import is_uuid
 from client.models import Approval, NoteList, NoteState, Session
 from client.status import Ended, Live, Missed, Refused, Skipped, StreamStatus
-from client.streaming.policy import refuses
+from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.streaming.reconnect import Link, Refusal, reconnecting
 
 if TYPE_CHECKING:
@@ -73,8 +74,8 @@ class PreloopTiming:
     note_idle_poll: float = 5.0
     approval_poll: float = 5.0
     session_poll: float = 30.0
-    backoff_initial: float = 1.0
-    backoff_max: float = 30.0
+    backoff_initial: float = BACKOFF_INITIAL
+    backoff_max: float = BACKOFF_MAX
     close_timeout: float = 2.0
     page_size: int = 100
 
@@ -389,9 +390,12 @@ class _Follower:
     async def _connect(self, link: Link) -> AsyncGenerator[Event | StreamStatus, None]:
         """One websocket connection: attach, replay what happened, then follow it live."""
         self.connections += 1
+        conn = self.client.conn
+        if link.token_refused:  # the upgrade is not an httpx request: read the token again here
+            await conn.reread_token(conn.token)
         async with connect(
             websocket_url(self.client.conn.base_url, self.session_id),
-            additional_headers=dict(self.client.conn.auth_headers()),
+            additional_headers=dict(conn.auth_headers()),
             open_timeout=self.timing.attach_timeout,
             ping_interval=None,  # Preloop's own {"type": "ping"} keeps it alive
             close_timeout=self.timing.close_timeout,
