@@ -1,10 +1,8 @@
 """The ``preloop`` command line: argparse front end, one module per command group in ``cli.commands``.
 
 Start-up stays fast because this module imports only the standard library: a command group's module (and
-with it httpx, the server or Textual) is imported when that command runs, and Textual only for the
-commands that open the full-screen app. ``sessions list`` and ``notes list`` with ``--json`` or ``-o id``
-first try a fast path without httpx, pydantic or asyncio when the server is known to be the local one
-(``client.quick``); ``PRELOOP_FAST_PATH=0`` turns it off.
+with it the client, the server or Textual) is imported when that command runs, and Textual only for the
+commands that open the full-screen app.
 
 Exit codes (the same for every command, shown in ``--help``):
 
@@ -35,13 +33,6 @@ from cli.exits import (
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 """A command: returns its exit code. It runs in the one event loop of the process (``asyncio.run``); the
 full-screen app runs in it too (Textual's ``run_async``), on the backend the command opened."""
-
-
-Quick = Callable[[argparse.Namespace], "int | None"]
-"""A command's fast path (``client.quick``): its exit code, or None to run the command's full handler."""
-
-FAST_PATH_ENV = "PRELOOP_FAST_PATH"
-"""Set to 0 to always take the full path (tests compare the two; also a way out, should it ever be needed)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,19 +75,6 @@ def _handler(module: str, name: str) -> Handler:
         mod = importlib.import_module(f"cli.commands.{module}")
         func: Handler = getattr(mod, name)
         return await func(args)
-
-    run.__qualname__ = f"{module}.{name}"
-    return run
-
-
-def _quick(module: str, name: str) -> Quick:
-    """A command's synchronous fast path, imported only when that command runs (see ``client.quick``)."""
-
-    def run(args: argparse.Namespace) -> int | None:
-        import importlib
-
-        func: Quick = getattr(importlib.import_module(f"cli.commands.{module}"), name)
-        return func(args)
 
     run.__qualname__ = f"{module}.{name}"
     return run
@@ -155,9 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wide", action="store_true", help="full ids and a KIND column")
     p.add_argument("-o", "--output", choices=("table", "id"), default="table", help="table (default) or id")
     p.add_argument("--json", action="store_true", help='print {"total", "items"} as JSON')
-    p.set_defaults(
-        handler=_handler("sessions", "list_sessions"), quick=_quick("sessions", "list_sessions_quick")
-    )
+    p.set_defaults(handler=_handler("sessions", "list_sessions"))
 
     p = add(
         sessions_sub,
@@ -244,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
     )
     p.add_argument("--json", action="store_true", help="print the notes as JSON")
-    p.set_defaults(handler=_handler("notes", "list_notes"), quick=_quick("notes", "list_notes_quick"))
+    p.set_defaults(handler=_handler("notes", "list_notes"))
 
     p = add(
         notes_sub,
@@ -436,12 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         group: argparse.ArgumentParser = args.group_parser
         group.print_help(sys.stderr)
         return EXIT_USAGE
-    quick: Quick | None = getattr(args, "quick", None)
     try:
-        if quick is not None and os.environ.get(FAST_PATH_ENV, "1") != "0":
-            code = quick(args)  # None: not the plain case, the handler below does it all again
-            if code is not None:
-                return code
         import asyncio  # here, not at the top: ~0.1 s that `--help` and a usage error need not pay
 
         return asyncio.run(handler(args))

@@ -41,7 +41,7 @@ from typing import Any, Literal, NamedTuple
 
 from client import paths
 from client.backend import SERVER_KINDS, ServerKind
-from client.errors import ClientError, ConfigError, NoKeyring, UsageError
+from client.errors import ConfigError, NoKeyring, UsageError
 
 __all__ = [
     "KEYRING_SERVICE",
@@ -55,7 +55,6 @@ __all__ = [
     "delete_token",
     "keyring_status",
     "load_config",
-    "local_server_settings",
     "normalise_url",
     "read_local_server",
     "remember_server_kind",
@@ -430,9 +429,9 @@ def _resolve_server(url: str | None, profile: str | None) -> _Server:
     return _Server(final_url, url_source, chosen, local, server_kind)
 
 
-def _with_token(server: _Server, token: str | None, *, ask_store: bool = True) -> Settings | None:
-    """The second half: the token (None when it is in no flag, no environment variable and not beside the
-    local server's URL, and ``ask_store`` is False: only the keyring or the credentials file could tell)."""
+def _with_token(server: _Server, token: str | None) -> Settings:
+    """The second half: the token (the keyring or the credentials file only when no flag, no environment
+    variable and not the local server's file gave one)."""
     env_token = os.environ.get("PRELOOP_TOKEN") or None
     local = server.local
     final_token: str | None = None
@@ -444,8 +443,6 @@ def _with_token(server: _Server, token: str | None, *, ask_store: bool = True) -
     elif server.url_source == "local-server" and local is not None and local[1]:
         # The URL and token came together from the running server: no keyring lookup (~0.1 s) needed.
         final_token, token_source = local[1], "local-server"
-    elif not ask_store:
-        return None
     else:
         value, where = stored_token(server.url)
         if value and where:
@@ -470,9 +467,7 @@ def resolve_settings(
     Raises UsageError for an unknown profile or bad URL, ConfigError when nothing names a server.
     A missing token is not an error here: the server's 401 will say so in its own words.
     """
-    settings = _with_token(_resolve_server(url, profile), token)
-    assert settings is not None  # asking the token store always gives an answer, if only "none"
-    return settings
+    return _with_token(_resolve_server(url, profile), token)
 
 
 def token_reader(settings: Settings) -> Callable[[], str | None]:
@@ -500,26 +495,6 @@ def token_reader(settings: Settings) -> Callable[[], str | None]:
                 same = False
             if not same:
                 local = None  # the file now names another server: its token is not this one's
-        again = _with_token(_Server(url, url_source, None, local, kind), None)
-        return again.token if again is not None else None
+        return _with_token(_Server(url, url_source, None, local, kind), None).token
 
     return read
-
-
-def local_server_settings(
-    url: str | None, token: str | None, profile: str | None, server_kind: ServerKind | None
-) -> Settings | None:
-    """What :func:`resolve_settings` gives when it names our local server (``server_kind``, a
-    ``--server-kind`` flag, else the profile or the local server file says so) and the token needs no
-    keyring; else None, also for what resolve_settings would refuse (it will, in its words).
-
-    For the CLI's fast path (``client.quick``): it decides without any request and without the keyring,
-    which a command that goes the full way would otherwise ask twice.
-    """
-    try:
-        server = _resolve_server(url, profile)
-    except ClientError:
-        return None
-    if (server_kind or server.server_kind) != "local":
-        return None
-    return _with_token(server, token, ask_store=False)

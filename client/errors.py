@@ -141,12 +141,15 @@ class TransportError(ClientError):
     """The request did not complete; the server may or may not have seen it."""
 
     title = "connection problem"
+    sent: bool = True
+    """Whether the request may have reached the server (False: nothing left this machine)."""
 
 
 class ServerUnreachable(TransportError):
     """Nothing was sent: the server could not be reached at all."""
 
     title = "server unreachable"
+    sent = False
 
 
 class Timeout(TransportError):

@@ -18,10 +18,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, Self
 
-if TYPE_CHECKING:
-    # Annotations only: importing the wire models means pydantic (~0.3 s), which the CLI's fast path for
-    # scripted listings (client.quick) never loads; the event vocabulary is built only by a process that
-    # streams (~0.1 s of pydantic).
+if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here without any model)
     from client.events import Event
     from client.models import (
         ActivityItem,
@@ -41,7 +38,7 @@ ServerKind = Literal["local", "preloop", "dendrux"]
 SERVER_KINDS: tuple[ServerKind, ...] = ("local", "preloop", "dendrux")
 
 API_PREFIX = "/api/v1"
-"""Where the Preloop-shaped REST lives (``client.backends.rest``, and ``client.quick``: the CLI fast path)."""
+"""Where the Preloop-shaped REST lives (``client.backends.rest``)."""
 
 
 class Capabilities(NamedTuple):
@@ -72,8 +69,7 @@ class SessionFilter(NamedTuple):
     flow_execution_id: str | None = None
 
     def params(self, *, limit: int, offset: int) -> dict[str, Any]:
-        """The query of one page of ``GET /api/v1/runtime-sessions``, unset filters left out (one spelling
-        for the REST backend and the CLI's fast path)."""
+        """The query of one page of ``GET /api/v1/runtime-sessions``, unset filters left out."""
         query: dict[str, Any] = {
             "status": self.status,
             "active_within_minutes": self.active_within_minutes,

@@ -22,8 +22,6 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
-import httpx
-
 from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
 from client.backends.dendrux.mapping import (
     TERMINAL_STATUSES,
@@ -31,13 +29,14 @@ from client.backends.dendrux.mapping import (
     session_from_run,
     session_list,
 )
-from client.connection import Connection
+from client.connection import Connection, Reply
 from client.errors import (
     ClientError,
     Conflict,
     InvalidResponse,
     NotFound,
     SessionEnded,
+    TransportError,
     Unsupported,
     UsageError,
 )
@@ -77,14 +76,14 @@ async def looks_like_dendrux(conn: Connection) -> bool:
     """Whether the server answers like a Dendrux read router (``GET /runs`` → ``{items, total, limit,
     offset}`` of run rows), for ``--server-kind auto``."""
     try:
-        response = await conn.http.get("/runs", params={"limit": 1})
-    except httpx.HTTPError:
+        response = await conn.send("GET", "/runs", params={"limit": 1})
+    except TransportError:
         return False
     if response.status_code in (401, 403):
         # an authorize hook refused us: ask the unauthenticated /health, which Dendrux serves at the root
         try:
-            health = await conn.http.get("/health")
-        except httpx.HTTPError:
+            health = await conn.send("GET", "/health")
+        except TransportError:
             return False
         return health.status_code == 200 and _json(health) == {"status": "ok"}
     body = _json(response)
@@ -96,7 +95,7 @@ async def looks_like_dendrux(conn: Connection) -> bool:
     )
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: Reply) -> Any:
     try:
         return response.json()
     except ValueError:
