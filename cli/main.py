@@ -16,6 +16,7 @@ Exit codes (the same for every command, shown in ``--help``):
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -70,8 +71,6 @@ def _handler(module: str, name: str) -> Handler:
     """Import the command module only when its command runs (fast start-up, no Textual for plain commands)."""
 
     async def run(args: argparse.Namespace) -> int:
-        import importlib
-
         mod = importlib.import_module(f"cli.commands.{module}")
         func: Handler = getattr(mod, name)
         return await func(args)
@@ -375,28 +374,8 @@ def _fill_globals(args: argparse.Namespace) -> None:
             setattr(args, name, default)
 
 
-def _skip_httpx_command_line() -> None:
-    """``import httpx`` also imports its own command line (click, pygments, rich: ~40 ms) when click is
-    installed; nothing here runs it. Marking the module absent makes httpx keep its stub ``main``."""
-    if "httpx" not in sys.modules:
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-
-def _translate_argparse_once() -> None:
-    """argparse translates every label of every parser through ``gettext.gettext``, which looks the message
-    catalogue up again on each call: 71 scans of the locale directories, 5 of the 8 ms the command tree
-    takes to build. Hand it the same catalogue, looked up once (what it prints does not change)."""
-    import gettext
-
-    domain = gettext.textdomain()
-    catalogue = gettext.translation(domain, gettext.bindtextdomain(domain), fallback=True)
-    setattr(argparse, "_", catalogue.gettext)  # noqa: B010 - argparse's own module-level name
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``preloop`` command and return its exit code (the console script exits with it)."""
-    _skip_httpx_command_line()
-    _translate_argparse_once()
     parser = build_parser()
     try:
         args, extras = parser.parse_known_args(argv)
@@ -413,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         group.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        import asyncio  # here, not at the top: ~0.1 s that `--help` and a usage error need not pay
+        import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
 
         return asyncio.run(handler(args))
     except CliUsageError as exc:

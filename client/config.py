@@ -35,9 +35,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from client import paths
 from client.backend import SERVER_KINDS, ServerKind
@@ -93,14 +95,12 @@ def normalise_url(url: str) -> str:
 # --------------------------------------------------------------------------------------------- settings
 
 
-class Settings(NamedTuple):
-    """The server to use and how we got there; ``token_source`` lets ``preloop auth status`` explain it.
-
-    (This module's records are NamedTuples and plain classes, not dataclasses, for the start-up of every
-    command: see ``client.errors.FieldError``. Change a field with ``settings._replace(...)``.)"""
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The server to use and how we got there; ``token_source`` lets ``preloop auth status`` explain it."""
 
     url: str
-    token: str | None
+    token: str | None = field(repr=False)
     profile: str | None = None
     server_kind: ServerKind | None = None
     token_source: TokenSource | None = None
@@ -114,11 +114,11 @@ class Settings(NamedTuple):
             f"url_source={self.url_source!r})"
         )
 
-    def __str__(self) -> str:
-        return self.__repr__()
+    __str__ = __repr__
 
 
-class Profile(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Profile:
     """A named server, so people switch with ``--profile work`` instead of retyping URLs."""
 
     name: str
@@ -126,19 +126,12 @@ class Profile(NamedTuple):
     server_kind: ServerKind | None = None
 
 
+@dataclass(frozen=True, slots=True)
 class Config:
     """The parsed ``config.toml``."""
 
-    __slots__ = ("default_profile", "profiles")
-
-    def __init__(
-        self, profiles: dict[str, Profile] | None = None, default_profile: str | None = None
-    ) -> None:
-        self.profiles: dict[str, Profile] = {} if profiles is None else profiles
-        self.default_profile = default_profile
-
-    def __repr__(self) -> str:
-        return f"Config(profiles={self.profiles!r}, default_profile={self.default_profile!r})"
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    default_profile: str | None = None
 
     def profile(self, name: str | None) -> Profile | None:
         """The named profile, else the default one, else the only one; None when there are none."""
@@ -176,8 +169,6 @@ def load_config() -> Config:
         return Config()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}; fix or delete the file") from None
-    import tomllib  # only with a file to read: ~5 ms that a machine without profiles need not pay
-
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -377,24 +368,15 @@ def read_local_server() -> tuple[str, str | None] | None:
     return raw["url"], token if isinstance(token, str) else None
 
 
+@dataclass(frozen=True, slots=True)
 class _Server:
     """The first half of :func:`resolve_settings`: which server, before any token is looked up."""
 
-    __slots__ = ("local", "profile", "server_kind", "url", "url_source")
-
-    def __init__(
-        self,
-        url: str,
-        url_source: UrlSource,
-        profile: Profile | None,
-        local: tuple[str, str | None] | None,
-        server_kind: ServerKind | None,
-    ) -> None:
-        self.url = url
-        self.url_source = url_source
-        self.profile = profile
-        self.local = local
-        self.server_kind = server_kind
+    url: str
+    url_source: UrlSource
+    profile: Profile | None
+    local: tuple[str, str | None] | None
+    server_kind: ServerKind | None
 
 
 def _resolve_server(url: str | None, profile: str | None) -> _Server:

@@ -54,20 +54,9 @@ UtcDatetime = Annotated[
 
 
 class WireModel(BaseModel):
-    """Base for every wire shape: unknown fields are ignored, never an error.
+    """Base for every wire shape: unknown fields are ignored, never an error."""
 
-    A model's validator is built when it is first used, not at import: a command that lists sessions
-    builds three models, not all of them (~30 ms of every start-up).
-    """
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
-
-
-class RequestBody(WireModel):
-    """A shape our server validates as a request body: built at import, unlike the others, because FastAPI
-    does not finish building a deferred model given as a body (pydantic warns the field lost its alias)."""
-
-    model_config = ConfigDict(defer_build=False)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -351,7 +340,7 @@ class Approval(WireModel):
         return self.status == ApprovalStatus.PENDING
 
 
-class ApprovalDecision(RequestBody):
+class ApprovalDecision(WireModel):
     comment: str | None = None
 
 

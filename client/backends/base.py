@@ -14,9 +14,10 @@ a :class:`NoteDesk`, a follower needs a :class:`LiveFeed`).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here without any model)
     from client.events import Event
@@ -41,11 +42,9 @@ API_PREFIX = "/api/v1"
 """Where the Preloop-shaped REST lives (``client.backends.rest``)."""
 
 
-class Capabilities(NamedTuple):
-    """What a backend's server can do, so the UI gates keys on it instead of failing after a key press.
-
-    (This module's records are NamedTuples and plain classes, not dataclasses: the CLI's fast path imports
-    it, and dataclasses cost it ~30 ms of start-up; see ``client.errors.FieldError``.)"""
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend's server can do, so the UI gates keys on it instead of failing after a key press."""
 
     notes: bool = True
     """Operator notes can be sent and listed."""
@@ -57,7 +56,8 @@ class Capabilities(NamedTuple):
     """A session can be ended from the client."""
 
 
-class SessionFilter(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
     """Filters of ``GET /api/v1/runtime-sessions``, as the server names them."""
 
     status: Literal["all", "active", "ended"] | None = None
@@ -84,24 +84,12 @@ class SessionFilter(NamedTuple):
         return {key: value for key, value in query.items() if value is not None}
 
 
+@dataclass(slots=True)
 class ApprovalPage:
     """A page of approvals; the server sends a bare array and the total in ``X-Total-Count``."""
 
-    __slots__ = ("items", "total")
-
-    def __init__(self, items: list[Approval] | None = None, total: int | None = None) -> None:
-        self.items: list[Approval] = [] if items is None else items
-        self.total = total
-
-    def __repr__(self) -> str:
-        return f"ApprovalPage(items={self.items!r}, total={self.total!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ApprovalPage):
-            return NotImplemented
-        return (self.items, self.total) == (other.items, other.total)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+    items: list[Approval] = field(default_factory=list)
+    total: int | None = None
 
 
 class SessionDesk(Protocol):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import stat
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import keyring
@@ -175,7 +176,7 @@ def test_settings_repr_masks_the_token() -> None:
     s = config.Settings(url=URL, token=TOKEN, token_source="flag")
     assert TOKEN not in repr(s)
     assert TOKEN not in str(s)
-    assert TOKEN not in f"{s}" and TOKEN not in repr([s]) and TOKEN not in repr(s._replace(profile="p"))
+    assert TOKEN not in f"{s}" and TOKEN not in repr([s]) and TOKEN not in repr(replace(s, profile="p"))
     assert "***" in repr(s)
 
 
