@@ -84,7 +84,7 @@ class SessionFilter:
         return {key: value for key, value in query.items() if value is not None}
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalPage:
     """A page of approvals; the server sends a bare array and the total in ``X-Total-Count``."""
 
