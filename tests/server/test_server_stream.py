@@ -7,7 +7,7 @@ import json
 
 import httpx
 import pytest
-from srv_helpers import auth, read_stream
+from srv_helpers import Stream, auth, read_stream, subscribed
 
 from client.events import SessionEnded, parse_event
 from server.embedded import EmbeddedServer
@@ -46,7 +46,7 @@ async def test_live_events_arrive_while_connected(live_server, harness) -> None:
     reader = asyncio.create_task(
         read_stream(live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.frames) >= 4)
     )
-    await asyncio.sleep(0.2)
+    await subscribed(live_server.server, agent.session_id)
     await agent.run_started("live task")
     await agent.delta("hello", iteration=1)
     await agent.delta(" world", iteration=1)
@@ -91,7 +91,7 @@ async def test_resume_after_disconnect_has_no_gap_and_no_duplicate(
 async def test_stream_ends_after_session_ended_which_is_last(live_server, harness) -> None:
     agent = await harness.start_session(agent_name="ender")
     reader = asyncio.create_task(read_stream(live_server.url, live_server.token, agent.session_id))
-    await asyncio.sleep(0.2)
+    await subscribed(live_server.server, agent.session_id)
     await agent.run_started("short life")
     async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
         note = await http.post(
@@ -156,7 +156,7 @@ async def test_a_subscriber_that_falls_behind_catches_up_from_storage(
             reader = asyncio.create_task(
                 read_stream(server.url, server.token, agent.session_id, stop=lambda s: len(s.frames) >= 301)
             )
-            await asyncio.sleep(0.3)
+            await subscribed(server, agent.session_id)
             for start in range(0, 300, 100):  # 100 events per commit: far more than the queue holds
                 await agent.emit(
                     *({"type": "model.delta", "iteration": 1, "text": str(start + i)} for i in range(100))
@@ -193,7 +193,7 @@ async def test_a_resume_point_beyond_the_newest_event_still_gets_new_events(live
             stop=lambda s: bool(s.frames),
         )
     )
-    await asyncio.sleep(0.2)
+    await subscribed(live_server.server, agent.session_id)
     await agent.run_started("after a reset")
     stream = await asyncio.wait_for(reader, 10)
     assert stream.types == ["run.started"] and stream.seqs == [2]
@@ -214,13 +214,19 @@ async def test_tail_replays_only_the_newest_events_and_says_where_they_start(liv
         live_server.url, live_server.token, agent.session_id, tail=3, stop=lambda s: len(s.frames) >= 3
     )
     assert tail.seqs == [last - 2, last - 1, last] and tail.replay_after == str(last - 3)
-    # then live events follow, as on any stream
+    # then live events follow, as on any stream (the server subscribes before it replays: once the tail
+    # is in, the next event comes live; the readers above may still count as subscribers for a moment)
+    replayed = asyncio.Event()
+
+    def two_frames(stream: Stream) -> bool:
+        if stream.frames:
+            replayed.set()
+        return len(stream.frames) >= 2
+
     reader = asyncio.create_task(
-        read_stream(
-            live_server.url, live_server.token, agent.session_id, tail=1, stop=lambda s: len(s.frames) >= 2
-        )
+        read_stream(live_server.url, live_server.token, agent.session_id, tail=1, stop=two_frames)
     )
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(replayed.wait(), 30)
     await agent.delta("live ", 1)
     live = await asyncio.wait_for(reader, 10)
     assert live.seqs == [last, last + 1]
