@@ -53,8 +53,9 @@ async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
         yield session
 
 
-async def until(pilot: Any, condition: Callable[[], bool], what: str, seconds: float = 10.0) -> None:
-    """Let the app run until ``condition`` holds (the stream is real, so this takes a few frames)."""
+async def until(pilot: Any, condition: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
+    """Let the app run until ``condition`` holds (the stream is real, so this takes a few frames; the
+    deadline is generous for a loaded machine, and a condition met sooner returns sooner)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while not condition():
@@ -480,11 +481,18 @@ async def test_command_palette_offers_what_the_screen_allows(client: Client, age
         await pilot.press(*"palette note", "enter")
         await until(pilot, lambda: note_states(screen) == ["pending"], "the pending note")
         await pilot.press("escape")
-        await pilot.pause(0.3)  # key availability is re-checked a few times a second
+        # key availability is re-checked a few times a second: out of the box, w is offered
+        await until(pilot, lambda: "withdraw" in footer_actions(app), "withdraw offered")
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
         await pilot.press(*"withdraw")
-        await pilot.pause(0.5)
+        commands = app.screen.query_one(CommandList)
+
+        def withdraw_highlighted() -> bool:
+            index = commands.highlighted
+            return index is not None and "withdraw" in str(commands.get_option_at_index(index).prompt).lower()
+
+        await until(pilot, withdraw_highlighted, "the Withdraw command highlighted")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("n")
@@ -653,12 +661,12 @@ async def test_footer_fits_80_columns_and_regains_the_palette_hint_when_wider(
     async with app.run_test(size=(80, 24)) as pilot:
         await attached(pilot, app)
         await pilot.press("escape")
-        await pilot.pause(0.3)
 
         def palette_hint() -> bool:
             return "command_palette" in footer_actions(app)
 
-        assert "app.help" in footer_actions(app) and not palette_hint()
+        await until(pilot, lambda: "app.help" in footer_actions(app), "the footer out of the note box")
+        assert not palette_hint()
         await pilot.resize_terminal(200, 50)
         await until(pilot, palette_hint, "the palette hint at 200 columns")
         await pilot.resize_terminal(80, 24)
@@ -680,8 +688,7 @@ async def test_help_from_the_note_box_with_f1(client: Client, agent: HarnessSess
         await until(pilot, lambda: app.screen is screen, "back on the session")
         assert screen.composer.text == "why?"
         await pilot.press("escape")  # leave the box
-        await pilot.pause(0.3)
-        assert "help_from_box" not in footer_actions(app)
+        await until(pilot, lambda: "help_from_box" not in footer_actions(app), "F1 out of the footer")
         await pilot.press("f1")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help from outside the box")
 
@@ -699,9 +706,13 @@ async def test_notices_show_an_agents_tool_name_literally(client: Client, agent:
         await pilot.press("escape", "a")
         assert (await asyncio.wait_for(task, 10)).decision == "allow"
         await until(pilot, lambda: any("Approved" in n.message for n in app._notifications), "the notice")
-        await pilot.pause(0.2)  # the toast renders
-        toasts = [str(t.render()) for t in app.screen.query("Toast")]
-        assert any(hostile in text for text in toasts), toasts
+
+        def toasts() -> list[str]:
+            return [str(t.render()) for t in app.screen.query("Toast")]
+
+        await until(
+            pilot, lambda: any(hostile in text for text in toasts()), f"the name literally: {toasts()}"
+        )
         assert app.is_running
 
 
