@@ -35,7 +35,7 @@ async def test_frames_carry_id_event_and_one_json_object_with_a_retry_hint(live_
 async def test_idle_stream_sends_keepalive_comments(live_server, harness) -> None:
     agent = await harness.start_session(agent_name="idle")
     stream = await read_stream(
-        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.comments) >= 2, seconds=5
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.comments) >= 2, seconds=20
     )
     assert stream.comments[:2] == ["keepalive", "keepalive"]
     assert stream.seqs == [1]
@@ -107,10 +107,10 @@ async def test_stream_ends_after_session_ended_which_is_last(live_server, harnes
     assert isinstance(ended, SessionEnded) and ended.reason == "done"
     assert ended.session.ended_at is not None
     # a stream opened later replays everything and closes at once; resuming past the end closes too
-    again = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=5)
+    again = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=20)
     assert again.closed_by_server and again.seqs == stream.seqs
     past = await read_stream(
-        live_server.url, live_server.token, agent.session_id, after=stream.seqs[-1], seconds=5
+        live_server.url, live_server.token, agent.session_id, after=stream.seqs[-1], seconds=20
     )
     assert past.closed_by_server and past.frames == []
 
@@ -118,7 +118,7 @@ async def test_stream_ends_after_session_ended_which_is_last(live_server, harnes
 async def test_bad_last_event_id_is_a_clear_400(live_server, harness) -> None:
     agent = await harness.start_session(agent_name="bad-id")
     stream = await read_stream(
-        live_server.url, live_server.token, agent.session_id, last_event_id="abc", seconds=5
+        live_server.url, live_server.token, agent.session_id, last_event_id="abc", seconds=20
     )
     assert stream.status == 400
 
@@ -264,5 +264,5 @@ async def test_a_resume_point_wins_over_tail_and_a_long_tail_is_everything(live_
 @pytest.mark.parametrize("tail", [0, -1, 10**7])
 async def test_a_tail_out_of_range_is_a_422(live_server, harness, tail: int) -> None:
     agent = await harness.start_session(agent_name="bad-tail")
-    stream = await read_stream(live_server.url, live_server.token, agent.session_id, tail=tail, seconds=5)
+    stream = await read_stream(live_server.url, live_server.token, agent.session_id, tail=tail, seconds=20)
     assert stream.status == 422
