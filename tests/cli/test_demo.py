@@ -91,23 +91,16 @@ def _start_demo(port: int, pace: int = 20) -> tuple[subprocess.Popen[str], str]:
     return proc, "".join(shown)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_demo_rerun_after_a_crash_keeps_sessions_and_notes_and_attached_clients_reconnect(
     isolated_dirs: Path,
 ) -> None:
     """Issue 10 item 11: kill -9 the demo, run it again: same URL, same database, nothing lost."""
-    port = _free_port()
-    first, text = _start_demo(port)
+    first, text = _start_demo(0)  # a free port, bound at once (one picked and freed first could be taken)
     attached: subprocess.Popen[str] | None = None
     try:
-        assert f"http://127.0.0.1:{port}" in text
+        address = re.search(r"http://127\.0\.0\.1:(\d+)", text)
+        assert address, text
+        port = int(address.group(1))
         sid = re.search(r'preloop notes send --session (\w+) "', text)
         assert sid
         sent = preloop("notes", "send", "--session", sid.group(1), "keep this note", "--json")
