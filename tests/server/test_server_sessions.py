@@ -59,7 +59,7 @@ async def test_operator_end_is_idempotent_and_final(live_server, http, harness) 
     assert (
         first.json()["ended_at"] == second.json()["ended_at"] and first.json()["activity_status"] == "ended"
     )
-    stream = await asyncio.wait_for(reader, 10)
+    stream = await asyncio.wait_for(reader, 30)
     assert stream.types[-1] == "session.ended" and stream.types.count("session.ended") == 1
     bad = await http.patch(f"/api/v1/runtime-sessions/{agent.session_id}", json={"action": "pause"})
     assert bad.status_code == 422

@@ -134,7 +134,7 @@ async def test_approval_shapes_match_captures(http, harness) -> None:
         f"/api/v1/approval-requests/{pending[0]['id']}/approve", json={"comment": "go"}
     )
     assert_same_shape(approved.json(), capture("074")["body"])
-    verdict = await asyncio.wait_for(check, 10)
+    verdict = await asyncio.wait_for(check, 30)
     assert_same_shape(verdict.model_dump(mode="json"), capture("075")["body"])
     assert (verdict.decision, verdict.reason, verdict.request_id) == ("allow", "go", pending[0]["id"])
 

@@ -50,7 +50,7 @@ async def test_live_events_arrive_while_connected(live_server, harness) -> None:
     await agent.run_started("live task")
     await agent.delta("hello", iteration=1)
     await agent.delta(" world", iteration=1)
-    stream = await asyncio.wait_for(reader, 10)
+    stream = await asyncio.wait_for(reader, 30)
     assert stream.types == ["session.started", "run.started", "model.delta", "model.delta"]
     assert stream.seqs == [1, 2, 3, 4]
 
@@ -99,7 +99,7 @@ async def test_stream_ends_after_session_ended_which_is_last(live_server, harnes
         )
         assert note.status_code == 201
         await agent.end("done")
-    stream = await asyncio.wait_for(reader, 10)
+    stream = await asyncio.wait_for(reader, 30)
     assert stream.closed_by_server
     assert stream.types[-1] == "session.ended"
     assert "note.undeliverable" in stream.types
@@ -195,7 +195,7 @@ async def test_a_resume_point_beyond_the_newest_event_still_gets_new_events(live
     )
     await subscribed(live_server.server, agent.session_id)
     await agent.run_started("after a reset")
-    stream = await asyncio.wait_for(reader, 10)
+    stream = await asyncio.wait_for(reader, 30)
     assert stream.types == ["run.started"] and stream.seqs == [2]
 
 
@@ -228,7 +228,7 @@ async def test_tail_replays_only_the_newest_events_and_says_where_they_start(liv
     )
     await asyncio.wait_for(replayed.wait(), 30)
     await agent.delta("live ", 1)
-    live = await asyncio.wait_for(reader, 10)
+    live = await asyncio.wait_for(reader, 30)
     assert live.seqs == [last, last + 1]
 
 

@@ -60,4 +60,4 @@ async def test_keys_a_server_cannot_serve_are_not_offered(
             assert [a.status for a in page.items] == ["pending"]
             assert [n.state for n in (await be.list_notes(session_id=agent.session_id)).notes] == ["pending"]
             await agent.end()
-            await asyncio.wait_for(task, 10)
+            await asyncio.wait_for(task, 30)

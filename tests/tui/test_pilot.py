@@ -327,7 +327,7 @@ async def test_approve_and_decline_with_comment(client: Client, agent: HarnessSe
         await pilot.press("escape", "a")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "Bash is danger: asked first")
         await pilot.press("y")
-        verdict = await asyncio.wait_for(first, 10)
+        verdict = await asyncio.wait_for(first, 30)
         assert verdict.decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
 
@@ -336,7 +336,7 @@ async def test_approve_and_decline_with_comment(client: Client, agent: HarnessSe
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment prompt")
         await pilot.press(*"not on prod", "enter")
-        verdict = await asyncio.wait_for(second, 10)
+        verdict = await asyncio.wait_for(second, 30)
         assert verdict.decision == "deny"
         assert "not on prod" in (verdict.reason + (verdict.operator_note or ""))
         await until(pilot, lambda: panel.count == 0, "the declined approval to leave")
@@ -355,7 +355,7 @@ async def test_approval_decided_elsewhere_disappears_with_a_notice(
         approval = panel.selected
         assert approval is not None
         await client.approve(approval.id)
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
         await until(
             pilot, lambda: any("elsewhere" in n.message for n in app._notifications), "the elsewhere notice"
@@ -377,7 +377,7 @@ async def test_read_only_hides_composer_and_refuses_decisions(client: Client, ag
         assert [a.status for a in page.items] == ["pending"]
         assert (await client.list_notes(session_id=agent.session_id)).notes == []
         await agent.end()
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)
 
 
 async def test_session_end_hides_the_composer_and_q_detaches(client: Client, agent: HarnessSession) -> None:
@@ -410,7 +410,7 @@ async def test_approve_and_expand_by_mouse(client: Client, agent: HarnessSession
             pilot, "#approve", lambda: isinstance(app.screen, ConfirmScreen), "Bash is danger: asked first"
         )
         await click(pilot, "#yes")
-        verdict = await asyncio.wait_for(task, 10)
+        verdict = await asyncio.wait_for(task, 30)
         assert verdict.decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
 
@@ -513,7 +513,7 @@ async def test_decline_by_mouse_through_the_comment_dialog(client: Client, agent
         )
         await pilot.press(*"use a PR")
         await click(pilot, "#decline")  # the dialog's own button this time
-        verdict = await asyncio.wait_for(task, 10)
+        verdict = await asyncio.wait_for(task, 30)
         assert verdict.decision == "deny"
         assert "use a PR" in (verdict.reason + (verdict.operator_note or ""))
         await until(pilot, lambda: panel.count == 0, "the declined approval to leave")
@@ -539,7 +539,7 @@ async def test_cancel_in_the_comment_dialog_leaves_the_approval_pending(
         approval = panel.selected
         assert approval is not None
         await client.approve(approval.id)
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)
 
 
 async def test_unknown_session_is_refused_plainly(client: Client, agent: HarnessSession) -> None:
@@ -704,7 +704,7 @@ async def test_notices_show_an_agents_tool_name_literally(client: Client, agent:
         task = asyncio.create_task(agent.permission_check(hostile, {"command": "make deploy"}))
         await until(pilot, lambda: panel.count == 1, "the approval")
         await pilot.press("escape", "a")
-        assert (await asyncio.wait_for(task, 10)).decision == "allow"
+        assert (await asyncio.wait_for(task, 30)).decision == "allow"
         await until(pilot, lambda: any("Approved" in n.message for n in app._notifications), "the notice")
 
         def toasts() -> list[str]:
@@ -730,7 +730,7 @@ async def test_approving_twice_quickly_decides_once_and_says_nothing_false(
         assert approval is not None
         screen.decide(approval, "approve", None)
         screen.decide(approval, "approve", None)
-        assert (await asyncio.wait_for(task, 10)).decision == "allow"
+        assert (await asyncio.wait_for(task, 30)).decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
         await pilot.pause(0.5)
         messages = [n.message for n in app._notifications]
