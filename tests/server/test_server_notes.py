@@ -129,7 +129,7 @@ async def test_notes_expire_on_time_without_anyone_reading(live_server, harness)
             correlation_id=None,
         )
     )
-    stream = await read_until(live_server, agent.session_id, "note.expired", seconds=6)
+    stream = await read_until(live_server, agent.session_id, "note.expired", seconds=20)
     expired = [f for f in stream.frames if f.event == "note.expired"]
     assert expired and expired[0].data["note"]["note_id"] == note["note_id"]
     assert expired[0].data["note"]["state"] == "expired" and expired[0].data["note"]["expired_at"]
@@ -272,7 +272,7 @@ async def test_every_note_state_change_is_on_the_stream_with_the_full_note(
     await agent.ack_notes([deferred["note_id"]])
     left = await _note(http, agent.session_id, "left behind")
     await agent.end()
-    stream = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=5)
+    stream = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=20)
     changes = [
         (f.event, f.data["note"]["note_id"], f.data["note"]["state"])
         for f in stream.frames
