@@ -3,10 +3,11 @@
 ``Backend.watch_attention()`` yields ``AttentionSnapshot | Event | StreamStatus`` for
 :class:`client.inbox.Inbox`:
 
-* :func:`follow_attention_local` reads our server's ``GET /api/v1/attention/events`` (docs/protocol.md):
-  a snapshot first, then approval and failed-note events of every session as they are committed. A
-  dropped connection, a 5xx or a stall is a reconnect after a jittered backoff, and every (re)connection
-  starts with a fresh snapshot, so nothing that happened while away is lost. A 403 stops it
+* :func:`follow_attention_local` reads our server's ``GET /api/v1/attention/events`` (docs/protocol.md),
+  opened and parsed by httpx-sse like every SSE stream (``Connection.event_source``): a snapshot first,
+  then approval and failed-note events of every session as they are committed. A dropped connection, a
+  5xx or a stall is a reconnect after a jittered backoff, and every (re)connection starts with a fresh
+  snapshot, so nothing that happened while away is lost. A refusing answer (403, ...) stops it
   (``Refused``), a 401 waits for a token the server accepts (``LoginNeeded``); a server without the
   endpoint (404) is polled instead.
 * :func:`poll_attention` works on any backend's REST side (a Preloop server pushes no
@@ -26,7 +27,6 @@ from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-import httpx
 from pydantic import ValidationError
 
 from client.backends.base import ApprovalDesk, NoteDesk, SessionDesk, SessionFilter
@@ -39,7 +39,6 @@ from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, 
 from client.streaming.decode import decode_frame
 from client.streaming.policy import LOGIN_RETRY_MAX, backoff_delay, login_reason
 from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
-from client.streaming.sse import SSEDecoder
 
 if TYPE_CHECKING:
     from client.backends.rest import PreloopRestApi
@@ -76,56 +75,38 @@ def follow_attention_local(
     async def connect(link: Link) -> AsyncGenerator[AttentionItem, None]:
         nonlocal skipped, no_feed
         params = {"notes_since_minutes": window_minutes(notes_window)}
-        async with conn.event_source(f"{API_PREFIX}/attention/events", params=params) as source:
-            response = source.response
-            status = response.status_code
-            if status == 404:  # a server from before the attention feed: poll it like any other
-                await response.aread()
+        path = f"{API_PREFIX}/attention/events"
+        try:
+            async with conn.event_source(path, what="the attention feed", params=params) as source:
+                yield Live(0)
+                async with aclosing(source.aiter_sse()) as frames:
+                    async for frame in frames:
+                        link.alive()
+                        if frame.retry:
+                            link.retry_hint = frame.retry / 1000
+                        if not frame.data:
+                            continue  # a keep-alive, a lone retry: line
+                        try:
+                            if frame.event == SNAPSHOT_EVENT:
+                                yield AttentionSnapshot.model_validate_json(frame.data)
+                            else:
+                                yield decode_frame(frame)
+                        except (EventDecodeError, ValidationError) as exc:
+                            skipped += 1
+                            reason = f"unreadable {frame.event or 'frame'}: {type(exc).__name__}"
+                            yield Skipped(reason, skipped)
+        except Refusal as refusal:
+            if refusal.status == 404:  # a server from before the attention feed: poll it like any other
                 no_feed = True
-                raise Refusal("no attention feed", 404)
-            if status in (401, 403):
-                await response.aread()
-                raise Refusal(conn.api_error(response, "the attention feed").hint, status)
-            if status >= 400:
-                await response.aread()
-                raise Retry(f"the server answered {status}")
-            yield Live(0)
-            decoder = SSEDecoder()
-            chunks = response.aiter_bytes().__aiter__()
-            while True:
-                try:
-                    async with asyncio.timeout(conn.stall_timeout):
-                        chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    raise Retry("the server closed the attention stream") from None
-                except TimeoutError:
-                    raise Retry(f"stalled: nothing received for {conn.stall_timeout:g} s") from None
-                link.alive()
-                frames = decoder.feed(chunk)
-                if decoder.retry_ms:
-                    link.retry_hint = decoder.retry_ms / 1000
-                for frame in frames:
-                    try:
-                        if frame.event == SNAPSHOT_EVENT:
-                            yield AttentionSnapshot.model_validate_json(frame.data)
-                        else:
-                            yield decode_frame(frame)
-                    except (EventDecodeError, ValidationError) as exc:
-                        skipped += 1
-                        yield Skipped(f"unreadable {frame.event or 'frame'}: {type(exc).__name__}", skipped)
-
-    def classify(exc: Exception) -> str | None:
-        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-            return f"cannot reach {conn.display_url}"
-        if isinstance(exc, httpx.TimeoutException):
-            return f"stalled: nothing received for {conn.stall_timeout:g} s"
-        if isinstance(exc, httpx.TransportError):
-            return f"connection lost ({type(exc).__name__})"
-        return None
+            raise
+        raise Retry("the server closed the attention stream")
 
     async def run() -> AsyncGenerator[AttentionItem, None]:
         feed: AsyncGenerator[AttentionItem, None] = reconnecting(
-            connect, backoff_initial=conn.backoff_initial, backoff_max=conn.backoff_max, classify=classify
+            connect,
+            backoff_initial=conn.backoff_initial,
+            backoff_max=conn.backoff_max,
+            classify=conn.stream_failure,
         )
         async with aclosing(feed) as items:
             async for item in items:

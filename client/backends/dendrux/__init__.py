@@ -16,21 +16,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
 from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
 from client.backends.dendrux.mapping import (
     TERMINAL_STATUSES,
+    approval_from_row,
     note_from_row,
     session_from_run,
     session_list,
 )
+from client.backends.rest import RestBackend
 from client.connection import Connection
 from client.errors import (
     ClientError,
@@ -103,7 +104,7 @@ def _json(response: httpx.Response) -> Any:
         return None
 
 
-class DendruxBackend:
+class DendruxBackend(RestBackend):
     """The backend for a Dendrux app (see the module docstring). ``trace_wait`` bounds how long the live
     feed waits for a model step's text to land in ``/traces`` after its ``llm.completed`` event, ``gap_wait``
     how long it waits for REST to have an event the stream skipped before counting it missed."""
@@ -113,7 +114,7 @@ class DendruxBackend:
     def __init__(
         self, conn: Connection, *, run_grace: float = 10.0, trace_wait: float = 3.0, gap_wait: float = 15.0
     ) -> None:
-        self.conn = conn
+        super().__init__(conn)
         self.gap_wait = gap_wait
         self.run_grace = run_grace
         self.trace_wait = trace_wait
@@ -122,25 +123,10 @@ class DendruxBackend:
         self._note_runs: dict[str, str] = {}
         self._call_runs: dict[str, str] = {}
 
-    def __repr__(self) -> str:
-        return f"DendruxBackend(base_url={self.conn.base_url!r}, token=***)"
-
     @property
     def capabilities(self) -> Capabilities:
         """What this app can do (notes and approvals turn off once the steer router proves missing)."""
         return self._caps
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the connection pool; open streams end."""
-        await self.conn.aclose()
 
     # ----------------------------------------------------------------------------------- plumbing
 
@@ -215,21 +201,6 @@ class DendruxBackend:
                     self._titles[run_id] = session_from_run(await self.get_run(run_id)).title
 
         await asyncio.gather(*(one(r) for r in run_ids))
-
-    async def iter_sessions(
-        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
-    ) -> AsyncIterator[Session]:
-        """Every run matching ``filters``, page by page, up to ``max_items``."""
-        offset = 0
-        seen = 0
-        while seen < max_items:
-            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
-            for session in page.items:
-                yield session
-            seen += len(page.items)
-            offset += len(page.items)
-            if not page.has_more or not page.items:
-                return
 
     async def get_session(self, session_id: str) -> Session:
         """One run as a session row."""
@@ -361,28 +332,10 @@ class DendruxBackend:
 
     async def _run_approvals(self, run_id: str) -> list[Approval]:
         body = await self._steer("GET", f"/runs/{run_id}/approvals", run_id, "approval decisions")
-        items = body.get("items") if isinstance(body, dict) else None
-        out: list[Approval] = []
-        for item in items or []:
-            if not isinstance(item, dict) or not item.get("call_id"):
-                continue
-            call_id = str(item["call_id"])
-            self._call_runs[call_id] = run_id
-            out.append(
-                Approval.model_validate(
-                    {
-                        "id": call_id,
-                        "tool_name": item.get("tool_name"),
-                        "tool_args": item.get("params") or {},
-                        "status": item.get("status") or "pending",
-                        "requested_at": item.get("requested_at"),
-                        "approver_comment": item.get("reason"),
-                        "runtime_session_id": run_id,
-                        "execution_id": run_id,
-                        "session": {"id": run_id},
-                    }
-                )
-            )
+        rows = body.get("items") if isinstance(body, dict) else None
+        out = [a for r in rows or [] if isinstance(r, dict) and (a := approval_from_row(r, run_id))]
+        for approval in out:
+            self._call_runs[approval.id] = run_id
         return out
 
     async def list_approvals(
@@ -457,9 +410,9 @@ class DendruxBackend:
     ) -> AsyncGenerator[Event | StreamStatus, None]:
         """The run's events after local seq ``after`` (see :mod:`client.backends.dendrux.feed`); a run is
         read whole (``tail`` is not offered: the gap check needs the run's events from the start)."""
-        from client.backends.dendrux.feed import follow_dendrux
+        from client.backends.dendrux import feed
 
-        async with aclosing(follow_dendrux(self, session_id, after=after)) as items:
+        async with aclosing(feed.follow(self, session_id, after=after)) as items:
             async for item in items:
                 yield item
 
