@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
+from client.errors import NotFound
 from client.events import Event, ModelStep, NoteEvent, RunCompleted, SessionEnded
 from client.status import Ended, Reconnecting, Skipped, StreamStatus
 from tests.client.faults import Hang, Script, ScriptedBody
@@ -117,3 +119,39 @@ async def test_a_corrupted_frame_is_skipped_counted_and_the_stream_goes_on() -> 
     events = _events(items)
     assert [n.note.text for n in events if isinstance(n, NoteEvent)] == ["Also add a $5 voucher."]
     assert isinstance(events[-1], SessionEnded)
+
+
+class RunAppearsLate(httpx.AsyncBaseTransport):
+    """``GET /runs/{id}`` answers 404 for the first ``misses`` asks (the run not visible yet, as right after
+    a run starts: the recorded stream's first line is such a 404), then the run; ``GET /runs`` lists
+    nothing yet."""
+
+    def __init__(self, misses: int) -> None:
+        self.misses = misses
+        self.asked = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/runs":
+            return httpx.Response(200, json={"items": [], "total": 0, "limit": 100, "offset": 0})
+        if request.url.path == f"/runs/{RUN_ID}":
+            self.asked += 1
+            if self.asked <= self.misses:
+                return httpx.Response(404, json={"detail": f"Run '{RUN_ID}' not found."})
+            return httpx.Response(200, json=RUN)
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+
+async def test_a_full_run_id_not_visible_yet_is_waited_for_then_refused_as_not_found() -> None:
+    """`sessions attach <full run id>` right after the run started exited 2 with "no run id starts with":
+    the full id's 404 fell through to prefix matching. It is retried for the grace period, then refused as
+    not found (exit 1), never as a typo."""
+    late = RunAppearsLate(misses=3)
+    async with DendruxBackend(Connection("http://dendrux.test", "tok", transport=late), run_grace=5) as b:
+        assert await b.resolve_session_id(RUN_ID) == RUN_ID
+        assert late.asked == 4
+    never = RunAppearsLate(misses=10**6)
+    async with DendruxBackend(Connection("http://dendrux.test", "tok", transport=never), run_grace=0.3) as b:
+        with pytest.raises(NotFound) as refused:
+            await b.resolve_session_id(RUN_ID.lower())
+    assert f"run {RUN_ID}" in refused.value.hint and "does not exist" in refused.value.hint
+    assert never.asked > 2

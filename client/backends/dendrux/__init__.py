@@ -6,6 +6,8 @@ backend says in :attr:`DendruxBackend.capabilities` so the UI gates those keys a
 
 * a note cannot be withdrawn once submitted (Dendrux has no such call): ``withdraw_notes=False``;
 * a run cannot be ended from the read/steer routes: ``end_session=False``;
+* an approval takes no comment (Dendrux's approve has no reason; a decline's does): ``approve_comment=False``,
+  and ``approve(id, comment)`` raises :class:`~client.errors.Unsupported` rather than drop it;
 * a note for a finished run is refused by the steer router (409, ``RunAlreadyTerminalError``): that is
   :class:`~client.errors.SessionEnded`, as on every server;
 * an app that mounted only the read router has no notes or approvals: the first call that needs the steer
@@ -43,6 +45,7 @@ from client.errors import (
     UsageError,
 )
 from client.events import Event
+from client.ids import is_ulid
 from client.models import (
     ActivityItem,
     Approval,
@@ -56,7 +59,7 @@ from client.models import (
 from client.status import StreamStatus
 from client.textsafe import safe_line
 
-__all__ = ["ACTIVE_STATUSES", "DendruxBackend", "looks_like_dendrux"]
+__all__ = ["ACTIVE_STATUSES", "NO_APPROVE_COMMENT", "DendruxBackend", "looks_like_dendrux"]
 
 ACTIVE_STATUSES = (
     "pending",
@@ -70,7 +73,13 @@ _NO_STEER = (
     "this Dendrux app has no steer router mounted, so it cannot take {what}: the app adds "
     "make_steer_router next to make_read_router (see docs/dendrux.md)"
 )
+NO_APPROVE_COMMENT = (
+    "a Dendrux app takes no comment with an approval (Dendrux's approve has no reason; a decline's comment "
+    "reaches the agent): approve without one, or send it as a note"
+)
 _MAX_RUNS = 1000
+_HISTORY_RUNS = 200
+_PARALLEL = 4
 _TITLE_FETCHES = 50
 
 
@@ -118,7 +127,7 @@ class DendruxBackend(RestBackend):
         self.gap_wait = gap_wait
         self.run_grace = run_grace
         self.trace_wait = trace_wait
-        self._caps = Capabilities(notes=True, withdraw_notes=False, approvals=True, end_session=False)
+        self._caps = Capabilities(withdraw_notes=False, end_session=False, approve_comment=False)
         self._titles: dict[str, str | None] = {}
         self._note_runs: dict[str, str] = {}
         self._call_runs: dict[str, str] = {}
@@ -144,9 +153,24 @@ class DendruxBackend(RestBackend):
             response = await self.conn.request(method, path, what=f"run {run_id[:10]}", json=json)
         except NotFound:
             await self.get_run(run_id)  # NotFound for the run itself propagates from here
-            self._caps = Capabilities(notes=False, withdraw_notes=False, approvals=False, end_session=False)
+            self._caps = self._caps._replace(notes=False, approvals=False)
             raise Unsupported(_NO_STEER.format(what=what)) from None
         return _json(response)
+
+    async def wait_for_run(self, run_id: str) -> dict[str, Any]:
+        """The run row of a full run id, its 404 retried for ``run_grace`` seconds: a run the app has just
+        started is not visible to its read router for a moment (docs/dendrux.md). NotFound after that."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.run_grace
+        delay = 0.05
+        while True:
+            try:
+                return await self.get_run(run_id)
+            except NotFound:
+                if loop.time() + delay > deadline:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     async def get_run(self, run_id: str) -> dict[str, Any]:
         """The run row (``GET /runs/{id}``)."""
@@ -213,12 +237,10 @@ class DendruxBackend(RestBackend):
         text = id_or_prefix.strip().upper()
         if not text or not text.isalnum():
             raise UsageError(f"'{safe_line(id_or_prefix, 40)}' is not a Dendrux run id or the start of one")
-        if len(text) == 26:
-            try:
-                await self.get_run(text)
-                return text
-            except NotFound:
-                pass
+        if is_ulid(text):
+            # A full id is that run or none: never a prefix of another. It may not be visible yet.
+            await self.wait_for_run(text)
+            return text
         if len(text) < 4:
             raise UsageError("give at least 4 characters of the run id")
         matches = sorted(
@@ -346,38 +368,52 @@ class DendruxBackend(RestBackend):
         limit: int = 100,
         skip: int = 0,
     ) -> ApprovalPage:
-        """The gated calls of runs waiting for approval (one run, or every waiting run)."""
+        """Approval-gated calls, oldest first: one run's, or, across runs, the pending ones of every run
+        waiting for approval, and (``status`` other than pending) every decided one of the newest
+        ``_HISTORY_RUNS`` runs. Dendrux keeps no list of approvals: each run is asked for its own."""
         if session_id is not None:
             runs = [session_id]
-        else:
+        elif status == "pending":
             runs = [
                 s.id
                 async for s in self.iter_sessions(max_items=_MAX_RUNS)
                 if s.activity_status == "waiting_approval"
             ]
-        items: list[Approval] = []
-        for run_id in runs:
-            items += await self._run_approvals(run_id)
+        else:
+            runs = [s.id async for s in self.iter_sessions(max_items=_HISTORY_RUNS)]
+        gate = asyncio.Semaphore(_PARALLEL)
+
+        async def of_run(run_id: str) -> list[Approval]:
+            async with gate:
+                return await self._run_approvals(run_id)
+
+        items = [a for found in await asyncio.gather(*map(of_run, runs)) for a in found]
         if status is not None:
             items = [a for a in items if a.status == status]
+        epoch = datetime(1970, 1, 1, tzinfo=UTC)
+        items.sort(key=lambda a: a.requested_at or epoch)
         return ApprovalPage(items=items[skip : skip + limit], total=len(items))
 
     async def _run_of_call(self, approval_id: str) -> str:
+        """The run a call id belongs to: known from a listing, else looked for among the waiting runs,
+        then among the newest runs' decided calls."""
+        for status in ("pending", None):
+            run_id = self._call_runs.get(approval_id)
+            if run_id is not None:
+                return run_id
+            await self.list_approvals(status=status)
         run_id = self._call_runs.get(approval_id)
         if run_id is None:
-            await self.list_approvals(status=None)
-            run_id = self._call_runs.get(approval_id)
-        if run_id is None:
-            raise NotFound(404, f"no run is waiting for approval of call {safe_line(approval_id, 26)}")
+            raise NotFound(404, f"no run has an approval-gated call {safe_line(approval_id, 26)}")
         return run_id
 
     async def get_approval(self, approval_id: str) -> Approval:
-        """One gated call of a waiting run."""
+        """One approval-gated call as it is now: pending, or decided with its reason."""
         run_id = await self._run_of_call(approval_id)
         for approval in await self._run_approvals(run_id):
             if approval.id == approval_id:
                 return approval
-        raise NotFound(404, f"call {safe_line(approval_id, 26)} is no longer waiting for approval")
+        raise NotFound(404, f"call {safe_line(approval_id, 26)} is not an approval-gated call of its run")
 
     async def _decide(self, approval_id: str, approved: bool, comment: str | None) -> Approval:
         run_id = await self._run_of_call(approval_id)
@@ -396,7 +432,11 @@ class DendruxBackend(RestBackend):
         return Approval(id=approval_id, status=status, approver_comment=comment, runtime_session_id=run_id)
 
     async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
-        """Let the call run (Dendrux resumes the run once every gated call of the pause is decided)."""
+        """Let the call run (Dendrux resumes the run once every gated call of the pause is decided).
+        Dendrux's approval takes no reason: a comment is refused before anything is sent, never dropped
+        (``capabilities.approve_comment`` says so up front)."""
+        if comment and comment.strip():
+            raise Unsupported(NO_APPROVE_COMMENT)
         return await self._decide(approval_id, True, None)
 
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
