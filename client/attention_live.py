@@ -13,8 +13,11 @@
 * :func:`poll_attention` works on any backend's REST side (a Preloop server pushes no
   account-wide feed): pending approvals every ``interval`` seconds, the failed notes of recently active
   sessions every ``notes_every`` polls, each round yielded as a snapshot (rounds start ``interval`` apart;
-  when the notes are due the approvals go out first). Failures back off up to
-  ``backoff_max``; a refused token (401) waits for a new one (``LoginNeeded``), a 403 stops it.
+  when the notes are due the approvals go out first). Failures back off up to ``backoff_max``; a refused
+  token (401) waits for a new one (``LoginNeeded``), a 403 stops it.
+* either way, an approval that left the pending list unseen (a poll, or while a stream reconnected) is
+  fetched (:func:`settled`) and goes out as ``approval.decided`` with its final record before the
+  snapshot: decided by whom, with which comment, or expired, never a stale pending copy.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pydantic import ValidationError
 from client.backends.base import ApprovalDesk, NoteDesk, SessionDesk, SessionFilter
 from client.backends.rest import API_PREFIX
 from client.errors import AuthError, ClientError, PermissionDenied
-from client.events import Event, EventDecodeError
+from client.events import ApprovalDecided, ApprovalRequested, Event, EventDecodeError
 from client.inbox import ENDED_BADLY, note_ended_at
 from client.models import Approval, AttentionSnapshot, Note
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, Skipped, StreamStatus
@@ -108,10 +111,23 @@ def follow_attention_local(
             backoff_max=conn.backoff_max,
             classify=conn.stream_failure,
         )
+        known: dict[str, Approval] | None = None  # pending as last seen, across reconnections
         async with aclosing(feed) as items:
             async for item in items:
                 if isinstance(item, Refused) and no_feed:
                     break
+                if isinstance(item, AttentionSnapshot):
+                    # A reconnection starts with a fresh snapshot: what was decided while away is fetched.
+                    fresh = {a.id: a for a in item.approvals if a.pending}
+                    if known is not None:
+                        for decided in await settled(api, [a for i, a in known.items() if i not in fresh]):
+                            yield decided
+                    known = fresh
+                elif known is not None and isinstance(item, ApprovalRequested | ApprovalDecided):
+                    if item.approval.pending:
+                        known[item.approval.id] = item.approval
+                    else:
+                        known.pop(item.approval.id, None)
                 yield item
         if no_feed:
             async with aclosing(poll_attention(api, notes_window, interval=poll_interval)) as polled:
@@ -119,6 +135,25 @@ def follow_attention_local(
                     yield item
 
     return run()
+
+
+async def settled(backend: ApprovalDesk, gone: list[Approval]) -> list[ApprovalDecided]:
+    """The final record of approvals that left the pending list between two looks (decided elsewhere,
+    expired, cancelled), as ``approval.decided`` events: a watcher then says approved or declined, by whom
+    and with which comment, not "gone" with the stale pending copy. One that cannot be fetched (deleted,
+    no longer visible) or is still pending (the two looks raced) is left to the snapshot."""
+    out: list[ApprovalDecided] = []
+    for approval in gone:
+        try:
+            row = await backend.get_approval(approval.id)
+        except ClientError:
+            continue
+        if row.pending:
+            continue
+        session = row.runtime_session_id or approval.runtime_session_id or ""
+        at = row.resolved_at or datetime.now(UTC)
+        out.append(ApprovalDecided(seq=0, session_id=session, at=at, approval=row))
+    return out
 
 
 async def pending_approvals(backend: Desks) -> list[Approval]:
@@ -187,6 +222,7 @@ async def poll_attention(
     rounds = 0
     failures = 0
     live = False
+    known: dict[str, Approval] | None = None  # pending in the last round that went out
 
     def snapshot(approvals: list[Approval]) -> AttentionSnapshot:
         at = now()
@@ -198,6 +234,12 @@ async def poll_attention(
         notes_due = rounds % max(notes_every, 1) == 0
         try:
             approvals = await pending_approvals(backend)
+            if known is not None:
+                # Polled, an approval decided elsewhere only disappears: fetch what became of it.
+                fresh = {a.id for a in approvals}
+                for event in await settled(backend, [a for i, a in known.items() if i not in fresh]):
+                    yield event
+            known = {a.id: a for a in approvals}
             if notes_due and rounds:
                 # Not the first round (whose snapshot must hold everything: what it lacked would later
                 # look like news): the approvals go out now, the notes follow in a second snapshot.

@@ -101,6 +101,16 @@ async def test_note_delivery_is_shown_from_the_pushed_event(
     assert delivered.note.note_id == note.note_id
     assert delivered.note.text == "Please run the unit tests before committing."
     assert delivered.note.author.display == "Alice Operator"
+    # The push has no sent time and no delivery event; the note is shown whole all the same (it showed
+    # "sent -" and "hook" without "(pre_tool_use)" until re-attached, as the poll saw no state change).
+    assert delivered.note.created_at == note.created_at is not None
+    assert (delivered.note.delivery_channel, delivered.note.delivery_event) == ("hook", "pre_tool_use")
+    # Attached afterwards, the replay (the activity list knows as little as the push) shows it whole too.
+    again = watch(follow(client, MAIN_SESSION, timing=slow_notes))
+    await again.until(lambda w: bool(w.statuses(Live)))
+    (replayed,) = again.of_type("note.delivered")
+    assert replayed.note.created_at == note.created_at
+    assert replayed.note.delivery_event == "pre_tool_use"
 
 
 async def test_a_note_sent_is_delivered_and_another_withdrawn(

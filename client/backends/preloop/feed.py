@@ -42,6 +42,8 @@ from client.backends.preloop.mapping import (
     PreloopMapper,
     approval_decided_draft,
     approval_requested_draft,
+    delivered_draft,
+    delivered_note_id,
     from_envelope,
     note_draft,
     replay_drafts,
@@ -209,8 +211,10 @@ class _Follower:
         session = await self._rest(self.client.get_session(self.session_id))
         self.session = session
         items = await self._rest(self.client.session_activity(self.session_id))
-        drafts = replay_drafts(self.session_id, items, session)
-        drafts.extend(await self._poll_notes())
+        # The activity list knows a delivered note by a few fields; the notes list has the whole row.
+        whole = {d.key: d for d in await self._poll_notes()}
+        drafts = [whole.pop(d.key, d) for d in replay_drafts(self.session_id, items, session)]
+        drafts.extend(whole.values())
         drafts.extend(await self._poll_approvals())
         ended = session.ended or any(d.key == "session:ended" for d in drafts)
         # "session.ended" is the last event of a stream: hold it back until everything else is out.
@@ -282,7 +286,7 @@ class _Follower:
                     if draft is not None and draft.key == "session:ended":
                         end = draft
                     elif draft is not None:
-                        for item in self._visible(self.mapper.map(draft)):
+                        for item in self._visible(self.mapper.map(await self._whole_note(draft))):
                             yield item
                 if nudge_task in done:
                     nudge_task = None
@@ -320,6 +324,19 @@ class _Follower:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, ConnectionClosed, Exception):
                         await task
+
+    async def _whole_note(self, draft: Draft) -> Draft:
+        """A pushed delivery carries a few of the note's fields (no sent time, no delivery event) and the
+        poll refreshes a note only when its state changes: fetch the whole row now, so what is shown is
+        the note as ``notes list`` has it. A failed fetch keeps the pushed fields."""
+        note_id = delivered_note_id(draft)
+        if note_id is None or self.mapper.seen(draft.key):
+            return draft
+        try:
+            note = await self.client.get_note(note_id)
+        except ClientError:
+            return draft
+        return delivered_draft(self.session_id, note, draft.at)
 
     async def _quiet(self, call: Any) -> list[Draft]:
         """A poll that fails for a passing reason is retried at the next tick, not fatal."""

@@ -57,6 +57,8 @@ __all__ = [
     "approval_decided_draft",
     "approval_requested_draft",
     "args_summary",
+    "delivered_draft",
+    "delivered_note_id",
     "from_activity",
     "from_envelope",
     "note_draft",
@@ -203,9 +205,21 @@ def _delivered_note_draft(
         delivery_event=as_str(metadata.get("delivery_event")),
         delivered_turn_index=as_int(metadata.get("turn_index")),
     )
-    return _single(
-        "note.delivered", session_id, at, f"note:{note_id}:delivered", note=note.model_dump(mode="json")
-    )
+    return delivered_draft(session_id, note, at)
+
+
+def delivered_draft(session_id: str, note: Note, at: datetime | None = None) -> Draft:
+    """A note's delivery, carrying ``note`` as given: the pushed frame's few fields, or (what the follower
+    fetches when the push comes) the note's whole row, with its sent time and delivery event."""
+    when = at or note.delivered_at or now()
+    key = f"note:{note.note_id}:delivered"
+    return _single("note.delivered", session_id, when, key, note=note.model_dump(mode="json"))
+
+
+def delivered_note_id(draft: Draft) -> str | None:
+    """The note a draft delivers (from a push or the activity list, where only a few fields are known)."""
+    parts = draft.key.split(":")
+    return parts[1] if len(parts) == 3 and parts[0] == "note" and parts[2] == "delivered" else None
 
 
 # --------------------------------------------------------------------------------------------------
