@@ -217,7 +217,7 @@ class DendruxBackend(RestBackend):
     async def _learn_titles(self, run_ids: list[str]) -> None:
         """A run row in ``GET /runs`` has no input; its detail does. A run's input never changes, so each
         run's title (the input's first line) is fetched once and kept."""
-        gate = asyncio.Semaphore(4)
+        gate = asyncio.Semaphore(_PARALLEL)
 
         async def one(run_id: str) -> None:
             async with gate:
