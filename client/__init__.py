@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     )
     from client.events import Event, parse_event
     from client.status import StreamStatus
-    from client.streaming.sse import SSEDecoder, SSEFrame
 
 _EXPORTS: dict[str, str] = {
     "ApprovalPage": "client.backend",
@@ -71,8 +70,6 @@ _EXPORTS: dict[str, str] = {
     "ValidationFailed": "client.errors",
     "Event": "client.events",
     "parse_event": "client.events",
-    "SSEDecoder": "client.streaming.sse",
-    "SSEFrame": "client.streaming.sse",
     "StreamStatus": "client.status",
 }
 
@@ -92,8 +89,6 @@ __all__ = [
     "NoteOutcomeUnknown",
     "PermissionDenied",
     "RateLimited",
-    "SSEDecoder",
-    "SSEFrame",
     "ServerError",
     "ServerKind",
     "ServerUnreachable",

@@ -7,7 +7,10 @@ a failed request, a refused token or a redirect reads the same on every kind of 
     response = await conn.request("GET", "/api/v1/health")             # ClientError on any failure
     session = conn.parse(response, SessionDetail)                      # InvalidResponse on a wrong shape
 
-It knows nothing about sessions, notes or events: that is the backends' business.
+Every live feed's SSE stream is opened here too, with httpx-sse (:meth:`Connection.event_source`: the
+answer checked, its read timeout the stall timeout), and parsed by httpx-sse's ``EventSource.aiter_sse``;
+:meth:`Connection.stream_failure` says what a broken stream means. It knows nothing about sessions, notes
+or events: that is the backends' business.
 
 **Two engines, one REST path.** A request is built here (the query, the JSON body, the token), sent by an
 engine that only carries bytes (:class:`Engine`), and its answer read here (:class:`Reply`, error statuses
@@ -49,7 +52,7 @@ from client.errors import (
     UsageError,
     error_for_status,
 )
-from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX
+from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.textsafe import safe_line
 
 if TYPE_CHECKING:
@@ -363,34 +366,59 @@ class Connection:
             raise self.redirected(reply)
         return reply
 
-    @asynccontextmanager
-    async def stream(
-        self, method: str, path: str, *, headers: dict[str, str], params: dict[str, Any] | None = None
-    ) -> AsyncIterator[httpx.Response]:
-        """Low-level: a streamed response (not yet checked) whose read timeout is the stall timeout, so a
-        silent stream raises ``httpx.ReadTimeout``; transport errors propagate for the follower to read."""
-        import httpx
-
-        timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
-        async with self.http.stream(
-            method, path, headers=headers, params=params, timeout=timeout
-        ) as response:
-            yield response
+    # ------------------------------------------------------------------------------ live streams
 
     @asynccontextmanager
     async def event_source(
-        self, path: str, *, headers: dict[str, str] | None = None, params: dict[str, Any] | None = None
+        self,
+        path: str,
+        *,
+        what: str,
+        headers: dict[str, str] | None = None,
+        params: dict[str, Any] | None = None,
     ) -> AsyncIterator[EventSource]:
-        """Open an SSE stream with httpx-sse (``Accept: text/event-stream``, ``Cache-Control: no-store``);
-        the response is not yet checked, and its read timeout is the stall timeout."""
-        import httpx
+        """A live feed's SSE stream, opened with httpx-sse (``aconnect_sse``: ``Accept: text/event-stream``,
+        ``Cache-Control: no-store``) and checked before it is read with ``EventSource.aiter_sse``.
+
+        An answer that refuses (:func:`~client.streaming.policy.refuses`: a 401, 403, 404...) raises
+        :class:`~client.streaming.reconnect.Refusal` with the server's sentence (``what`` names the object
+        for a 404), any other error status or a body that is not an event stream raises
+        :class:`~client.streaming.reconnect.Retry`. The read timeout is the stall timeout: a stream that
+        sends nothing, not even a keep-alive, for that long raises ``httpx.ReadTimeout``
+        (:meth:`stream_failure` reads it as a stall)."""
+        import httpx  # here: a one-shot command's requests never stream, nor load httpx
         from httpx_sse import aconnect_sse
+
+        from client.streaming.reconnect import Refusal, Retry
 
         timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
         async with aconnect_sse(
             self.http, "GET", path, headers=dict(headers or {}), params=params, timeout=timeout
         ) as source:
+            response = source.response
+            status = response.status_code
+            if status >= 400:
+                await response.aread()
+                if refuses(status):
+                    raise Refusal(self.api_error(response, what).hint, status)
+                raise Retry(f"the server answered {status}")
+            ctype = response.headers.get("content-type", "")
+            if "text/event-stream" not in ctype:
+                raise Retry(f"the server sent {ctype or 'no content type'}, not an event stream")
             yield source
+
+    def stream_failure(self, exc: Exception) -> str | None:
+        """Why a live stream broke, as the reason to reconnect a follower shows; None when ``exc`` is not a
+        transport failure (a bug, re-raised by the reconnect loop)."""
+        import httpx  # loaded already: the stream that broke was opened with it
+
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return f"cannot reach {self.display_url}"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"stalled: nothing received for {self.stall_timeout:g} s"
+        if isinstance(exc, httpx.TransportError):
+            return f"connection lost ({type(exc).__name__})"
+        return None
 
     def redirected(self, response: Reply) -> InvalidResponse:
         """Redirects are not followed (the token must not travel to another host): say where it points."""

@@ -17,8 +17,12 @@ Routes (all behind ``authorize``):
 ``GET  /runs/{id}/notes``      ``{"notes": [...], "run_status"}``: each note with ``state`` ``delivered``
                                (the agent read it), ``pending`` (not yet) or ``undeliverable`` (the run
                                ended before reading it).
-``GET  /runs/{id}/approvals``  the approval-gated calls of the pause the run is in, with decisions taken
-                               so far: ``{"items": [{call_id, tool_name, params, status, reason}], ...}``.
+``GET  /runs/{id}/approvals``  every approval-gated call of the run, oldest first: ``{"items": [{call_id,
+                               tool_name, params, requested_at, status, reason, resolved_at}], ...}``;
+                               ``pending`` in the pause the run waits in (or decided here and kept until
+                               the pause's other calls are), ``approved`` / ``declined`` once Dendrux
+                               recorded the decision (``approval.decided``), ``cancelled`` when the run
+                               went on or ended without one.
 ``POST /runs/{id}/approvals``  ``{"decisions": {call_id: {"approved": bool, "reason"?}}}`` → 202.
                                Dendrux takes one decision per gated call of a pause at once, so a decision
                                for some of the calls is kept here until the others are decided; then
@@ -34,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from dendrux import Agent
@@ -57,6 +61,7 @@ log = logging.getLogger(__name__)
 TERMINAL_RUN_STATUSES = frozenset({"success", "error", "cancelled", "max_iterations"})
 _MAX_NOTE_BYTES = 32 * 1024
 _CLAIM_WAIT_S = 10.0
+_DECIDED = {"approved": "approved", "denied": "declined"}
 
 
 class NoteIn(BaseModel):
@@ -71,6 +76,11 @@ class DecisionIn(BaseModel):
 
     approved: bool
     reason: str | None = Field(default=None, max_length=4000)
+
+    @property
+    def verdict(self) -> str:
+        """The decision as an approval's status reads it."""
+        return "approved" if self.approved else "declined"
 
 
 class ApprovalsIn(BaseModel):
@@ -100,6 +110,9 @@ class _Steer:
         self.store = store
         self.agents: dict[str, Agent] = {agent.name: agent for agent in agents}
         self.partial: dict[str, dict[str, DecisionIn]] = {}
+        self.submitted: dict[str, dict[str, tuple[DecisionIn, datetime]]] = {}
+        """Decisions handed to Dendrux whose ``approval.decided`` is not recorded yet (it comes after the
+        resumed run's first steps): the run's approvals show them decided meanwhile."""
         self.tasks: set[asyncio.Task[Any]] = set()
 
     async def run_status(self, run_id: str) -> tuple[str, str]:
@@ -142,6 +155,63 @@ class _Steer:
                     "pause_sequence_index": pause.pause_sequence_index,
                 }
             )
+        return out
+
+    async def history(self, run_id: str, run_status: str) -> list[dict[str, Any]]:
+        """Every approval-gated call of the run with its fate, oldest first (see the module docstring)."""
+        events = await self.store.get_events(run_id, event_types=["approval.requested", "approval.decided"])
+        pauses = await self.store.get_pauses(run_id)
+        calls: dict[str, dict[str, Any]] = {}
+        for pause in pauses:
+            for call in pause.pending_tool_calls:
+                if isinstance(call, dict) and call.get("id"):
+                    calls[str(call["id"])] = call
+        waiting = pauses[-1] if pauses and pauses[-1].resume_sequence_index is None else None
+        open_calls = set()
+        if waiting is not None and run_status == "waiting_approval":
+            open_calls = {str(c.get("id")) for c in waiting.pending_tool_calls if isinstance(c, dict)}
+        decided: dict[str, tuple[str, str | None, str | None]] = {}
+        for ev in events:
+            if ev.event_type != "approval.decided":
+                continue
+            for d in (ev.data or {}).get("decisions") or []:
+                if isinstance(d, dict) and d.get("call_id"):
+                    status = _DECIDED.get(str(d.get("decision")), "declined")
+                    decided[str(d["call_id"])] = (status, d.get("reason"), _iso(ev.created_at))
+        submitted = self.submitted.get(run_id, {})
+        for call_id in list(submitted):
+            if call_id in decided:
+                del submitted[call_id]
+        if not submitted:
+            self.submitted.pop(run_id, None)
+        partial = self.partial.get(run_id, {})
+        out: list[dict[str, Any]] = []
+        for ev in events:
+            if ev.event_type != "approval.requested":
+                continue
+            call_id = ev.correlation_id or str((ev.data or {}).get("call_id") or "")
+            if not call_id or any(item["call_id"] == call_id for item in out):
+                continue
+            call = calls.get(call_id, {})
+            item: dict[str, Any] = {
+                "call_id": call_id,
+                "tool_name": call.get("name") or (ev.data or {}).get("tool_name"),
+                "params": call.get("params") or {},
+                "requested_at": _iso(ev.created_at),
+                "status": "cancelled",
+                "reason": None,
+                "resolved_at": None,
+            }
+            if call_id in decided:
+                item["status"], item["reason"], item["resolved_at"] = decided[call_id]
+            elif call_id in submitted:
+                choice, when = submitted[call_id]
+                item.update(status=choice.verdict, reason=choice.reason, resolved_at=_iso(when))
+            elif call_id in open_calls:
+                held = partial.get(call_id)
+                item["status"] = "pending" if held is None else held.verdict
+                item["reason"] = held.reason if held is not None else None
+            out.append(item)
         return out
 
 
@@ -193,15 +263,7 @@ def make_steer_router(
     @router.get("/runs/{run_id}/approvals")
     async def get_approvals(run_id: str) -> dict[str, Any]:
         status, _ = await steer.run_status(run_id)
-        items = await steer.gated_calls(run_id) if status == "waiting_approval" else []
-        partial = steer.partial.get(run_id, {})
-        for item in items:
-            decided = partial.get(item["call_id"])
-            item["status"] = (
-                "pending" if decided is None else ("approved" if decided.approved else "declined")
-            )
-            item["reason"] = decided.reason if decided is not None else None
-        return {"items": items, "run_status": status}
+        return {"items": await steer.history(run_id, status), "run_status": status}
 
     @router.post("/runs/{run_id}/approvals", status_code=202)
     async def post_approvals(run_id: str, body: ApprovalsIn) -> dict[str, Any]:
@@ -230,10 +292,16 @@ def make_steer_router(
             if call_id in gated
         }
         steer.partial.pop(run_id, None)
+        now = datetime.now(UTC)
+        steer.submitted[run_id] = {call_id: (d, now) for call_id, d in partial.items() if call_id in gated}
         task = asyncio.create_task(agent.submit_approval(run_id, decisions=decisions))
         steer.tasks.add(task)
         task.add_done_callback(_finished(steer.tasks, run_id))
-        await _claimed_or_refused(store, run_id, task)
+        try:
+            await _claimed_or_refused(store, run_id, task)
+        except HTTPException:
+            steer.submitted.pop(run_id, None)  # Dendrux refused it: nothing was decided
+            raise
         return {"run_id": run_id, "accepted": True, "submitted": True, "waiting_for": []}
 
     return router

@@ -63,12 +63,17 @@ class Where:
 async def page(
     q: Query, columns: str, source: str, where: Where, order: str, limit: int, offset: int
 ) -> tuple[list[aiosqlite.Row], int]:
-    """One page of rows and how many match in all: the two queries behind every paged list."""
-    total = await q.fetchone(f"SELECT COUNT(*) AS n FROM {source} WHERE {where.sql}", where.params)
+    """One page of rows and how many match in all, read by one statement (a window count), so the total
+    and the page agree even while rows are being added: two reads could list an item the total missed."""
     rows = await q.fetchall(
-        f"SELECT {columns} FROM {source} WHERE {where.sql} ORDER BY {order} LIMIT ? OFFSET ?",
+        f"SELECT {columns}, COUNT(*) OVER () AS page_total_ FROM {source} WHERE {where.sql} "
+        f"ORDER BY {order} LIMIT ? OFFSET ?",
         [*where.params, limit, offset],
     )
+    if rows:
+        return rows, int(rows[0]["page_total_"])
+    # Past the last page (or nothing matches): no row carries the count.
+    total = await q.fetchone(f"SELECT COUNT(*) AS n FROM {source} WHERE {where.sql}", where.params)
     return rows, int(total["n"]) if total else 0
 
 

@@ -14,10 +14,20 @@ temporary folders so nothing touches the real home (an autouse fixture does that
 
 ``harness`` is the same client, already opened and closed for you. Keepalives come every 0.5 s and a
 blocked permission check gives up after 20 s, so tests never wait long.
+
+The suite runs on parallel workers (pytest-xdist, ``-n auto`` in pyproject): every server binds a free
+port and every folder is per test, so workers share nothing. :func:`pytest_xdist_auto_num_workers`
+picks how many: four when the run names folders (the whole suite: it waits on loopback servers and
+terminals more than it computes, so more workers than the two cores pay), none when it names test files
+or single tests (a worker's start-up costs more than it saves there). ``-n N`` on the command line or
+``PYTEST_XDIST_AUTO_NUM_WORKERS`` decide otherwise, and ``--snapshot-update`` always runs in one process
+(syrupy prunes unused snapshots only there).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -26,6 +36,28 @@ import pytest
 from server.accounts import hash_token, new_token
 from server.embedded import EmbeddedServer
 from server.harness_client import HarnessClient
+
+SUITE_WORKERS = 4
+"""Workers for a run over folders. The whole suite on the 2-core machine, other work on it at load 1.4-4.4:
+3 workers 155 s, 4 workers 109 s, 5 workers 132 s, 6 workers 131 s (8, before plugins were named: 249 s)."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many workers ``-n auto`` starts (see the module docstring)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    folders = all("::" not in arg and Path(arg).is_dir() for arg in config.args)
+    return SUITE_WORKERS if folders else 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """``--snapshot-update`` runs in one process: syrupy deletes the snapshots no test used only when it
+    sees the whole run, which a worker never does."""
+    if config.getoption("update_snapshots", False) and config.getoption("numprocesses", None):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+        config.option.tx = []
 
 
 class LiveServer:
@@ -114,8 +146,21 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+_STOPPING: list[threading.Thread] = []
+"""Servers of finished tests, stopping in the background: uvicorn takes ~0.2 s to stop, all of it waiting
+(its 0.1 s polls), and nothing of a finished test talks to its server any more."""
+
+
+@pytest.fixture(scope="session")
+def _servers_stopped_by_the_end() -> Iterator[None]:
+    """The session ends only once every test server has stopped."""
+    yield
+    for thread in _STOPPING:
+        thread.join(30)
+
+
 @pytest.fixture
-def live_server(isolated_dirs: Path) -> Iterator[LiveServer]:
+def live_server(isolated_dirs: Path, _servers_stopped_by_the_end: None) -> Iterator[LiveServer]:
     """A real control plane over loopback for one test, plus a second account (``other_token``) whose
     ids must be invisible; short keepalive and permission timeouts keep tests quick."""
     server = EmbeddedServer(
@@ -127,7 +172,9 @@ def live_server(isolated_dirs: Path) -> Iterator[LiveServer]:
     try:
         yield LiveServer(server, server.create_account("other", "Other Operator"))
     finally:
-        server.stop()
+        stopping = threading.Thread(target=server.stop, name=f"stopping {server.url}", daemon=True)
+        stopping.start()
+        _STOPPING.append(stopping)
 
 
 @pytest.fixture

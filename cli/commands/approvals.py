@@ -131,6 +131,12 @@ async def _resolve_approval(backend: Backend, value: str) -> str:
 async def _decide(args: argparse.Namespace) -> int:
     _approval_id_syntax(args.approval_id)
     async with connect(args) as backend:
+        if args.decision == "approve" and args.comment and not backend.capabilities.approve_comment:
+            # Checked before any request: the server would take the approval and drop the comment.
+            raise usage(
+                f"a {backend.server_kind} server takes no comment with an approval (a decline's comment "
+                "reaches the agent): approve without --comment, or send it with `preloop notes send`"
+            )
         approval_id = await _resolve_approval(backend, args.approval_id)
         try:
             if args.decision == "approve":

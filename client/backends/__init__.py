@@ -4,29 +4,43 @@
 
     client/backends/
       base.py         Backend = SessionDesk + NoteDesk + ApprovalDesk + LiveFeed (+ Capabilities)
-      rest.py         the Preloop-shaped REST that local and preloop share
-      local/          our control plane: that REST + our SSE stream            LocalBackend
-      preloop/        a Preloop 0.17.1 server: REST + websocket + polling      PreloopBackend
-      dendrux/        a Dendrux 0.4.1 app: read router + our steer router      DendruxBackend
+      rest.py         RestBackend (what every backend's REST side shares: the connection, paging) and
+                      PreloopRestApi, the Preloop-shaped REST that local and preloop share
+      wire.py         what the mappings share: loose wire values (parse_time, as_str...) and the
+                      Sequencer that numbers mapped events
+      local/          our control plane: that REST + feed.py (our SSE stream)          LocalBackend
+      preloop/        a Preloop 0.17.1 server: that REST + feed.py (websocket, replay,
+                      polls) + mapping.py (Draft -> PreloopMapper)                     PreloopBackend
+      dendrux/        a Dendrux 0.4.1 app: read router + our steer router + feed.py (its SSE
+                      stream, backfilled) + mapping.py (RawEvent -> DendruxMapper)      DendruxBackend
     client/streaming/ the live-feed toolkit every backend uses (decode, order, backoff, refusal, reconnect)
-    client/connection.py  one httpx.AsyncClient per server, and how answers become client.errors
+    client/connection.py  one connection per server: requests (over httpx, or http.client for one-shot
+                      commands), how answers become client.errors, and every SSE stream opened
+                      (httpx-sse's aconnect_sse) and checked: Connection.event_source
+
+Every package has the same shape: its REST in ``__init__`` (inherited from ``rest`` where the server
+speaks Preloop's), its live feed in ``feed.py`` (``feed.follow(backend, session_id, after=...)``), and,
+where the wire is not our vocabulary, its mapping in ``mapping.py`` (pure; one ``<Kind>Mapper`` per
+follow, a :class:`~client.backends.wire.Sequencer`). docs/backends.md says more.
 
 **Adding a backend** (e.g. ``dendrux/``):
 
 1. Make a package ``client/backends/<kind>/`` whose ``__init__`` defines a class implementing
-   :class:`~client.backends.base.Backend`: ``__init__(self, conn: Connection, ...)``, a ``server_kind``
-   and a ``capabilities`` (:class:`~client.backends.base.Capabilities`; methods the server cannot serve
-   raise :class:`client.errors.Unsupported`). Use ``conn.request``/``conn.parse`` for REST so errors read
-   the same everywhere.
-2. Its ``follow()`` is "open, read, map" handed to :func:`client.streaming.reconnect.reconnecting`: one
-   connection's work as an async generator (yield ``Live`` once open, events, ``Ended``; raise ``Retry``
-   or ``Refusal``; call ``link.alive()`` when bytes flow). For a seq-numbered stream,
-   :class:`client.streaming.intake.SeqIntake` (``first_seq=0`` if it counts from 0) does ordering,
-   duplicates, skips and the gap policy; ``client.streaming.sse`` decodes SSE.
+   :class:`~client.backends.base.Backend` on :class:`~client.backends.rest.RestBackend`:
+   ``__init__(self, conn: Connection, ...)``, a ``server_kind`` and a ``capabilities``
+   (:class:`~client.backends.base.Capabilities`; methods the server cannot serve raise
+   :class:`client.errors.Unsupported`). Use ``conn.request``/``conn.parse`` for REST so errors read the
+   same everywhere.
+2. Its ``feed.follow()`` is "open, read, map" handed to :func:`client.streaming.reconnect.reconnecting`:
+   one connection's work as an async generator (yield ``Live`` once open, events, ``Ended``; raise
+   ``Retry`` or ``Refusal``; call ``link.alive()`` when bytes flow). An SSE stream is opened with
+   ``conn.event_source`` and read with httpx-sse's ``aiter_sse``; for a seq-numbered stream in our
+   vocabulary, :class:`client.streaming.intake.SeqIntake` does ordering, duplicates, skips and the gap
+   policy.
 3. Add the kind to :data:`~client.backends.base.ServerKind` (already there for ``dendrux``), a branch in
    :func:`backend_for` below, and detection in :func:`detect_server_kind` if the server can be told apart.
 4. Never import another backend package (an import-linter contract checks it): share through ``base``,
-   ``rest``, ``client.streaming`` or ``client.connection``.
+   ``rest``, ``wire``, ``client.streaming`` or ``client.connection``.
 
 Nothing above ``client/`` may know which backend it talks to; it reads ``backend.capabilities``.
 """

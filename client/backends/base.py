@@ -54,6 +54,9 @@ class Capabilities:
     """Pending approvals are listed and can be approved or declined."""
     end_session: bool = True
     """A session can be ended from the client."""
+    approve_comment: bool = True
+    """An approval can carry a comment (a decline always can): a Dendrux app's approve takes no reason,
+    so a front end refuses the comment up front instead of the server dropping it."""
 
 
 @dataclass(frozen=True, slots=True)

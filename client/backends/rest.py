@@ -1,8 +1,14 @@
-"""The Preloop-shaped REST API (``/api/v1``) that a Preloop server and our local control plane both speak.
+"""The REST side of the backends: what every one shares, and the Preloop-shaped API two of them speak.
 
-The local and the Preloop backend share it and differ only where the servers do (the live channel, a few
-quirks); a backend for a server with another API (a Dendrux app) does not use it. Every answer is validated
-by a pydantic model, and every failure is a :mod:`client.errors` exception (via :class:`Connection`).
+* :class:`RestBackend`: what a backend's REST side is whatever the server's routes: one
+  :class:`~client.connection.Connection` (closed with the backend, ``async with``), a repr that never shows
+  the token, and sessions paged across ``list_sessions`` pages. Every backend class derives from it.
+* :class:`PreloopRestApi`: the Preloop-shaped REST (``/api/v1``) that a Preloop server and our local
+  control plane both speak; the local and the Preloop backend differ only where the servers do (the live
+  channel, a few quirks). A Dendrux app has other routes (``client.backends.dendrux``).
+
+Every answer is validated by a pydantic model, and every failure is a :mod:`client.errors` exception (via
+:class:`Connection`).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from client.models import (
 )
 from client.notetext import NOTE_EMPTY, note_text_problem
 
-__all__ = ["API_PREFIX", "PreloopRestApi"]
+__all__ = ["API_PREFIX", "PreloopRestApi", "RestBackend"]
 
 _approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
 
@@ -50,13 +56,8 @@ _LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", 
 _RESOLVE_LIMIT = 10_000
 
 
-class PreloopRestApi:
-    """Sessions, notes and approvals over Preloop's REST shapes, on a shared :class:`Connection`.
-
-    Subclasses hook :meth:`_changed` to learn about a change the server will not push (a note sent or
-    withdrawn, an approval decided), and :meth:`_before_note` to refuse a note the server would accept but
-    never deliver.
-    """
+class RestBackend:
+    """What every backend shares, whatever its server's routes: its connection, and paging sessions."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -74,6 +75,42 @@ class PreloopRestApi:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection; open streams end."""
+        await self.conn.aclose()
+
+    async def list_sessions(
+        self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
+    ) -> SessionList:
+        """One page of sessions (each backend reads its server's own listing)."""
+        raise NotImplementedError
+
+    async def iter_sessions(
+        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
+    ) -> AsyncIterator[Session]:
+        """Every session matching ``filters`` across pages, up to ``max_items``, following ``has_more``."""
+        offset = 0
+        seen = 0
+        while seen < max_items:
+            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
+            for item in page.items:
+                yield item
+                seen += 1
+                if seen >= max_items:
+                    return
+            if not page.has_more or not page.items:
+                return
+            offset += len(page.items)
+
+
+class PreloopRestApi(RestBackend):
+    """Sessions, notes and approvals over Preloop's REST shapes, on a shared :class:`Connection`.
+
+    Subclasses hook :meth:`_changed` to learn about a change the server will not push (a note sent or
+    withdrawn, an approval decided), and :meth:`_before_note` to refuse a note the server would accept but
+    never deliver.
+    """
 
     async def _request(
         self,
@@ -108,23 +145,6 @@ class PreloopRestApi:
         params = (filters or SessionFilter()).params(limit=limit, offset=offset)
         response = await self._request("GET", "/runtime-sessions", params=params)
         return self.conn.parse(response, SessionList)
-
-    async def iter_sessions(
-        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
-    ) -> AsyncIterator[Session]:
-        """Every session matching ``filters`` across pages, up to ``max_items``, following ``has_more``."""
-        offset = 0
-        seen = 0
-        while seen < max_items:
-            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
-            for item in page.items:
-                yield item
-                seen += 1
-                if seen >= max_items:
-                    return
-            if not page.has_more or not page.items:
-                return
-            offset += len(page.items)
 
     async def _session_detail(self, session_id: str) -> Session:
         sid = require_uuid(session_id)
@@ -321,7 +341,3 @@ class PreloopRestApi:
         approval = self.conn.parse(response, Approval)
         self._changed(approval.runtime_session_id)
         return approval
-
-    async def aclose(self) -> None:
-        """Close the connection; open streams end."""
-        await self.conn.aclose()

@@ -47,7 +47,7 @@ async def test_list_approve_by_short_id_and_decline_with_comment(
 
         assert await asyncio.to_thread(main, ["approvals", "approve", approval_id[:6]]) == 0
         assert capsys.readouterr().out == f"Approval {approval_id} (Bash) approved.\n"
-        verdict = await asyncio.wait_for(first, 10)
+        verdict = await asyncio.wait_for(first, 30)
         assert verdict.decision == "allow"
 
         assert await asyncio.to_thread(main, ["approvals", "approve", approval_id]) == 1
@@ -61,7 +61,7 @@ async def test_list_approve_by_short_id_and_decline_with_comment(
         )
         assert code == 0
         assert json.loads(capsys.readouterr().out)["approver_comment"] == "not on main"
-        verdict = await asyncio.wait_for(second, 10)
+        verdict = await asyncio.wait_for(second, 30)
         assert verdict.decision == "deny"
 
         assert await asyncio.to_thread(main, ["approvals", "list"]) == 0

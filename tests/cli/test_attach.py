@@ -130,7 +130,7 @@ async def test_piped_into_head_reads_lines_and_exits_quietly(live_server) -> Non
             await agent.delta(f"more {i}", 9)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), 0.2)
-        await asyncio.wait_for(proc.wait(), 10)
+        await asyncio.wait_for(proc.wait(), 30)
         stderr = (await proc.stderr.read()).decode() if proc.stderr else ""
     assert proc.returncode == 0, stderr
     assert [json.loads(line)["seq"] for line in lines] == [1, 2, 3, 4, 5]
@@ -170,13 +170,13 @@ async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server
         await _read_until(proc.stdout, "approval   requested")
         proc.stdin.write(b"/approve\n")
         await proc.stdin.drain()
-        assert (await asyncio.wait_for(verdict, 10)).decision == "allow"
+        assert (await asyncio.wait_for(verdict, 30)).decision == "allow"
 
         decline = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf /"}))
         await _read_until(proc.stdout, "approval   requested")
         proc.stdin.write(b"/decline absolutely not\n")
         await proc.stdin.drain()
-        assert (await asyncio.wait_for(decline, 10)).decision == "deny"
+        assert (await asyncio.wait_for(decline, 30)).decision == "deny"
 
         notes = (await client.list_notes(session_id=agent.session_id)).notes
         texts = sorted(n.text for n in notes)
@@ -187,8 +187,8 @@ async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server
         await _read_until(proc.stderr, "is withdrawn (cancelled)")
 
         await agent.end()
-        out = await asyncio.wait_for(proc.stdout.read(), 10)
-        assert await asyncio.wait_for(proc.wait(), 10) == 0
+        out = await asyncio.wait_for(proc.stdout.read(), 30)
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
     assert b"session    ended" in out
 
 
@@ -205,7 +205,7 @@ async def test_read_only_never_reads_stdin(live_server) -> None:
         await proc.stdin.drain()
         await agent.run_started("next task")
         await agent.end()
-        assert await asyncio.wait_for(proc.wait(), 10) == 0
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
         assert (await client.list_notes(session_id=agent.session_id)).notes == []
 
 
@@ -266,7 +266,7 @@ async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approve
         agent = await harness.start_session(agent_name="builder")
         verdict = asyncio.create_task(agent.permission_check("Bash", {"command": "git push origin main"}))
         async with await connect(Settings(live_server.url, live_server.token)) as client:
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(30):
                 while not (await client.list_approvals(session_id=agent.session_id)).items:  # noqa: ASYNC110
                     await asyncio.sleep(0.05)
             (waiting,) = (await client.list_approvals(session_id=agent.session_id)).items
@@ -284,10 +284,10 @@ async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approve
         ), lines
         proc.stdin.write(b"/approve\n")
         await proc.stdin.drain()
-        assert (await asyncio.wait_for(verdict, 10)).decision == "allow"
+        assert (await asyncio.wait_for(verdict, 30)).decision == "allow"
         await _read_until(proc.stderr, f"approval {sid} approved")
         await agent.end()
-        assert await asyncio.wait_for(proc.wait(), 10) == 0
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
 
 
 @pytest.mark.parametrize("output", ["--plain", "--json"])

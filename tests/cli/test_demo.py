@@ -72,10 +72,11 @@ def test_demo_opens_the_sessions_screen_on_a_terminal(isolated_dirs: Path) -> No
     assert b"Traceback" not in screen
 
 
-def _start_demo(port: int) -> tuple[subprocess.Popen[str], str]:
-    """``preloop demo --no-tui`` on ``port``; returns the process and what it printed up to "Ctrl+C"."""
+def _start_demo(port: int, pace: int = 20) -> tuple[subprocess.Popen[str], str]:
+    """``preloop demo --no-tui`` on ``port`` (0: any free one); the process and what it printed up to
+    "Ctrl+C"."""
     proc = subprocess.Popen(
-        [PRELOOP, "demo", "--no-tui", "--pace", "20", "--seed", "7", "--port", str(port)],
+        [PRELOOP, "demo", "--no-tui", "--pace", str(pace), "--seed", "7", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -90,23 +91,16 @@ def _start_demo(port: int) -> tuple[subprocess.Popen[str], str]:
     return proc, "".join(shown)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_demo_rerun_after_a_crash_keeps_sessions_and_notes_and_attached_clients_reconnect(
     isolated_dirs: Path,
 ) -> None:
     """Issue 10 item 11: kill -9 the demo, run it again: same URL, same database, nothing lost."""
-    port = _free_port()
-    first, text = _start_demo(port)
+    first, text = _start_demo(0)  # a free port, bound at once (one picked and freed first could be taken)
     attached: subprocess.Popen[str] | None = None
     try:
-        assert f"http://127.0.0.1:{port}" in text
+        address = re.search(r"http://127\.0\.0\.1:(\d+)", text)
+        assert address, text
+        port = int(address.group(1))
         sid = re.search(r'preloop notes send --session (\w+) "', text)
         assert sid
         sent = preloop("notes", "send", "--session", sid.group(1), "keep this note", "--json")
@@ -154,7 +148,7 @@ def test_demo_rerun_after_a_crash_keeps_sessions_and_notes_and_attached_clients_
 
 
 def test_a_second_demo_on_the_same_data_is_refused(isolated_dirs: Path) -> None:
-    first, _ = _start_demo(_free_port())
+    first, _ = _start_demo(0)
     try:
         again = preloop("demo", "--no-tui", "--port", "0")
         assert again.returncode == 1
@@ -168,16 +162,21 @@ def test_a_demo_session_exports_to_json_and_markdown(isolated_dirs: Path, tmp_pa
     """Issue 11: the post-incident export of a real demo session (demo agents, their tools and narration),
     by the console script, in both formats; the JSON validates against the documented schema."""
     schema = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
-    proc, _ = _start_demo(_free_port())
+    proc, _ = _start_demo(0, pace=100)
     try:
         busy: dict[str, object] | None = None
         deadline = time.monotonic() + 60
-        while busy is None and time.monotonic() < deadline:
-            listed = preloop("sessions", "list", "--json")
-            assert listed.returncode == 0, listed.stderr
-            worked = [s for s in json.loads(listed.stdout)["items"] if (s.get("tool_call_count") or 0) >= 2]
-            busy = worked[0] if worked else None
-            time.sleep(0.5)
+        server = json.loads(paths.local_server_file().read_text())
+        # Waiting for a busy session asks the API itself: a console script per look costs a second of CPU.
+        with httpx.Client(base_url=server["url"], timeout=20) as http:
+            while busy is None and time.monotonic() < deadline:
+                listed = http.get(
+                    "/api/v1/runtime-sessions", headers={"Authorization": f"Bearer {server['token']}"}
+                )
+                assert listed.status_code == 200, listed.text
+                worked = [s for s in listed.json()["items"] if (s.get("tool_call_count") or 0) >= 2]
+                busy = worked[0] if worked else None
+                time.sleep(0.1)
         assert busy is not None, "no demo session ran two tools within a minute"
         session_id = str(busy["id"])
 

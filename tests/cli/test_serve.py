@@ -102,7 +102,7 @@ def test_serve_on_a_port_in_use_names_the_fix(isolated_dirs: Path) -> None:
 
 def test_demo_on_a_database_from_a_newer_version_says_so(isolated_dirs: Path) -> None:
     db = _schema_too_new(isolated_dirs / "newer.sqlite3")
-    done = preloop("demo", "--no-tui", "--db", str(db), timeout=30)
+    done = preloop("demo", "--no-tui", "--db", str(db), "--port", "0", timeout=30)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert "the demo server did not start" in done.stderr and "schema version 99" in done.stderr

@@ -11,11 +11,13 @@ import time
 from tests.cli.helpers import PRELOOP, with_sessions
 
 
-def _run_in_pty(argv: list[str], expect: bytes, *keys: bytes) -> tuple[int, bytes]:
+def _run_in_pty(argv: list[str], expect: bytes, *keys: bytes | tuple[bytes, bytes]) -> tuple[int, bytes]:
     """Start the console script on a pseudo-terminal, wait for ``expect`` on screen, type ``keys``.
 
-    Each item of ``keys`` is written after a short pause, so an Escape is not read as Alt+<next key>.
-    A child still running at the end is killed, so a test fails instead of hanging.
+    Each item of ``keys`` is written after a short pause, so an Escape is not read as Alt+<next key>; a
+    ``(key, shows)`` item waits instead until the app's output after the key shows ``shows`` (the key was
+    read and acted on, however slow the machine). A child still running at the end is killed, so a test
+    fails instead of hanging.
     """
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -23,7 +25,7 @@ def _run_in_pty(argv: list[str], expect: bytes, *keys: bytes) -> tuple[int, byte
         os.execv(PRELOOP, [PRELOOP, *argv])
     screen = b""
 
-    def pump(seconds: float, until: bytes | None = None) -> bool:
+    def pump(seconds: float, until: bytes | None = None, since: int = 0) -> bool:
         nonlocal screen
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -37,15 +39,20 @@ def _run_in_pty(argv: list[str], expect: bytes, *keys: bytes) -> tuple[int, byte
             if not chunk:
                 return False
             screen += chunk
-            if until is not None and until in screen:
+            if until is not None and until in screen[since:]:
                 return True
         return until is None
 
     try:
         assert pump(20, expect), screen[-2000:]
-        for key in keys:
+        for item in keys:
+            key, shows = item if isinstance(item, tuple) else (item, None)
+            mark = len(screen)
             os.write(fd, key)
-            pump(0.5)
+            if shows is None:
+                pump(0.5)
+            else:
+                assert pump(20, shows, mark), screen[mark:][-2000:]
         pump(10)
     finally:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -62,7 +69,8 @@ def test_attach_on_a_terminal_opens_the_app_and_q_detaches(live_server) -> None:
     )
     # The note box has the focus on attach (typing never fires a key binding): Escape leaves it, q detaches.
     argv = ["sessions", "attach", ids[0][:8], "--since", "5m"]
-    code, screen = _run_in_pty(argv, b"Visible title", b"\x1b", b"q")
+    # Escape out of the box shows Escape = Sessions in the footer: q is then a key, not Alt+Q with it.
+    code, screen = _run_in_pty(argv, b"Visible title", (b"\x1b", b"Sessions"), b"q")
     assert code == 0
     assert b"Detached from " + ids[0][:8].encode() in screen
     # --since does not limit the app (it shows the newest events): said, not silently ignored.

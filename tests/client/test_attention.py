@@ -21,6 +21,7 @@ from client.inbox import ApprovalAdded, ApprovalGone, Inbox, NoteFailed
 from client.models import Approval, AttentionSnapshot, Note
 from client.status import Live, LoginNeeded, Reconnecting
 from server.harness_client import HarnessClient, HarnessSession
+from tests.client.faults import FreezingProxy
 from tests.conftest import LiveServer
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -222,6 +223,43 @@ async def test_watch_attention_pushes_approvals_of_any_session_and_resyncs_after
     verdict = await waiting  # the old server released the blocked check when it stopped
     assert verdict.decision == "deny"
     await feed.aclose()
+
+
+async def test_an_approval_decided_while_the_stream_was_away_comes_back_with_its_final_record(
+    live_server: LiveServer, harness: HarnessClient, client: Backend
+) -> None:
+    """The push of a decision is lost with a dead connection; the fresh snapshot after the reconnect just
+    lacks the approval. It went out as "gone" with the stale pending copy; the decided row is fetched, so
+    the inbox says declined, with the comment."""
+    host, port = live_server.url.removeprefix("http://").split(":")
+    proxy = await FreezingProxy(host, int(port)).start()
+    session = await harness.start_session(agent_name="builder")
+    try:
+        # the fixture's server sends a keep-alive every 0.5 s, so 1.5 s of silence is a stall
+        async with await connect(
+            Settings(proxy.url, live_server.token, server_kind="local"), stall_timeout=1.5, backoff_max=0.3
+        ) as watching:
+            feed = watching.watch_attention(notes_window=timedelta(hours=1)).__aiter__()
+            inbox = Inbox()
+            inbox.reset(await next_of(feed, AttentionSnapshot))
+            task = await ask(session, "git push origin main")
+            asked = await next_of(feed, ApprovalRequested)
+            assert [type(c) for c in inbox.apply(asked)] == [ApprovalAdded]
+            proxy.freeze_open_connections()  # the decision's push never arrives on this connection
+            await client.decline(asked.approval.id, "not on a Friday")
+            await next_of(feed, Reconnecting)
+            decided = await next_of(feed, ApprovalDecided)
+            assert decided.approval.id == asked.approval.id
+            final = decided.approval
+            assert (final.status, final.approver_comment) == ("declined", "not on a Friday")
+            assert decided.approval.resolved_at is not None
+            (gone,) = inbox.apply(decided)
+            assert isinstance(gone, ApprovalGone) and gone.elsewhere and gone.approval.status == "declined"
+            assert inbox.reset(await next_of(feed, AttentionSnapshot)) == []  # already settled
+            await feed.aclose()  # type: ignore[attr-defined]
+    finally:
+        await proxy.close()
+    assert (await task).decision == "deny"
 
 
 async def test_a_bad_token_is_waited_out_not_a_refusal(live_server: LiveServer) -> None:

@@ -485,7 +485,7 @@ async def test_resume_after_a_server_restart_mid_stream_loses_and_repeats_nothin
     await agent.run_started("before restart")
     for n in range(4):
         await agent.delta(f"before {n} ", 1)
-    await asyncio.wait_for(got.wait(), 10)
+    await asyncio.wait_for(got.wait(), 30)
 
     await asyncio.to_thread(live_server.stop)
     await asyncio.to_thread(live_server.start)  # same port, same database
@@ -564,7 +564,7 @@ async def test_a_dead_server_is_retried_with_growing_backoff_until_it_returns(
                 three_failures.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(three_failures.wait(), 10)
+    await asyncio.wait_for(three_failures.wait(), 30)
     await asyncio.to_thread(live_server.start)
     await asyncio.wait_for(task, 15)
 
@@ -599,7 +599,7 @@ async def test_a_stalled_connection_to_the_real_server_is_detected_and_resumed(
             task = asyncio.create_task(consume())
             await agent.run_started("stall me")
             await agent.delta("one ", 1)
-            await asyncio.wait_for(three.wait(), 10)
+            await asyncio.wait_for(three.wait(), 30)
             proxy.freeze_open_connections()
             await agent.delta("two ", 1)
             await agent.delta("three", 1)

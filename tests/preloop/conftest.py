@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from client.backends.preloop import PreloopBackend
-from client.backends.preloop.live import PreloopTiming
+from client.backends.preloop.feed import PreloopTiming
 from client.connection import Connection
 from client.events import BaseEvent, Event
 from client.status import StreamStatus
@@ -81,8 +81,9 @@ class Watch:
     def statuses(self, kind: type[Any]) -> list[Any]:
         return [item for item in self.items if isinstance(item, kind)]
 
-    async def until(self, predicate: Callable[[Watch], bool], within: float = 5.0) -> None:
-        """Wait until ``predicate`` holds; fail with everything seen so far if it never does."""
+    async def until(self, predicate: Callable[[Watch], bool], within: float = 30.0) -> None:
+        """Wait until ``predicate`` holds; fail with everything seen so far if it never does (the deadline
+        is generous for a loaded machine: a condition met sooner returns sooner)."""
         deadline = asyncio.get_running_loop().time() + within
         while not predicate(self):
             remaining = deadline - asyncio.get_running_loop().time()
@@ -94,7 +95,7 @@ class Watch:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
 
-    async def done(self, within: float = 5.0) -> None:
+    async def done(self, within: float = 30.0) -> None:
         """Wait for the follower to stop by itself (an end or a refusal)."""
         await self.until(lambda w: w.finished, within)
 

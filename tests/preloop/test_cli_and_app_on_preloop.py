@@ -10,10 +10,12 @@ import asyncio
 import io
 import json
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +24,7 @@ from client import config
 from client.backends import connect
 from client.config import Settings
 from client.status import Live
+from tests.cli.helpers import PRELOOP
 from tests.fake_preloop import FOREIGN_SESSION, MAIN_SESSION, RATE_SESSION, TOKEN, FakePreloop
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
@@ -429,3 +432,40 @@ async def test_the_app_keeps_a_note_for_an_ended_session_in_the_box_with_the_rea
             assert "Not sent, your text is kept" in str(error_line.render())
             assert screen.query_one(Composer).text == "stop after the deploy"
             assert fake.notes == {}
+
+
+async def test_watch_json_reports_a_decision_made_elsewhere_with_its_final_record(
+    fake: FakePreloop, flags: list[str]
+) -> None:
+    """A Preloop server pushes no approval changes: the watch polls, and an approval decided elsewhere
+    only disappears from the pending list. It was reported as ``"status": "gone"`` with the stale pending
+    copy (``resolved_at: null``); the decided row is fetched, so the record says declined, with the
+    comment and when."""
+    approval_id = fake.request_approval("git push origin main")
+    proc = await asyncio.create_subprocess_exec(
+        PRELOOP, "approvals", "list", "--all-sessions", "--watch", "--json", *flags,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+
+    async def record() -> dict[str, Any]:
+        async with asyncio.timeout(60):
+            line = await proc.stdout.readline()  # type: ignore[union-attr]
+        assert line, (await proc.stderr.read()).decode()  # type: ignore[union-attr]
+        result: dict[str, Any] = json.loads(line)
+        return result
+
+    try:
+        first = await record()
+        assert first["type"] == "approval.pending" and first["approval"]["id"] == approval_id
+        assert fake.decide(approval_id, "decline", "Not on a Friday.")[0] == 200  # another operator
+        resolved = await record()
+        assert resolved["type"] == "approval.resolved" and resolved["elsewhere"] is True
+        assert resolved["status"] == "declined"
+        approval = resolved["approval"]
+        assert (approval["id"], approval["status"]) == (approval_id, "declined")
+        assert approval["approver_comment"] == "Not on a Friday."
+        assert approval["resolved_at"] is not None and approval["decided_by_human"] is True
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 30) == 130

@@ -110,6 +110,14 @@ async def read_stream(
     return out
 
 
+async def subscribed(server: Any, session_id: str, count: int = 1) -> None:
+    """Wait until ``count`` streams of the session listen on the server's bus (an
+    :class:`~server.embedded.EmbeddedServer`): from then on an event reaches them live, not by replay."""
+    async with asyncio.timeout(30):
+        while server.plane.bus.subscriber_count(session_id) < count:  # noqa: ASYNC110 - no event to await
+            await asyncio.sleep(0.005)
+
+
 def _consume(out: Stream, block: list[str]) -> None:
     ident: int | None = None
     event: str | None = None

@@ -60,7 +60,7 @@ async def test_another_accounts_ids_are_404_everywhere(live_server, harness) -> 
         assert (foreign_note.status_code, foreign_note.json()) == (404, capture("059")["body"])
         cancel = await theirs.post(f"/api/v1/operator-notes/{note['note_id']}/cancel")
         assert cancel.status_code == 404
-    stream = await read_stream(live_server.url, live_server.other_token, agent.session_id, seconds=5)
+    stream = await read_stream(live_server.url, live_server.other_token, agent.session_id, seconds=20)
     assert stream.status == 404
     async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as mine:
         still = (await mine.get(f"/api/v1/operator-notes/{note['note_id']}")).json()

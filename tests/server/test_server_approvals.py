@@ -49,7 +49,7 @@ async def test_permission_check_blocks_until_approved(live_server, http, harness
     assert approved.status_code == 200
     assert (approved.json()["status"], approved.json()["approver_comment"]) == ("approved", "ok, go ahead")
     assert approved.json()["decided_by_human"] is True
-    verdict = await asyncio.wait_for(check, 10)
+    verdict = await asyncio.wait_for(check, 30)
     assert (verdict.decision, verdict.reason, verdict.timed_out) == ("allow", "ok, go ahead", False)
     stream = await read_until(live_server, agent.session_id, "approval.decided")
     requested, decided = stream.first("approval.requested"), stream.first("approval.decided")
@@ -66,7 +66,7 @@ async def test_decline_denies_with_the_comment_and_twice_is_400(http, harness) -
         f"/api/v1/approval-requests/{approval['id']}/decline", json={"comment": "keep it"}
     )
     assert declined.json()["status"] == "declined"
-    verdict = await asyncio.wait_for(check, 10)
+    verdict = await asyncio.wait_for(check, 30)
     assert (verdict.decision, verdict.reason, verdict.request_id) == ("deny", "keep it", approval["id"])
     again = await http.post(f"/api/v1/approval-requests/{approval['id']}/approve", json={})
     assert (again.status_code, again.json()) == (400, {"detail": "Request already declined"})
@@ -79,7 +79,7 @@ async def test_approving_twice_is_preloops_400(http, harness) -> None:
     assert (await http.post(f"/api/v1/approval-requests/{approval['id']}/approve")).status_code == 200
     again = await http.post(f"/api/v1/approval-requests/{approval['id']}/approve", json={})
     assert (again.status_code, again.json()) == (400, capture("076")["body"])
-    await asyncio.wait_for(check, 10)
+    await asyncio.wait_for(check, 30)
 
 
 async def test_unanswered_approval_expires_and_the_agent_is_told(http, harness) -> None:
@@ -98,7 +98,7 @@ async def test_ending_the_session_releases_a_blocked_check(http, harness) -> Non
     [approval] = await _wait_pending(http, agent.session_id)
     ended = await http.patch(f"/api/v1/runtime-sessions/{agent.session_id}", json={"action": "end"})
     assert ended.status_code == 200 and ended.json()["ended_at"]
-    verdict = await asyncio.wait_for(check, 10)
+    verdict = await asyncio.wait_for(check, 30)
     assert verdict.decision == "deny"
     assert (await http.get(f"/api/v1/approval-requests/{approval['id']}")).json()["status"] == "cancelled"
 

@@ -129,7 +129,7 @@ async def test_notes_expire_on_time_without_anyone_reading(live_server, harness)
             correlation_id=None,
         )
     )
-    stream = await read_until(live_server, agent.session_id, "note.expired", seconds=6)
+    stream = await read_until(live_server, agent.session_id, "note.expired", seconds=20)
     expired = [f for f in stream.frames if f.event == "note.expired"]
     assert expired and expired[0].data["note"]["note_id"] == note["note_id"]
     assert expired[0].data["note"]["state"] == "expired" and expired[0].data["note"]["expired_at"]
@@ -272,7 +272,7 @@ async def test_every_note_state_change_is_on_the_stream_with_the_full_note(
     await agent.ack_notes([deferred["note_id"]])
     left = await _note(http, agent.session_id, "left behind")
     await agent.end()
-    stream = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=5)
+    stream = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=20)
     changes = [
         (f.event, f.data["note"]["note_id"], f.data["note"]["state"])
         for f in stream.frames
@@ -288,3 +288,44 @@ async def test_every_note_state_change_is_on_the_stream_with_the_full_note(
         ("note.undeliverable", left["note_id"], "undeliverable"),
     ]
     assert stream.types[-1] == "session.ended"
+
+
+async def test_a_page_and_its_total_agree_while_notes_are_being_added(live_server: Any, harness: Any) -> None:
+    """A writer that adds a note between any two reads of a listing (as a busy agent does) never makes
+    the listing show more notes than its total says: page and total come from one read."""
+    from server.rows import Where, page
+
+    agent = await harness.start_session(agent_name="busy")
+    store = live_server.server.plane.store
+    added = 0
+
+    class RacingReader:
+        """The store's reader, with one more note committed before each statement it runs."""
+
+        async def _one_more(self) -> None:
+            nonlocal added
+            added += 1
+            async with store.write() as tx:
+                await tx.execute(
+                    "INSERT INTO notes (id, account_id, author_user_id, author_display, text, state, "
+                    "runtime_session_id, created_at, expires_at) SELECT ?, account_id, 'u', 'Racer', 'race', "
+                    "'pending', id, started_at, started_at FROM sessions WHERE id = ?",
+                    (f"race{added:04d}", agent.session_id),
+                )
+
+        async def fetchone(self, sql: str, params: Any = ()) -> Any:
+            await self._one_more()
+            return await store.fetchone(sql, params)
+
+        async def fetchall(self, sql: str, params: Any = ()) -> Any:
+            await self._one_more()
+            return await store.fetchall(sql, params)
+
+    async def listing() -> tuple[int, int]:
+        rows, total = await page(
+            RacingReader(), "*", "notes", Where("runtime_session_id = ?", agent.session_id), "id", 100, 0
+        )
+        return len(rows), total
+
+    shown, total = await asyncio.to_thread(live_server.server.call, listing())
+    assert shown == total

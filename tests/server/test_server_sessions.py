@@ -6,7 +6,7 @@ import asyncio
 
 import httpx
 import pytest
-from srv_helpers import auth, read_stream, read_until
+from srv_helpers import auth, read_stream, read_until, subscribed
 
 
 @pytest.fixture
@@ -52,14 +52,14 @@ async def test_counters_follow_the_agents_work(live_server, http, harness) -> No
 async def test_operator_end_is_idempotent_and_final(live_server, http, harness) -> None:
     agent = await harness.start_session(agent_name="stopper")
     reader = asyncio.create_task(read_stream(live_server.url, live_server.token, agent.session_id))
-    await asyncio.sleep(0.2)
+    await subscribed(live_server.server, agent.session_id)
     first = await http.patch(f"/api/v1/runtime-sessions/{agent.session_id}", json={"action": "end"})
     second = await http.patch(f"/api/v1/runtime-sessions/{agent.session_id}", json={"action": "end"})
     assert first.status_code == second.status_code == 200
     assert (
         first.json()["ended_at"] == second.json()["ended_at"] and first.json()["activity_status"] == "ended"
     )
-    stream = await asyncio.wait_for(reader, 10)
+    stream = await asyncio.wait_for(reader, 30)
     assert stream.types[-1] == "session.ended" and stream.types.count("session.ended") == 1
     bad = await http.patch(f"/api/v1/runtime-sessions/{agent.session_id}", json={"action": "pause"})
     assert bad.status_code == 422

@@ -116,13 +116,15 @@ async def test_approval_shapes_match_captures(http, harness) -> None:
             "Bash", {"command": "git push origin main"}, reasoning="Ship", cwd="/home/dev/demo"
         )
     )
-    pending: list[dict[str, Any]] = []
-    for _ in range(1500):
-        listing = await http.get("/api/v1/approval-requests", params={"status": "pending"})
-        pending = listing.json()
-        if pending:
-            break
-        await asyncio.sleep(0.02)
+    async with asyncio.timeout(30):
+        while True:
+            listing = await http.get("/api/v1/approval-requests", params={"status": "pending"})
+            pending: list[dict[str, Any]] = listing.json()
+            # The total and the page are two reads: an approval stored between them is listed but not yet
+            # counted, so wait for a listing that has settled.
+            if pending and listing.headers["x-total-count"] == str(len(pending)):
+                break
+            await asyncio.sleep(0.02)
     cap = capture("069")
     assert listing.headers["x-total-count"] == "1"
     assert_same_shape(pending[0], cap["body"][0])
@@ -132,7 +134,7 @@ async def test_approval_shapes_match_captures(http, harness) -> None:
         f"/api/v1/approval-requests/{pending[0]['id']}/approve", json={"comment": "go"}
     )
     assert_same_shape(approved.json(), capture("074")["body"])
-    verdict = await asyncio.wait_for(check, 10)
+    verdict = await asyncio.wait_for(check, 30)
     assert_same_shape(verdict.model_dump(mode="json"), capture("075")["body"])
     assert (verdict.decision, verdict.reason, verdict.request_id) == ("allow", "go", pending[0]["id"])
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from srv_helpers import auth, read_stream
+from srv_helpers import Stream, auth, read_stream, subscribed
 
 from client.events import SessionEnded, parse_event
 from server.embedded import EmbeddedServer
@@ -36,7 +36,7 @@ async def test_frames_carry_id_event_and_one_json_object_with_a_retry_hint(live_
 async def test_idle_stream_sends_keepalive_comments(live_server, harness) -> None:
     agent = await harness.start_session(agent_name="idle")
     stream = await read_stream(
-        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.comments) >= 2, seconds=5
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.comments) >= 2, seconds=20
     )
     assert stream.comments[:2] == ["keepalive", "keepalive"]
     assert stream.seqs == [1]
@@ -47,11 +47,11 @@ async def test_live_events_arrive_while_connected(live_server, harness) -> None:
     reader = asyncio.create_task(
         read_stream(live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.frames) >= 4)
     )
-    await asyncio.sleep(0.2)
+    await subscribed(live_server.server, agent.session_id)
     await agent.run_started("live task")
     await agent.delta("hello", iteration=1)
     await agent.delta(" world", iteration=1)
-    stream = await asyncio.wait_for(reader, 10)
+    stream = await asyncio.wait_for(reader, 30)
     assert stream.types == ["session.started", "run.started", "model.delta", "model.delta"]
     assert stream.seqs == [1, 2, 3, 4]
 
@@ -92,7 +92,7 @@ async def test_resume_after_disconnect_has_no_gap_and_no_duplicate(
 async def test_stream_ends_after_session_ended_which_is_last(live_server, harness) -> None:
     agent = await harness.start_session(agent_name="ender")
     reader = asyncio.create_task(read_stream(live_server.url, live_server.token, agent.session_id))
-    await asyncio.sleep(0.2)
+    await subscribed(live_server.server, agent.session_id)
     await agent.run_started("short life")
     async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
         note = await http.post(
@@ -100,7 +100,7 @@ async def test_stream_ends_after_session_ended_which_is_last(live_server, harnes
         )
         assert note.status_code == 201
         await agent.end("done")
-    stream = await asyncio.wait_for(reader, 10)
+    stream = await asyncio.wait_for(reader, 30)
     assert stream.closed_by_server
     assert stream.types[-1] == "session.ended"
     assert "note.undeliverable" in stream.types
@@ -108,10 +108,10 @@ async def test_stream_ends_after_session_ended_which_is_last(live_server, harnes
     assert isinstance(ended, SessionEnded) and ended.reason == "done"
     assert ended.session.ended_at is not None
     # a stream opened later replays everything and closes at once; resuming past the end closes too
-    again = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=5)
+    again = await read_stream(live_server.url, live_server.token, agent.session_id, seconds=20)
     assert again.closed_by_server and again.seqs == stream.seqs
     past = await read_stream(
-        live_server.url, live_server.token, agent.session_id, after=stream.seqs[-1], seconds=5
+        live_server.url, live_server.token, agent.session_id, after=stream.seqs[-1], seconds=20
     )
     assert past.closed_by_server and past.frames == []
 
@@ -119,7 +119,7 @@ async def test_stream_ends_after_session_ended_which_is_last(live_server, harnes
 async def test_bad_last_event_id_is_a_clear_400(live_server, harness) -> None:
     agent = await harness.start_session(agent_name="bad-id")
     stream = await read_stream(
-        live_server.url, live_server.token, agent.session_id, last_event_id="abc", seconds=5
+        live_server.url, live_server.token, agent.session_id, last_event_id="abc", seconds=20
     )
     assert stream.status == 400
 
@@ -179,7 +179,7 @@ async def test_a_reader_too_far_behind_is_cut_off_and_resumes_by_last_event_id_l
                             return
 
             follower = asyncio.create_task(follow())
-            await asyncio.sleep(0.5)
+            await subscribed(server, agent.session_id, count=2)
             text = "x" * 1000
             for start in range(0, 300, 100):  # 100 KiB per commit: more than the queue holds
                 await agent.emit(
@@ -233,9 +233,9 @@ async def test_a_resume_point_beyond_the_newest_event_still_gets_new_events(live
             stop=lambda s: bool(s.frames),
         )
     )
-    await asyncio.sleep(0.2)
+    await subscribed(live_server.server, agent.session_id)
     await agent.run_started("after a reset")
-    stream = await asyncio.wait_for(reader, 10)
+    stream = await asyncio.wait_for(reader, 30)
     assert stream.types == ["run.started"] and stream.seqs == [2]
 
 
@@ -254,15 +254,21 @@ async def test_tail_replays_only_the_newest_events_and_says_where_they_start(liv
         live_server.url, live_server.token, agent.session_id, tail=3, stop=lambda s: len(s.frames) >= 3
     )
     assert tail.seqs == [last - 2, last - 1, last] and tail.replay_after == str(last - 3)
-    # then live events follow, as on any stream
+    # then live events follow, as on any stream (the server subscribes before it replays: once the tail
+    # is in, the next event comes live; the readers above may still count as subscribers for a moment)
+    replayed = asyncio.Event()
+
+    def two_frames(stream: Stream) -> bool:
+        if stream.frames:
+            replayed.set()
+        return len(stream.frames) >= 2
+
     reader = asyncio.create_task(
-        read_stream(
-            live_server.url, live_server.token, agent.session_id, tail=1, stop=lambda s: len(s.frames) >= 2
-        )
+        read_stream(live_server.url, live_server.token, agent.session_id, tail=1, stop=two_frames)
     )
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(replayed.wait(), 30)
     await agent.delta("live ", 1)
-    live = await asyncio.wait_for(reader, 10)
+    live = await asyncio.wait_for(reader, 30)
     assert live.seqs == [last, last + 1]
 
 
@@ -298,5 +304,5 @@ async def test_a_resume_point_wins_over_tail_and_a_long_tail_is_everything(live_
 @pytest.mark.parametrize("tail", [0, -1, 10**7])
 async def test_a_tail_out_of_range_is_a_422(live_server, harness, tail: int) -> None:
     agent = await harness.start_session(agent_name="bad-tail")
-    stream = await read_stream(live_server.url, live_server.token, agent.session_id, tail=tail, seconds=5)
+    stream = await read_stream(live_server.url, live_server.token, agent.session_id, tail=tail, seconds=20)
     assert stream.status == 422

@@ -3,6 +3,10 @@
 pytest-textual-snapshot looks its SVG extension class up by name (``SVGImageExtension``) each time a
 ``snap_compare`` runs, so swapping in a subclass whose ``dirname`` points under ``snapshots/`` moves the
 files while keeping the plugin's comparison, report and ``--snapshot-update`` pruning.
+
+Under parallel workers syrupy no longer fails a run on a snapshot no test uses (each worker sees only its
+share of the tests), so the collection is noted here (before ``-k`` deselects anything) and
+``test_snapshot_files.py`` holds the files to it through the ``snapshot_files`` fixture.
 """
 
 from __future__ import annotations
@@ -12,9 +16,13 @@ from typing import Any
 
 import pytest
 import pytest_textual_snapshot
+from syrupy.location import PyTestLocation
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_DIR = ROOT / "snapshots"
+
+SNAPSHOT_FILES = pytest.StashKey[dict[Path, set[str]]]()
+"""Per snapshot folder of a test module collected whole: the file names its snapshot tests write."""
 
 
 class TopLevelSVGExtension(pytest_textual_snapshot.SVGImageExtension):  # type: ignore[misc]
@@ -26,3 +34,25 @@ class TopLevelSVGExtension(pytest_textual_snapshot.SVGImageExtension):  # type: 
 @pytest.fixture(autouse=True)
 def _snapshots_at_top_level(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pytest_textual_snapshot, "SVGImageExtension", TopLevelSVGExtension)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Note the snapshot names of every module collected whole (not named as ``file::test``), with the
+    names syrupy gives them (the extension's own naming and folder)."""
+    partial = {Path(arg.split("::")[0]).resolve() for arg in config.args if "::" in arg}
+    found: dict[Path, set[str]] = {}
+    for item in items:
+        if "snap_compare" not in getattr(item, "fixturenames", ()) or item.path in partial:
+            continue
+        location = PyTestLocation(item)
+        folder = Path(TopLevelSVGExtension.dirname(test_location=location))
+        name = TopLevelSVGExtension.get_snapshot_name(test_location=location)
+        found.setdefault(folder, set()).add(f"{name}.svg")
+    config.stash[SNAPSHOT_FILES] = found
+
+
+@pytest.fixture
+def snapshot_files(request: pytest.FixtureRequest) -> tuple[Path, dict[Path, set[str]]]:
+    """The snapshots folder, and the files this run's collection says the snapshot tests write."""
+    return SNAPSHOT_DIR, request.config.stash[SNAPSHOT_FILES]

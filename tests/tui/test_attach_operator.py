@@ -185,13 +185,13 @@ async def test_risky_approvals_ask_first_and_low_risk_stays_one_key(
         await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "asked again")
         await pilot.press("y")
-        assert (await asyncio.wait_for(risky, 10)).decision == "allow"
+        assert (await asyncio.wait_for(risky, 30)).decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approved call gone")
 
         harmless = asyncio.create_task(agent.permission_check("Read", {"path": "README.md"}))
         await until(pilot, lambda: panel.count == 1, "the caution-level approval")
         await pilot.press("a")
-        assert (await asyncio.wait_for(harmless, 10)).decision == "allow"
+        assert (await asyncio.wait_for(harmless, 30)).decision == "allow"
         assert app.screen is screen
 
     app = PreloopApp(client, start_session_id=agent.session_id, confirm_risks=frozenset())
@@ -200,7 +200,7 @@ async def test_risky_approvals_ask_first_and_low_risk_stays_one_key(
         task = asyncio.create_task(agent.permission_check("Bash", {"command": "git push"}))
         await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
         await pilot.press("escape", "a")
-        assert (await asyncio.wait_for(task, 10)).decision == "allow"
+        assert (await asyncio.wait_for(task, 30)).decision == "allow"
 
 
 def test_confirm_risk_levels_come_from_the_environment(monkeypatch: Any) -> None:
@@ -234,7 +234,7 @@ async def test_header_says_waiting_for_approval_and_toasts_leave_the_box_alone(
         assert toast.region.bottom <= bottom_of_view, (toast.region, screen.view.region)
         assert not toast.region.overlaps(screen.composer.region)
         await pilot.press("escape", "a")
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)
 
 
 async def test_narrow_terminals_stack_the_panels_and_too_small_says_so(

@@ -74,7 +74,10 @@ async def _signal_restores_the_terminal(live_server: LiveServer, signum: int) ->
     term = Pty(["sessions", "attach", agent.session_id])
     try:
         assert await asyncio.to_thread(term.pump, 30, b"Signal test"), term.screen[-2000:]
+        typed = len(term.screen)
         await asyncio.to_thread(term.type, b"half a note")
+        # in the note box on screen, so read by the app before the signal comes
+        assert await asyncio.to_thread(term.pump, 30, b"half a note", typed), term.screen[typed:][-2000:]
         mark = len(term.screen)
         os.kill(term.pid, signum)
         await asyncio.to_thread(term.pump, 30, b"keeps running", mark)

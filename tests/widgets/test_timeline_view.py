@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from rich.segment import Segment
@@ -119,7 +120,9 @@ async def test_one_flush_per_frame_not_per_event() -> None:
         before = view.flushes
         for event in ev.tools(300):  # 300 events, each followed by sync(), in one burst
             view.feed([event])
-        await pilot.pause(0.1)
+        async with asyncio.timeout(30):
+            while len(view.lines_text) < 300:
+                await pilot.pause(0.02)
         assert view.flushes - before == 1
         assert len(view.lines_text) == 300
 

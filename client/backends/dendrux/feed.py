@@ -16,8 +16,10 @@ tools commit out of order an event can be skipped **for good** on the stream whi
   ``note.undeliverable``) are read again before ``run.completed``/``session.ended`` go out;
 * a 404 for a run this follow has never seen is normal for a few seconds after it starts (``run_grace``):
   retried; later, and for 403, the feed stops with ``Refused`` (a 401 waits with ``LoginNeeded``);
-* reconnects (a dropped connection, an app restart, a stall) resume with ``Last-Event-ID``; mapping state
-  survives them, so nothing is shown twice.
+* the stream is opened and parsed by httpx-sse like every SSE stream
+  (:meth:`client.connection.Connection.event_source`, ``EventSource.aiter_sse``); reconnects (a dropped
+  connection, an app restart, a stall: nothing, not even the keep-alive, for ``stall_timeout``) resume
+  with ``Last-Event-ID``; mapping state survives them, so nothing is shown twice.
 """
 
 from __future__ import annotations
@@ -25,10 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-
-import httpx
 
 from client.backends.dendrux.mapping import TERMINAL_EVENTS, DendruxMapper, RawEvent, raw_event
 from client.errors import ApiError, ClientError, NotFound, Unsupported
@@ -37,12 +38,11 @@ from client.status import Ended, Live, Missed, Skipped, StreamStatus
 from client.streaming.order import EventOrderer
 from client.streaming.policy import refuses
 from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
-from client.streaming.sse import SSEDecoder
 
 if TYPE_CHECKING:
     from client.backends.dendrux import DendruxBackend
 
-__all__ = ["FeedStats", "follow_dendrux"]
+__all__ = ["FeedStats", "follow"]
 
 _PAGE = 1000
 
@@ -61,7 +61,7 @@ class FeedStats:
     """Seconds the longest gap took to fill from REST (the late commit landing)."""
 
 
-def follow_dendrux(
+def follow(
     backend: DendruxBackend, run_id: str, *, after: int = 0, stats: FeedStats | None = None
 ) -> AsyncGenerator[Event | StreamStatus, None]:
     """Follow one run (see the module docstring); events numbered locally from 1, after ``after``."""
@@ -158,6 +158,20 @@ def follow_dendrux(
             out += mapper.map(raw)
         return [e for e in out if e.seq > after]
 
+    async def release(raws: list[RawEvent | StreamStatus]) -> list[Event | StreamStatus]:
+        """What released raw events (and statuses between them) become, in order."""
+        out: list[Event | StreamStatus] = []
+        batch: list[RawEvent] = []
+        for item in raws:
+            if isinstance(item, RawEvent):
+                batch.append(item)
+                continue
+            out += await mapped(batch)
+            batch = []
+            out.append(item)
+        out += await mapped(batch)
+        return out
+
     async def connect(link: Link) -> AsyncGenerator[Event | StreamStatus, None]:
         nonlocal skipped
         try:
@@ -165,65 +179,41 @@ def follow_dendrux(
         except NotFound:
             raise not_found("GET /runs/{id}") from None
         await learn_notes()
-        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
-        if order.last_seq >= 0:
-            headers["Last-Event-ID"] = str(order.last_seq)
-        async with conn.stream("GET", f"/runs/{run_id}/events/stream", headers=headers) as response:
-            status = response.status_code
-            if status == 404:
-                await response.aread()
-                raise not_found("the event stream")
-            if refuses(status):
-                await response.aread()
-                raise Refusal(conn.api_error(response, f"run {run_id[:10]}").hint, status)
-            if status >= 400:
-                await response.aread()
-                raise Retry(f"the server answered {status}")
-            ctype = response.headers.get("content-type", "")
-            if "text/event-stream" not in ctype:
-                raise Retry(f"the server sent {ctype or 'no content type'}, not an event stream")
-            yield Live(mapper.last_seq)
-            decoder = SSEDecoder()
-            chunks = response.aiter_bytes().__aiter__()
-            while True:
-                try:
-                    async with asyncio.timeout(conn.stall_timeout):
-                        chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    raise Retry("the server closed the stream") from None
-                except TimeoutError:
-                    raise Retry(f"stalled: nothing received for {conn.stall_timeout:g} s") from None
-                link.alive()
-                released: list[RawEvent | StreamStatus] = []
-                jumps = order.jumps
-                for frame in decoder.feed(chunk):
-                    try:
-                        raw = raw_event(frame.data)
-                    except EventDecodeError as exc:
-                        skipped += 1
-                        released.append(Skipped(str(exc), skipped))
-                        if frame.id.isascii() and frame.id.isdigit():
-                            released += order.push(int(frame.id), None)
-                        continue
-                    got = order.push(raw.index, raw)
-                    seen.from_stream += int(raw in got)
-                    released += got
-                if order.gap and order.jumps != jumps:
-                    released += await backfill()
-                batch: list[RawEvent] = []
-                for item in released:
-                    if isinstance(item, RawEvent):
-                        batch.append(item)
-                        continue
-                    for event in await mapped(batch):
-                        yield event
-                    batch = []
-                    yield item
-                for event in await mapped(batch):
-                    yield event
-                if mapper.ended:
-                    yield Ended(mapper.last_seq)
-                    return
+        headers = {"Last-Event-ID": str(order.last_seq)} if order.last_seq >= 0 else {}
+        path = f"/runs/{run_id}/events/stream"
+        try:
+            async with conn.event_source(path, what=f"run {run_id[:10]}", headers=headers) as source:
+                yield Live(mapper.last_seq)
+                async with aclosing(source.aiter_sse()) as frames:
+                    async for frame in frames:
+                        link.alive()
+                        if not frame.data:
+                            continue  # the 15 s keep-alive comment
+                        released: list[RawEvent | StreamStatus] = []
+                        jumps = order.jumps
+                        try:
+                            raw = raw_event(frame.data)
+                        except EventDecodeError as exc:
+                            skipped += 1
+                            released.append(Skipped(str(exc), skipped))
+                            if frame.id.isascii() and frame.id.isdigit():
+                                released += order.push(int(frame.id), None)
+                        else:
+                            got = order.push(raw.index, raw)
+                            seen.from_stream += int(raw in got)
+                            released += got
+                        if order.gap and order.jumps != jumps:
+                            released += await backfill()
+                        for item in await release(released):
+                            yield item
+                        if mapper.ended:
+                            yield Ended(mapper.last_seq)
+                            return
+        except Refusal as refusal:
+            if refusal.status == 404:
+                raise not_found("the event stream") from None
+            raise
+        raise Retry("the server closed the stream")
 
     def classify(exc: Exception) -> str | Refusal | None:
         if isinstance(exc, ApiError):
@@ -233,13 +223,7 @@ def follow_dendrux(
             return Refusal(exc.hint, exc.status) if refuses(exc.status) else exc.hint
         if isinstance(exc, ClientError):
             return exc.hint
-        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-            return f"cannot reach {conn.display_url}"
-        if isinstance(exc, httpx.TimeoutException):
-            return f"stalled: nothing received for {conn.stall_timeout:g} s"
-        if isinstance(exc, httpx.TransportError):
-            return f"connection lost ({type(exc).__name__})"
-        return None
+        return conn.stream_failure(exc)
 
     return reconnecting(
         connect, backoff_initial=conn.backoff_initial, backoff_max=conn.backoff_max, classify=classify

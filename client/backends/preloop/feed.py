@@ -1,4 +1,4 @@
-"""Follow one runtime session on a Preloop 0.17.1 server: its websocket, replay, and polling.
+"""A Preloop 0.17.1 session's live feed: its websocket, replay, and polling, for the shared reconnect loop.
 
 ``PreloopBackend.follow()`` runs this, so the TUI and the CLI read the same ``Event | StreamStatus``
 values whatever is behind the backend; connecting, backoff and refusals are the shared loop's
@@ -14,7 +14,7 @@ than our SSE stream and numbers nothing, so this module:
 * polls what is never pushed: note states other than *delivered* (fast while a note is open, slowly
   otherwise), pending approvals (``approval.requested`` / ``approval.decided`` when one disappears),
   and the session row (an idle sweep ends a session silently);
-* pings every 25 s, treats 75 s of silence as a dead connection, reconnects with 1 s → 30 s jittered
+* pings every 25 s, treats 75 s of silence as a dead connection, reconnects with the shared jittered
   backoff, and stops for good on a 4400-4499 close or a refusing 4xx (``Refused``,
   :func:`client.streaming.policy.refuses`), but for a refused token (4401, 401): it waits
   (``LoginNeeded``), reading the token again before each new attempt.
@@ -39,9 +39,11 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from client.backends.base import ApprovalPage
 from client.backends.preloop.mapping import (
     Draft,
-    Sequencer,
+    PreloopMapper,
     approval_decided_draft,
     approval_requested_draft,
+    delivered_draft,
+    delivered_note_id,
     from_envelope,
     note_draft,
     replay_drafts,
@@ -114,7 +116,7 @@ class _Follower:
         self.session_id = session_id
         self.after = after
         self.timing = timing
-        self.seq = Sequencer(session_id)
+        self.mapper = PreloopMapper(session_id)
         self.session: Session | None = None
         self.note_states: dict[str, str] = {}
         self.pending_approvals: set[str] = set()
@@ -127,14 +129,14 @@ class _Follower:
     def _emit(self, drafts: list[Draft]) -> list[Event]:
         out: list[Event] = []
         for draft in sorted(drafts, key=lambda d: d.at):
-            out.extend(self.seq.admit(draft))
+            out.extend(self.mapper.map(draft))
         return out
 
     def _visible(self, events: list[Event]) -> list[Event | StreamStatus]:
         out: list[Event | StreamStatus] = [event for event in events if event.seq > self.after]
-        if self.seq.skipped > self.reported_skips:
-            self.reported_skips = self.seq.skipped
-            out.append(Skipped("a Preloop message did not fit our event model", self.seq.skipped))
+        if self.mapper.skipped > self.reported_skips:
+            self.reported_skips = self.mapper.skipped
+            out.append(Skipped("a Preloop message did not fit our event model", self.mapper.skipped))
         return out
 
     # ---------------------------------------------------------------- REST (replay and polls)
@@ -209,17 +211,18 @@ class _Follower:
         session = await self._rest(self.client.get_session(self.session_id))
         self.session = session
         items = await self._rest(self.client.session_activity(self.session_id))
-        drafts = replay_drafts(self.session_id, items, session)
-        drafts.extend(await self._poll_notes())
+        # The activity list knows a delivered note by a few fields; the notes list has the whole row.
+        whole = {d.key: d for d in await self._poll_notes()}
+        drafts = [whole.pop(d.key, d) for d in replay_drafts(self.session_id, items, session)]
+        drafts.extend(whole.values())
         drafts.extend(await self._poll_approvals())
         ended = session.ended or any(d.key == "session:ended" for d in drafts)
         # "session.ended" is the last event of a stream: hold it back until everything else is out.
         end_drafts = [d for d in drafts if d.key == "session:ended"]
         events = self._emit([d for d in drafts if d.key != "session:ended"])
         if ended:
-            events.extend(
-                self.seq.admit(end_drafts[0] if end_drafts else session_ended_draft(self.session_id, session))
-            )
+            end = end_drafts[0] if end_drafts else session_ended_draft(self.session_id, session)
+            events.extend(self.mapper.map(end))
         return events, ended
 
     async def _finish(self, end: Draft) -> list[Event]:
@@ -229,7 +232,7 @@ class _Follower:
             drafts.extend(await self._poll_notes())
             drafts.extend(await self._poll_approvals())
         events = self._emit(drafts)
-        events.extend(self.seq.admit(end))
+        events.extend(self.mapper.map(end))
         return events
 
     # ---------------------------------------------------------------- websocket
@@ -283,7 +286,7 @@ class _Follower:
                     if draft is not None and draft.key == "session:ended":
                         end = draft
                     elif draft is not None:
-                        for item in self._visible(self.seq.admit(draft)):
+                        for item in self._visible(self.mapper.map(await self._whole_note(draft))):
                             yield item
                 if nudge_task in done:
                     nudge_task = None
@@ -313,7 +316,7 @@ class _Follower:
                 if end is not None:
                     for item in self._visible(await self._finish(end)):
                         yield item
-                    yield Ended(self.seq.last_seq)
+                    yield Ended(self.mapper.last_seq)
                     return
         finally:
             for task in (recv_task, nudge_task):
@@ -321,6 +324,19 @@ class _Follower:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, ConnectionClosed, Exception):
                         await task
+
+    async def _whole_note(self, draft: Draft) -> Draft:
+        """A pushed delivery carries a few of the note's fields (no sent time, no delivery event) and the
+        poll refreshes a note only when its state changes: fetch the whole row now, so what is shown is
+        the note as ``notes list`` has it. A failed fetch keeps the pushed fields."""
+        note_id = delivered_note_id(draft)
+        if note_id is None or self.mapper.seen(draft.key):
+            return draft
+        try:
+            note = await self.client.get_note(note_id)
+        except ClientError:
+            return draft
+        return delivered_draft(self.session_id, note, draft.at)
 
     async def _quiet(self, call: Any) -> list[Draft]:
         """A poll that fails for a passing reason is retried at the next tick, not fatal."""
@@ -350,17 +366,17 @@ class _Follower:
         try:
             frame = json.loads(raw)
         except ValueError:
-            self.seq.skipped += 1
+            self.mapper.skipped += 1
             return None
         if not isinstance(frame, dict):
-            self.seq.skipped += 1
+            self.mapper.skipped += 1
             return None
         if frame.get("type") == "error":
             raise Refusal(str(frame.get("detail") or frame.get("error") or "refused"), None)
         try:
             draft = from_envelope(self.session_id, frame, self.session)
         except ValueError:  # includes pydantic's ValidationError: a frame we cannot read is skipped
-            self.seq.skipped += 1
+            self.mapper.skipped += 1
             return None
         if draft is not None and draft.key.startswith("note:"):
             note_id = draft.key.split(":")[1]
@@ -402,18 +418,18 @@ class _Follower:
             max_size=2**22,
         ) as ws:
             await self._attach(ws)
-            before = self.seq.last_seq
+            before = self.mapper.last_seq
             events, ended = await self._replay()
             for item in self._visible(events):
                 yield item
-            recovered = self.seq.last_seq - before
+            recovered = self.mapper.last_seq - before
             if self.connections > 1 and recovered > 0:
                 yield Missed(recovered)
             link.alive()
             if ended:
-                yield Ended(self.seq.last_seq)
+                yield Ended(self.mapper.last_seq)
                 return
-            yield Live(self.seq.last_seq)
+            yield Live(self.mapper.last_seq)
             async for item in self._live(ws):
                 yield item
 
@@ -437,7 +453,7 @@ def _classify(exc: Exception) -> str | Refusal | None:
     return None
 
 
-async def follow_preloop(
+async def follow(
     client: PreloopBackend, session_id: str, *, after: int = 0, timing: PreloopTiming | None = None
 ) -> AsyncGenerator[Event | StreamStatus, None]:
     """Live events of one session on a Preloop server, as ``Event | StreamStatus`` like our SSE follower.
