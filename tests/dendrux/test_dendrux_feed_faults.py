@@ -155,3 +155,42 @@ async def test_a_full_run_id_not_visible_yet_is_waited_for_then_refused_as_not_f
             await b.resolve_session_id(RUN_ID.lower())
     assert f"run {RUN_ID}" in refused.value.hint and "does not exist" in refused.value.hint
     assert never.asked > 2
+
+
+class LateThenFailing(ScriptedDendrux):
+    """``/events`` while the stream skipped 3 and 4: the first ask has only 3 (4 not committed yet), the
+    second answers 500, later ones have everything."""
+
+    def __init__(self, streams: list[Script]) -> None:
+        super().__init__(streams)
+        self.backfills = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == f"/runs/{RUN_ID}/events":
+            self.backfills += 1
+            if self.backfills == 1:
+                return httpx.Response(
+                    200, json={"items": [e for e in self.events if e["sequence_index"] == 3]}
+                )
+            if self.backfills == 2:
+                return httpx.Response(500, json={"detail": "Internal Server Error"})
+        return await super().handle_async_request(request)
+
+
+async def test_what_a_backfill_released_before_rest_failed_is_shown_after_the_reconnect() -> None:
+    """The backfill found index 3 (a note's delivery), then its next ask failed: 3 had left the orderer and
+    the reconnect resumes after it, so it used to be lost."""
+    frames = _frames(_recorded_stream())
+    transport = LateThenFailing([Script(steps=[*frames[:3], frames[5]]), Script(steps=frames[4:])])
+    items = await _follow(transport)
+
+    assert transport.backfills == 2
+    assert [r.headers.get("last-event-id") for r in transport.stream_requests] == [None, "3"]
+    assert any(isinstance(i, Reconnecting) and "500" in i.reason for i in items)
+    events = _events(items)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert [n.note.text for n in events if isinstance(n, NoteEvent)] == [
+        "Customer is a VIP, be polite.",
+        "Also add a $5 voucher.",
+    ]
+    assert isinstance(events[-1], SessionEnded) and items[-1] == Ended(events[-1].seq)

@@ -78,6 +78,7 @@ NO_APPROVE_COMMENT = (
     "reaches the agent): approve without one, or send it as a note"
 )
 _MAX_RUNS = 1000
+_SCAN_PAGE = 250
 _HISTORY_RUNS = 200
 _PARALLEL = 4
 _TITLE_FETCHES = 50
@@ -190,29 +191,82 @@ class DendruxBackend(RestBackend):
     async def list_sessions(
         self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
     ) -> SessionList:
-        """``GET /runs`` with the filters Dendrux has (status, agent, start date); newest first."""
-        params: dict[str, Any] = {"limit": max(1, min(limit, 1000)), "offset": offset}
+        """``GET /runs`` with the filters Dendrux applies (status, agent, parent run); newest first.
+
+        Dendrux 0.4.1 answers 500 to its own time filters (``started_after``/``started_before``: its router
+        imports ``datetime`` for type checking only, so FastAPI cannot read the parameter), so a start date
+        and "active within N minutes" (last activity, as on our server) are applied here, over the newest
+        ``_MAX_RUNS`` runs (:meth:`_runs_in_time`)."""
+        limit = max(1, min(limit, 1000))
         f = filters or SessionFilter()
+        params: dict[str, Any] = {"agent_name": f.agent, "parent_run_id": f.parent_session_id}
         if f.status == "active":
             params["status"] = list(ACTIVE_STATUSES)
         elif f.status == "ended":
             params["status"] = sorted(TERMINAL_STATUSES)
-        params["agent_name"] = f.agent
-        params["parent_run_id"] = f.parent_session_id
-        since = f.start_date
+        active_since = None
         if f.active_within_minutes is not None:
-            recent = datetime.now(UTC) - timedelta(minutes=f.active_within_minutes)
-            since = recent if since is None else max(since, recent)
-        if since is not None:
-            params["started_after"] = since.isoformat()
-        body = await self.get_json("/runs", what="runs", params=params)
-        if not isinstance(body, dict):
-            raise InvalidResponse("the answer to GET /runs is not a page of runs: is this a Dendrux app?")
-        page = session_list(body)
+            active_since = datetime.now(UTC) - timedelta(minutes=f.active_within_minutes)
+        if f.start_date is None and active_since is None:
+            page = session_list(await self._runs({**params, "limit": limit, "offset": offset}))
+        else:
+            start = f.start_date.astimezone(UTC) if f.start_date is not None else None
+            page = await self._runs_in_time(params, start, active_since, limit=limit, offset=offset)
         await self._learn_titles([s.id for s in page.items if s.id not in self._titles][:_TITLE_FETCHES])
         for session in page.items:
             session.title = session.title or self._titles.get(session.id)
         return page
+
+    async def _runs(self, params: dict[str, Any]) -> dict[str, Any]:
+        body = await self.get_json("/runs", what="runs", params=params)
+        if not isinstance(body, dict):
+            raise InvalidResponse("the answer to GET /runs is not a page of runs: is this a Dendrux app?")
+        return body
+
+    async def _runs_in_time(
+        self,
+        params: dict[str, Any],
+        start: datetime | None,
+        active_since: datetime | None,
+        *,
+        limit: int,
+        offset: int,
+    ) -> SessionList:
+        """One page of the runs started at or after ``start`` and last active at or after
+        ``active_since``, read newest first ``_SCAN_PAGE`` runs at a time: the reading stops once the
+        page and one more are found, at the first run started before ``start`` (every later one is older),
+        or after ``_MAX_RUNS`` runs. ``total`` is known only when every run was read."""
+        kept: list[Session] = []
+        read = 0
+        complete = False
+        while read < _MAX_RUNS and len(kept) <= offset + limit:
+            size = min(_SCAN_PAGE, _MAX_RUNS - read)
+            body = await self._runs({**params, "limit": size, "offset": read})
+            rows = [r for r in body.get("items") or [] if isinstance(r, dict)]
+            read += len(rows)
+            for session in map(session_from_run, rows):
+                started = session.started_at
+                if start is not None:
+                    if started is None:
+                        continue
+                    if started < start:
+                        complete = True  # newest first: every run from here on started earlier
+                        break
+                last = session.last_activity_at or started
+                if active_since is not None and (last is None or last < active_since):
+                    continue
+                kept.append(session)
+            total = body.get("total")
+            if complete or len(rows) < size or (isinstance(total, int) and read >= total):
+                complete = True
+                break
+        return SessionList(
+            items=kept[offset : offset + limit],
+            total=len(kept) if complete else None,
+            limit=limit,
+            offset=offset,
+            has_more=len(kept) > offset + limit,
+        )
 
     async def _learn_titles(self, run_ids: list[str]) -> None:
         """A run row in ``GET /runs`` has no input; its detail does. A run's input never changes, so each

@@ -12,7 +12,9 @@ Dendrux                                ours
 ``run.started``                        ``session.started`` + ``run.started`` (task = run input)
 ``llm.completed`` (``phase``)           ``model.delta`` + ``model.step`` (text = the ``/traces``
                                        assistant row with the same ``meta.iteration``), then
-                                       ``tool.started`` for each of that row's ``tool_calls``
+                                       ``tool.started`` for each of that row's ``tool_calls``;
+                                       without the row yet: ``model.step`` with no text, and the
+                                       same ``model.step`` again with its text once it lands
 ``tool.completed``                     ``tool.completed`` (ok / error; ``denied`` when a human
                                        declined it: held until ``approval.decided`` says so)
 ``approval.requested``                 ``approval.requested`` (approval id = call id)
@@ -272,7 +274,10 @@ class DendruxMapper(Sequencer):
 
     The follower feeds it what REST knows (``traces``, ``notes``, the run row) before the events that need
     it: :meth:`needs_trace` says when an ``llm.completed`` has no text yet (the trace row may land a few
-    ms after the event: fetch ``/traces`` again).
+    ms after the event: fetch ``/traces`` again). A step mapped before its row landed goes out without
+    text and is **owed** (:attr:`owed`); once the row is learnt, :meth:`fill` sends the same step again
+    with its text (the timeline updates the step in place) and starts the calls it made that have not
+    finished yet.
     """
 
     def __init__(self, run_id: str, run: dict[str, Any] | None = None) -> None:
@@ -288,6 +293,9 @@ class DendruxMapper(Sequencer):
         self._held_completions: dict[str, RawEvent] = {}
         self._final_text = ""
         self._final_iteration: int | None = None
+        self.owed: dict[int, RawEvent] = {}
+        """``llm.completed`` events shown without their text (no trace row yet), by iteration."""
+        self._finished_calls: set[str] = set()
 
     # ------------------------------------------------------------------ inputs from REST
 
@@ -323,6 +331,17 @@ class DendruxMapper(Sequencer):
     def map(self, raw: RawEvent) -> list[Event]:
         """Our events for one Dendrux event (numbered; invalid bodies are counted in ``skipped``)."""
         return self.number(self._bodies(raw))
+
+    def fill(self) -> list[Event]:
+        """Owed steps whose trace row has been learnt since, sent again with their text (a ``model.step``
+        for the same iteration: shown in place of the empty one), plus ``tool.started`` for their calls
+        that have not finished yet; works after the run ended too."""
+        bodies: list[dict[str, Any]] = []
+        for iteration, raw in list(self.owed.items()):
+            if iteration in self.traces:
+                del self.owed[iteration]
+                bodies += self._llm(raw, again=True)
+        return self.number(bodies)
 
     def close_out(self, notes: Iterable[Any] = ()) -> list[Event]:
         """After the terminal event: notes never read become ``note.undeliverable``; held tool results go."""
@@ -385,15 +404,17 @@ class DendruxMapper(Sequencer):
         own = {k: v for k, v in data.items() if k not in RESERVED_FIELDS}
         return [self._body(f"dendrux.{kind}", at, **own)]
 
-    def _llm(self, raw: RawEvent) -> list[dict[str, Any]]:
+    def _llm(self, raw: RawEvent, *, again: bool = False) -> list[dict[str, Any]]:
         trace = self.traces.get(raw.iteration)
+        if trace is None:
+            self.owed[raw.iteration] = raw
         phase = as_str(raw.data.get("phase")) or (trace.phase if trace else None)
         if phase not in ("commentary", "final_answer"):
             phase = "commentary" if raw.data.get("has_tool_calls") else "final_answer"
         text = trace.text if trace else ""
         calls = trace.tool_calls if trace else ()
         out: list[dict[str, Any]] = []
-        if text:
+        if text and not again:  # a settled step takes no chunk: the step itself carries the text
             out.append(
                 self._body("model.delta", raw.at, run_id=self.run_id, iteration=raw.iteration, text=text)
             )
@@ -408,7 +429,7 @@ class DendruxMapper(Sequencer):
                 tool_calls=len(calls),
             )
         )
-        if phase == "final_answer":
+        if phase == "final_answer" and not self.ended:
             self._final_text, self._final_iteration = text, raw.iteration
         for call in calls:
             call_id = as_str(call.get("id"))
@@ -416,6 +437,8 @@ class DendruxMapper(Sequencer):
                 continue
             params = as_dict(call.get("params"))
             self._calls[call_id] = {"name": as_str(call.get("name")) or "?", "params": params}
+            if call_id in self._finished_calls:
+                continue  # its text came late and the call has finished: a start now would show it running
             out.append(
                 self._body(
                     "tool.started",
@@ -432,6 +455,7 @@ class DendruxMapper(Sequencer):
 
     def _tool_completed(self, raw: RawEvent, call_id: str, decision: str | None) -> dict[str, Any]:
         data = raw.data
+        self._finished_calls.add(call_id)
         name = as_str(data.get("tool_name")) or self._calls.get(call_id, {}).get("name") or "?"
         status = "denied" if decision == "denied" else "ok" if data.get("success") else "error"
         return self._body(
