@@ -1,10 +1,8 @@
 """The ``preloop`` command line: argparse front end, one module per command group in ``cli.commands``.
 
 Start-up stays fast because this module imports only the standard library: a command group's module (and
-with it httpx, the server or Textual) is imported when that command runs, and Textual only for the
-commands that open the full-screen app. ``sessions list`` and ``notes list`` with ``--json`` or ``-o id``
-first try a fast path without httpx, pydantic or asyncio when the server is known to be the local one
-(``client.quick``); ``PRELOOP_FAST_PATH=0`` turns it off.
+with it the client, the server or Textual) is imported when that command runs, and Textual only for the
+commands that open the full-screen app.
 
 Exit codes (the same for every command, shown in ``--help``):
 
@@ -18,6 +16,7 @@ Exit codes (the same for every command, shown in ``--help``):
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -35,13 +34,6 @@ from cli.exits import (
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 """A command: returns its exit code. It runs in the one event loop of the process (``asyncio.run``); the
 full-screen app runs in it too (Textual's ``run_async``), on the backend the command opened."""
-
-
-Quick = Callable[[argparse.Namespace], "int | None"]
-"""A command's fast path (``client.quick``): its exit code, or None to run the command's full handler."""
-
-FAST_PATH_ENV = "PRELOOP_FAST_PATH"
-"""Set to 0 to always take the full path (tests compare the two; also a way out, should it ever be needed)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,24 +71,9 @@ def _handler(module: str, name: str) -> Handler:
     """Import the command module only when its command runs (fast start-up, no Textual for plain commands)."""
 
     async def run(args: argparse.Namespace) -> int:
-        import importlib
-
         mod = importlib.import_module(f"cli.commands.{module}")
         func: Handler = getattr(mod, name)
         return await func(args)
-
-    run.__qualname__ = f"{module}.{name}"
-    return run
-
-
-def _quick(module: str, name: str) -> Quick:
-    """A command's synchronous fast path, imported only when that command runs (see ``client.quick``)."""
-
-    def run(args: argparse.Namespace) -> int | None:
-        import importlib
-
-        func: Quick = getattr(importlib.import_module(f"cli.commands.{module}"), name)
-        return func(args)
 
     run.__qualname__ = f"{module}.{name}"
     return run
@@ -155,9 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wide", action="store_true", help="full ids and a KIND column")
     p.add_argument("-o", "--output", choices=("table", "id"), default="table", help="table (default) or id")
     p.add_argument("--json", action="store_true", help='print {"total", "items"} as JSON')
-    p.set_defaults(
-        handler=_handler("sessions", "list_sessions"), quick=_quick("sessions", "list_sessions_quick")
-    )
+    p.set_defaults(handler=_handler("sessions", "list_sessions"))
 
     p = add(
         sessions_sub,
@@ -244,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
     )
     p.add_argument("--json", action="store_true", help="print the notes as JSON")
-    p.set_defaults(handler=_handler("notes", "list_notes"), quick=_quick("notes", "list_notes_quick"))
+    p.set_defaults(handler=_handler("notes", "list_notes"))
 
     p = add(
         notes_sub,
@@ -399,28 +374,8 @@ def _fill_globals(args: argparse.Namespace) -> None:
             setattr(args, name, default)
 
 
-def _skip_httpx_command_line() -> None:
-    """``import httpx`` also imports its own command line (click, pygments, rich: ~40 ms) when click is
-    installed; nothing here runs it. Marking the module absent makes httpx keep its stub ``main``."""
-    if "httpx" not in sys.modules:
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-
-def _translate_argparse_once() -> None:
-    """argparse translates every label of every parser through ``gettext.gettext``, which looks the message
-    catalogue up again on each call: 71 scans of the locale directories, 5 of the 8 ms the command tree
-    takes to build. Hand it the same catalogue, looked up once (what it prints does not change)."""
-    import gettext
-
-    domain = gettext.textdomain()
-    catalogue = gettext.translation(domain, gettext.bindtextdomain(domain), fallback=True)
-    setattr(argparse, "_", catalogue.gettext)  # noqa: B010 - argparse's own module-level name
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``preloop`` command and return its exit code (the console script exits with it)."""
-    _skip_httpx_command_line()
-    _translate_argparse_once()
     parser = build_parser()
     try:
         args, extras = parser.parse_known_args(argv)
@@ -436,13 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         group: argparse.ArgumentParser = args.group_parser
         group.print_help(sys.stderr)
         return EXIT_USAGE
-    quick: Quick | None = getattr(args, "quick", None)
     try:
-        if quick is not None and os.environ.get(FAST_PATH_ENV, "1") != "0":
-            code = quick(args)  # None: not the plain case, the handler below does it all again
-            if code is not None:
-                return code
-        import asyncio  # here, not at the top: ~0.1 s that `--help` and a usage error need not pay
+        import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
 
         return asyncio.run(handler(args))
     except CliUsageError as exc:

@@ -35,7 +35,8 @@ too), server-provided text is made terminal-safe, and ``hint`` is one sentence s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from client.textsafe import safe_line
 
@@ -141,12 +142,15 @@ class TransportError(ClientError):
     """The request did not complete; the server may or may not have seen it."""
 
     title = "connection problem"
+    sent: bool = True
+    """Whether the request may have reached the server (False: nothing left this machine)."""
 
 
 class ServerUnreachable(TransportError):
     """Nothing was sent: the server could not be reached at all."""
 
     title = "server unreachable"
+    sent = False
 
 
 class Timeout(TransportError):
@@ -190,12 +194,9 @@ class Unsupported(ClientError):
     title = "not supported"
 
 
-class FieldError(NamedTuple):
-    """One field a server rejected: where (``body.text``) and why (the server's words).
-
-    A NamedTuple, like the other small records every command imports (``client.config``,
-    ``client.backends.base``): a dataclass costs ~3 ms to create, and the module ~20 ms to import, of a
-    scripted command's ~150 ms budget."""
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One field a server rejected: where (``body.text``) and why (the server's words)."""
 
     field: str
     message: str

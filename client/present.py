@@ -2,9 +2,7 @@
 
 Nothing here does I/O or imports a UI toolkit, so the sessions table of ``preloop sessions list`` and the
 TUI sessions screen compute the same titles, states and relative times from the same rows. Every function
-that takes a clock takes ``now`` as an argument (default: the current UTC time) so tests pin it. Nor does
-it import pydantic: sessions are read as :class:`client.rows.SessionRow`, which the wire model is and so
-is the view the CLI's fast path (``client.quick``) builds without it.
+that takes a clock takes ``now`` as an argument (default: the current UTC time) so tests pin it.
 
 Every string these helpers return that came from the server is terminal-safe (``client.textsafe``).
 """
@@ -15,19 +13,15 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal
 
 from client import ids
 from client.ids import MIN_PREFIX
-from client.rows import NoteState
+from client.models import Note, NoteState, Session
 from client.textsafe import safe_line
 
 if TYPE_CHECKING:
     from client.events import Event
-    from client.models import Note
-    from client.rows import SessionRow
-
-S = TypeVar("S", bound="SessionRow")
 
 SessionState = Literal["live", "idle", "ended"]
 
@@ -81,13 +75,13 @@ def relative_time(when: datetime | None, now: datetime | None = None) -> str:
     return f"{hours // 24}d ago"
 
 
-def last_activity(row: SessionRow) -> datetime | None:
+def last_activity(row: Session) -> datetime | None:
     """The newest moment the session is known to have done something (the list row may lack a field)."""
     times = [t for t in (row.last_activity_at, row.last_request_at, row.started_at) if t is not None]
     return max((_utc(t) for t in times), default=None)
 
 
-def session_state(row: SessionRow, now: datetime | None = None) -> SessionState:
+def session_state(row: Session, now: datetime | None = None) -> SessionState:
     """Classify a row for the STATE column: ended beats everything, then live if active in 2 minutes."""
     if row.ended_at is not None:
         return "ended"
@@ -97,7 +91,7 @@ def session_state(row: SessionRow, now: datetime | None = None) -> SessionState:
     return "idle"
 
 
-def agent_state(row: SessionRow, pending_approvals: int, now: datetime | None = None) -> tuple[str, str]:
+def agent_state(row: Session, pending_approvals: int, now: datetime | None = None) -> tuple[str, str]:
     """What the agent of an attached session is doing, as a state key and the words for it.
 
     Keys: ``ended``; ``waiting`` (alive and blocked on a human: "waiting for approval"); ``live`` (the
@@ -184,7 +178,7 @@ def looks_like_id_prefix(value: str) -> bool:
     return bool(_PREFIX.match(text)) and len(text.replace("-", "")) >= MIN_PREFIX
 
 
-def session_title(row: SessionRow) -> str:
+def session_title(row: Session) -> str:
     """The row's title, or a readable stand-in from the kind, working directory and start time.
 
     Most sessions carry no title (Preloop leaves it null), so without a fallback every row would read "-".
@@ -213,7 +207,7 @@ TITLE_WANTED = 40
 """Columns are dropped until the titles have this much room (or the longest title's length)."""
 
 
-def sort_sessions(rows: Sequence[S]) -> list[S]:
+def sort_sessions(rows: Sequence[Session]) -> list[Session]:
     """The one order of sessions lists, the CLI's and the TUI's: newest start first (a session without a
     start time by its last activity), ties by id. Stable while agents work, so rows do not jump about."""
     epoch = datetime.min.replace(tzinfo=UTC)
@@ -265,7 +259,7 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
-def unique_titles(rows: Sequence[SessionRow]) -> list[str]:
+def unique_titles(rows: Sequence[Session]) -> list[str]:
     """Titles for one page, where two rows never read the same: duplicates get their short id appended."""
     titles = [session_title(row) for row in rows]
     counts = Counter(titles)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from client.models import Approval, RequestBody, UtcDatetime, WireModel
+from client.models import Approval, UtcDatetime, WireModel
 
 AGENT_EVENT_TYPES: frozenset[str] = frozenset(
     {
@@ -43,7 +43,7 @@ INT64_MAX = 2**63 - 1
 """The largest integer an index or offset on the wire may carry (SQLite's INTEGER is a signed 64-bit)."""
 
 
-class RuntimeTokenRequest(RequestBody):
+class RuntimeTokenRequest(WireModel):
     """Mint a runtime session. ``title`` and ``cwd`` are ours; Preloop ignores unknown fields."""
 
     session_source_type: str = "claude_code"
@@ -74,7 +74,7 @@ MAX_EVENT_BYTES = 256 * 1024
 """The largest event an agent may report, measured as its compact UTF-8 JSON (split a longer text)."""
 
 
-class AgentEventBatch(RequestBody):
+class AgentEventBatch(WireModel):
     """Events as an agent reports them: no ``seq``, ``session_id`` or ``at``; the server assigns those.
 
     ``batch_id`` is the batch's idempotency key (as ``correlation_id`` is a note's): a retry with the same
@@ -95,7 +95,7 @@ class AgentEventsAccepted(WireModel):
     replayed: bool = False
 
 
-class PendingNotesRequest(RequestBody):
+class PendingNotesRequest(WireModel):
     """Claim notes at a turn boundary. ``defer_delivery`` claims now and delivers on ack."""
 
     channel: str = "hook"
@@ -128,7 +128,7 @@ class PendingNotesResponse(WireModel):
     channel_event: dict[str, Any] | None = None
 
 
-class NotesAckRequest(RequestBody):
+class NotesAckRequest(WireModel):
     """Deferred notes the agent has now delivered to its model."""
 
     note_ids: list[str] = Field(default_factory=list, max_length=100)
@@ -140,7 +140,7 @@ class NotesAckResponse(WireModel):
     ok: bool = True
 
 
-class PermissionCheckRequest(RequestBody):
+class PermissionCheckRequest(WireModel):
     """A tool call about to run. ``client_decision="ask"`` asks a human and blocks until decided.
 
     ``timeout_seconds`` is ours (Preloop waits 300 s); the server caps it at its own limit.
@@ -167,7 +167,7 @@ class PermissionCheckResponse(WireModel):
     timed_out: bool = False
 
 
-class SessionEndRequest(RequestBody):
+class SessionEndRequest(WireModel):
     """Why the agent stopped (free text)."""
 
     reason: str | None = Field(default=None, max_length=200)

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import signal
 from collections.abc import Callable
@@ -148,27 +147,9 @@ class PreloopApp(App[str | None]):
         self.following = Following()
         """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
         self._followed_screens: dict[str, AttachScreen] = {}
-        self._collector_paused = False
         self._token_refused = False
 
-    def on_load(self) -> None:
-        # Start-up allocates tens of thousands of objects that all stay (widgets, styles, parsed CSS,
-        # the first events): collecting while they are made only re-scans them. The collector waits
-        # until the first frame is painted; then they are frozen out of later collections.
-        if gc.isenabled():
-            self._collector_paused = True
-            gc.disable()
-
-    def _start_up_done(self) -> None:
-        """After the first frame: the objects of the start-up are kept for good, so later collections
-        skip them (``gc.freeze``), and the collector runs again as it did before the app started."""
-        if self._collector_paused:
-            self._collector_paused = False
-            gc.freeze()
-            gc.enable()
-
     def on_mount(self) -> None:
-        self.call_after_refresh(self._start_up_done)
         if self.handle_signals:
             self._install_signal_handlers()
         if self.start_session_id:
@@ -321,7 +302,6 @@ class PreloopApp(App[str | None]):
         self.exit(f"Stopped by {name}; any session keeps running.", return_code=128 + signum)
 
     async def on_unmount(self) -> None:
-        self._start_up_done()  # an app that ends before its first frame leaves the collector as it was
         if self.handle_signals:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGHUP):

@@ -10,18 +10,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+from typing import Any, ClassVar, TextIO
 
 from cli.exits import EXIT_FAILED, EXIT_USAGE, CliUsageError
 from client.backend import Backend, ServerKind
+from client.backends import connect as connect_backend
+from client.backends import parse_server_kind
+from client.config import Settings, remember_server_kind, resolve_settings
 from client.errors import AmbiguousId, ClientError, NoMatchingId, UsageError, ValidationFailed
 from client.ids import is_uuid, require_uuid
-
-if TYPE_CHECKING:
-    from client.config import Settings
 
 
 def report_error(exc: ClientError, stream: TextIO | None = None) -> int:
@@ -52,23 +54,19 @@ def check_uuid(value: str | None, flag: str) -> str | None:
 
 def server_kind_flag(args: argparse.Namespace) -> ServerKind | None:
     """``--server-kind auto`` means: ask the server (None); otherwise what the user said."""
-    from client.backends import parse_server_kind
-
     return parse_server_kind(getattr(args, "server_kind", "auto"))
 
 
 @asynccontextmanager
-async def opened(settings: Settings, flag: ServerKind | None) -> AsyncIterator[Backend]:
+async def opened(
+    settings: Settings, flag: ServerKind | None, *, one_shot: bool = False
+) -> AsyncIterator[Backend]:
     """The backend for ``settings`` (``--server-kind`` wins), closed afterwards. A kind the server had to
     be asked for is remembered in the profile, so the next command does not ask again (a flag is never
-    saved: it may be a one-off)."""
-    from client.backends import connect as connect_backend
-
-    backend = await connect_backend(settings, server_kind=flag)
+    saved: it may be a one-off). ``one_shot``: see :func:`connect`."""
+    backend = await connect_backend(settings, server_kind=flag, one_shot=one_shot)
     try:
         if flag is None and settings.server_kind is None and settings.profile is not None:
-            from client.config import remember_server_kind
-
             with contextlib.suppress(ClientError, OSError):  # a read-only config dir must not fail it
                 remember_server_kind(settings.profile, backend.server_kind)
         yield backend
@@ -77,12 +75,13 @@ async def opened(settings: Settings, flag: ServerKind | None) -> AsyncIterator[B
 
 
 @asynccontextmanager
-async def connect(args: argparse.Namespace) -> AsyncIterator[Backend]:
-    """Open the backend the global flags, environment and profile point at; close it afterwards."""
-    from client.config import resolve_settings
+async def connect(args: argparse.Namespace, *, one_shot: bool = False) -> AsyncIterator[Backend]:
+    """Open the backend the global flags, environment and profile point at; close it afterwards.
 
+    ``one_shot``: the command makes its requests one after another and follows no stream, so they may go
+    over the standard library's ``http.client`` (``client.connection``), which starts faster than httpx."""
     settings = resolve_settings(args.url, args.token, args.profile)
-    async with opened(settings, server_kind_flag(args)) as backend:
+    async with opened(settings, server_kind_flag(args), one_shot=one_shot) as backend:
         yield backend
 
 
@@ -142,8 +141,6 @@ def terminal_width(stream: TextIO) -> int | None:
     """The terminal's width when writing to one; None (never cut) when piped."""
     if not is_tty(stream):
         return None
-    import shutil  # here: scripted output never asks, and shutil costs ~3 ms of start-up
-
     return shutil.get_terminal_size((100, 24)).columns
 
 
@@ -169,8 +166,6 @@ class Style:
     }
 
     def __init__(self, stream: TextIO) -> None:
-        import os
-
         self.enabled = is_tty(stream) and not os.environ.get("NO_COLOR")
 
     def __call__(self, text: str, style: str) -> str:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from cli.commands.common import (
     check_uuid,
@@ -20,16 +18,13 @@ from cli.commands.common import (
     usage,
 )
 from cli.exits import EXIT_FAILED, EXIT_OK
+from client.backend import Backend
 from client.errors import ClientError
 from client.ids import require_note_id
+from client.models import Note
 from client.notetext import NOTE_EMPTY, note_text_problem
 from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
 from client.textsafe import safe_line
-
-if TYPE_CHECKING:  # annotations only: the fast path (list_notes_quick) never loads pydantic
-    from client.backend import Backend
-    from client.models import Note
-    from client.rows import NoteRow, NoteView
 
 NOTES_PAGE = 100
 NOTES_MAX = 1000
@@ -117,48 +112,34 @@ def _note_row(note: Note, now: datetime) -> list[str]:
     ]
 
 
-def _last_notes_page(count: int, offset: int, total: int | None) -> bool:
-    """Whether a page of ``count`` notes ending at ``offset`` is the last one to ask for: a short page, the
-    server's total reached, or 1,000 notes (the full path and the fast one stop alike)."""
-    return count < NOTES_PAGE or (total is not None and offset >= total) or offset >= NOTES_MAX
-
-
 async def _session_notes(backend: Backend, session: str, state: str | None = None) -> list[Note]:
     """Up to 1,000 notes of one session, newest first, in pages of 100."""
     notes: list[Note] = []
+    offset = 0
     while True:
-        page = await backend.list_notes(session_id=session, state=state, limit=NOTES_PAGE, offset=len(notes))
+        page = await backend.list_notes(session_id=session, state=state, limit=NOTES_PAGE, offset=offset)
         notes.extend(page.notes)
-        if _last_notes_page(len(page.notes), len(notes), page.total):
+        offset += len(page.notes)
+        if len(page.notes) < NOTES_PAGE or (page.total is not None and offset >= page.total):
             return notes
-
-
-def _check_output(args: argparse.Namespace) -> None:
-    if args.json and args.output == "id":
-        raise usage("--json and -o id both choose the output: keep one of them")
-
-
-def _print_scripted(args: argparse.Namespace, notes: Sequence[NoteRow]) -> bool:
-    """The output for scripts, ``-o id`` or ``--json`` (the full path and the fast one print through here);
-    False when a table is wanted instead."""
-    if args.output == "id":
-        for note in notes:
-            print(cell(note.note_id))
-        return True
-    if args.json:
-        print_json({"total": len(notes), "notes": [n.model_dump(mode="json") for n in notes]})
-        return True
-    return False
+        if offset >= NOTES_MAX:
+            return notes
 
 
 async def list_notes(args: argparse.Namespace) -> int:
     """A session's notes, newest state first, so an operator sees what the agent has and has not read."""
-    _check_output(args)
+    if args.json and args.output == "id":
+        raise usage("--json and -o id both choose the output: keep one of them")
     now = datetime.now(UTC)
-    async with connect(args) as backend:
+    async with connect(args, one_shot=True) as backend:
         session = await resolve_session(backend, args.session)
         notes = await _session_notes(backend, session, args.state)
-    if _print_scripted(args, notes):
+    if args.output == "id":
+        for note in notes:
+            print(cell(note.note_id))
+        return EXIT_OK
+    if args.json:
+        print_json({"total": len(notes), "notes": [n.model_dump(mode="json") for n in notes]})
         return EXIT_OK
     if not notes:
         state = f" in state {args.state}" if args.state else ""
@@ -168,31 +149,6 @@ async def list_notes(args: argparse.Namespace) -> int:
     headers = ["NOTE", "STATE", "CREATED", "SETTLED", "TEXT"]
     for line in render_table(headers, rows, last_flexible=True, width=terminal_width(sys.stdout)):
         print(line)
-    return EXIT_OK
-
-
-def list_notes_quick(args: argparse.Namespace) -> int | None:
-    """The fast path for scripts (:mod:`client.quick`): ``--json`` or ``-o id`` from our local server
-    without loading httpx, pydantic or asyncio, printed by the same code as :func:`list_notes`. None hands
-    over to that full path: for a table, another server, or anything not plain (a short id it cannot
-    resolve, an error status...: the full path repeats the requests and reports it)."""
-    if not (args.json or args.output == "id"):
-        return None
-    _check_output(args)
-    from client.quick import Fallback, QuickClient
-
-    try:
-        quick = QuickClient.open_local(args.url, args.token, args.profile, args.server_kind)
-        session = quick.resolve_session(args.session)
-        notes: list[NoteView] = []
-        while True:
-            page = quick.notes(session, state=args.state, limit=NOTES_PAGE, offset=len(notes))
-            notes.extend(page.notes)
-            if _last_notes_page(len(page.notes), len(notes), page.total):
-                break
-    except Fallback:
-        return None
-    _print_scripted(args, notes)
     return EXIT_OK
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any
 
 from cli.commands.common import (
     check_uuid,
@@ -18,7 +17,8 @@ from cli.commands.common import (
     usage,
 )
 from cli.exits import EXIT_OK
-from client.backend import SessionFilter
+from client.backend import Backend, SessionFilter
+from client.models import Session
 from client.present import (
     ACTIVE_WINDOW_MINUTES,
     NARROW_DROP_ORDER,
@@ -38,14 +38,7 @@ from client.present import (
     unique_titles,
 )
 
-if TYPE_CHECKING:  # annotations only: the fast path (list_sessions_quick) never loads pydantic
-    from client.backend import Backend
-    from client.models import Session
-    from client.rows import SessionRow, SessionView
-
 PAGE_SIZE = 100
-
-R = TypeVar("R", bound="SessionRow")
 
 
 def _since(text: str) -> timedelta:
@@ -95,90 +88,41 @@ def _list_filters(args: argparse.Namespace, now: datetime) -> SessionFilter:
     )
 
 
-class SessionPages(Generic[R]):
-    """How a sessions list is paged: up to ``limit`` rows in pages of 100, following ``has_more``
-    (``total`` may be null). Apart from the fetching, so the full path and the fast one page alike::
-
-        pages = SessionPages(limit)
-        while (want := pages.want()) is not None:
-            page = fetch(limit=want, offset=pages.offset)
-            pages.add(page.items, has_more=page.has_more, total=page.total)
-        rows, more, total = pages.result()
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.offset = 0
-        self._rows: list[R] = []
-        self._seen: set[str] = set()
-        self._more = False
-        self._total: int | None = None
-        self._done = False
-
-    def want(self) -> int | None:
-        """How many rows to ask for next, or None when the list is complete."""
-        if self._done or len(self._rows) >= self.limit:
-            return None
-        return min(PAGE_SIZE, self.limit - len(self._rows))
-
-    def add(self, items: Sequence[R], *, has_more: bool, total: int | None) -> None:
-        """Take in one page (rows already seen on an earlier page are dropped)."""
-        self._total = total if total is not None else self._total
-        fresh = [row for row in items if row.id not in self._seen]
-        self._seen.update(row.id for row in fresh)
-        self._rows.extend(fresh)
-        self.offset += len(items)
-        self._more = has_more
-        self._done = not has_more or not items
-
-    def result(self) -> tuple[list[R], bool, int | None]:
-        """The rows, whether more exist beyond them, and the server's total when it gave one."""
-        if len(self._rows) > self.limit:
-            return self._rows[: self.limit], True, self._total
-        return self._rows, self._more, self._total
-
-
 async def fetch_sessions(
     backend: Backend, filters: SessionFilter, limit: int
 ) -> tuple[list[Session], bool, int | None]:
-    """Up to ``limit`` rows (see :class:`SessionPages`): the rows, whether more exist beyond them, and the
-    server's total when it gave one."""
-    pages: SessionPages[Session] = SessionPages(limit)
-    while (want := pages.want()) is not None:
-        page = await backend.list_sessions(filters, limit=want, offset=pages.offset)
-        pages.add(page.items, has_more=page.has_more, total=page.total)
-    return pages.result()
+    """Up to ``limit`` rows in pages of 100, following ``has_more`` (``total`` may be null).
+
+    Returns the rows, whether more exist beyond them, and the server's total when it gave one.
+    """
+    rows: list[Session] = []
+    offset = 0
+    more = False
+    total: int | None = None
+    seen: set[str] = set()
+    while len(rows) < limit:
+        want = min(PAGE_SIZE, limit - len(rows))
+        page = await backend.list_sessions(filters, limit=want, offset=offset)
+        total = page.total if page.total is not None else total
+        fresh = [row for row in page.items if row.id not in seen]
+        seen.update(row.id for row in fresh)
+        rows.extend(fresh)
+        offset += len(page.items)
+        more = page.has_more
+        if not page.has_more or not page.items:
+            break
+    if len(rows) > limit:
+        rows = rows[:limit]
+        more = True
+    return rows, more, total
 
 
-def session_json(row: SessionRow, title: str, now: datetime) -> dict[str, Any]:
+def session_json(row: Session, title: str, now: datetime) -> dict[str, Any]:
     """The row as the server sent it (every field this client knows), plus the computed title and state."""
     data: dict[str, Any] = row.model_dump(mode="json")
     data["display_title"] = title
     data["state"] = session_state(row, now)
     return data
-
-
-def print_scripted(
-    args: argparse.Namespace, rows: Sequence[SessionRow], more: bool, total: int | None, now: datetime
-) -> bool:
-    """The output for scripts, ``--json`` or ``-o id``, of rows already sorted (the full path and the fast
-    one print through here); False when a table is wanted instead."""
-    if args.json:
-        titles = unique_titles(rows)
-        known_total = total if total is not None else (None if more else len(rows))
-        print_json(
-            {
-                "total": known_total,
-                "has_more": more,
-                "items": [session_json(r, t, now) for r, t in zip(rows, titles, strict=True)],
-            }
-        )
-        return True
-    if args.output == "id":
-        for row in rows:
-            print(cell(row.id), file=sys.stdout)
-        return True
-    return False
 
 
 def _narrow_columns(
@@ -208,13 +152,25 @@ async def list_sessions(args: argparse.Namespace) -> int:
     """Print sessions as a table, ids (one per line, for scripts) or JSON."""
     now = datetime.now(UTC)
     filters = _list_filters(args, now)
-    async with connect(args) as backend:
+    async with connect(args, one_shot=True) as backend:
         rows, more, total = await fetch_sessions(backend, filters, args.limit)
     rows = sort_sessions(rows)  # the sessions screen's order too
-    if print_scripted(args, rows, more, total, now):
-        return EXIT_OK
     titles = unique_titles(rows)
     out = sys.stdout
+    if args.json:
+        known_total = total if total is not None else (None if more else len(rows))
+        print_json(
+            {
+                "total": known_total,
+                "has_more": more,
+                "items": [session_json(r, t, now) for r, t in zip(rows, titles, strict=True)],
+            }
+        )
+        return EXIT_OK
+    if args.output == "id":
+        for row in rows:
+            print(cell(row.id), file=out)
+        return EXIT_OK
     if not rows:
         print("No sessions match.", file=out)
         return EXIT_OK
@@ -261,30 +217,6 @@ async def list_sessions(args: argparse.Namespace) -> int:
             f'Send a note: preloop notes send --session {first} "..."',
             file=out,
         )
-    return EXIT_OK
-
-
-def list_sessions_quick(args: argparse.Namespace) -> int | None:
-    """The fast path for scripts (:mod:`client.quick`): ``--json`` or ``-o id`` from our local server
-    without loading httpx, pydantic or asyncio, printed by the same code as :func:`list_sessions`. None
-    hands over to that full path: for a table, another server, or anything not plain (it then repeats the
-    request and reports any error itself)."""
-    if not (args.json or args.output == "id"):
-        return None
-    now = datetime.now(UTC)
-    filters = _list_filters(args, now)  # a usage error is the full path's own, in its words
-    from client.quick import Fallback, QuickClient
-
-    try:
-        quick = QuickClient.open_local(args.url, args.token, args.profile, args.server_kind)
-        pages: SessionPages[SessionView] = SessionPages(args.limit)
-        while (want := pages.want()) is not None:
-            page = quick.sessions(filters, limit=want, offset=pages.offset)
-            pages.add(page.items, has_more=page.has_more, total=page.total)
-    except Fallback:
-        return None
-    rows, more, total = pages.result()
-    print_scripted(args, sort_sessions(rows), more, total, now)
     return EXIT_OK
 
 

@@ -18,12 +18,19 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Self
 
-import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
-from client.connection import Connection
-from client.errors import ClientError, InvalidResponse, NoteOutcomeUnknown, SessionEnded, UsageError
+from client.connection import Connection, Reply
+from client.errors import (
+    ClientError,
+    InvalidResponse,
+    NoteOutcomeUnknown,
+    SessionEnded,
+    Timeout,
+    TransportError,
+    UsageError,
+)
 from client.ids import match_prefix, normalise_prefix, require_note_id, require_uuid, short_id
 from client.models import (
     ActivityItem,
@@ -113,7 +120,7 @@ class PreloopRestApi(RestBackend):
         what: str = "",
         params: dict[str, Any] | None = None,
         json: Any = None,
-    ) -> httpx.Response:
+    ) -> Reply:
         return await self.conn.request(method, API_PREFIX + path, what=what, params=params, json=json)
 
     def _changed(self, session_id: str | None) -> None:
@@ -227,20 +234,11 @@ class PreloopRestApi(RestBackend):
         url = API_PREFIX + "/operator-notes"
         what = f"session {short_id(session_id)}" if session_id else "the note's target"
         try:
-            response = await self.conn.http.post(url, json=body.model_dump(exclude_none=True))
-        except (
-            httpx.ConnectError,
-            httpx.ConnectTimeout,
-            httpx.PoolTimeout,
-            httpx.UnsupportedProtocol,
-        ) as exc:
-            # Nothing left this machine: safe to say "not sent".
-            err = self.conn.transport_error(exc, "POST", url)
-            raise type(err)(f"{err.hint}; the note was not sent") from None
-        except httpx.TransportError as exc:
-            reason = (
-                "no answer in time" if isinstance(exc, httpx.TimeoutException) else "the connection broke"
-            )
+            response = await self.conn.send("POST", url, json=body.model_dump(exclude_none=True))
+        except TransportError as err:
+            if not err.sent:  # nothing left this machine: safe to say "not sent"
+                raise type(err)(f"{err.hint}; the note was not sent") from None
+            reason = "no answer in time" if isinstance(err, Timeout) else "the connection broke"
             raise NoteOutcomeUnknown(cid, reason) from None
         if response.status_code in (502, 504):
             # a proxy gave up waiting: the server behind it may well have created the note

@@ -8,7 +8,6 @@ backend here holds the row back on purpose (a real server cannot be made slow fo
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -103,10 +102,8 @@ async def test_a_refused_session_is_reported_once_when_the_stream_refuses_first(
         assert screen.has_class("-no-composer")
 
 
-async def test_the_keys_line_lists_keys_and_the_collector_runs_again_after_the_first_frame() -> None:
-    """The keys line is mounted after the first frame and then lists the screen's keys; the garbage
-    collector, paused while the app starts, is running again."""
-    assert gc.isenabled()
+async def test_the_keys_line_lists_keys_after_the_first_frame() -> None:
+    """The keys line is mounted after the first frame and then lists the screen's keys."""
     backend = FakeBackend(sessions=[data.session()], script=[Live()])
     app = PreloopApp(backend, start_session_id=data.SID, attention=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -114,25 +111,6 @@ async def test_the_keys_line_lists_keys_and_the_collector_runs_again_after_the_f
         await until(pilot, lambda: bool(screen.query(FooterKey)), "the keys in the footer")
         keys = {key.description for key in screen.query_one(Footer).query(FooterKey)}
         assert {"Send", "Leave note"} <= keys
-        assert gc.isenabled()
-    assert gc.isenabled()
-
-
-async def test_the_collector_is_restored_when_the_app_ends_before_its_first_frame() -> None:
-    """An app that fails to start leaves the process's garbage collector as it found it."""
-    assert gc.isenabled()
-    paused: list[bool] = []
-
-    class Probe(PreloopApp):
-        def on_mount(self) -> None:
-            paused.append(not gc.isenabled())
-
-    app = Probe(FakeBackend(), attention=False)
-    assert gc.isenabled()  # an app that is made but never run changes nothing
-    async with app.run_test(size=SIZE):
-        app.exit()
-    assert paused == [True]  # paused for the start-up...
-    assert gc.isenabled()  # ... and running again after an app that ended before its first frame
 
 
 async def _attached(pilot: Any, app: PreloopApp) -> Any:

@@ -20,10 +20,9 @@ import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-import httpx
 
 from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
 from client.backends.dendrux.mapping import (
@@ -34,13 +33,14 @@ from client.backends.dendrux.mapping import (
     session_list,
 )
 from client.backends.rest import RestBackend
-from client.connection import Connection
+from client.connection import Connection, Reply
 from client.errors import (
     ClientError,
     Conflict,
     InvalidResponse,
     NotFound,
     SessionEnded,
+    TransportError,
     Unsupported,
     UsageError,
 )
@@ -88,14 +88,14 @@ async def looks_like_dendrux(conn: Connection) -> bool:
     """Whether the server answers like a Dendrux read router (``GET /runs`` → ``{items, total, limit,
     offset}`` of run rows), for ``--server-kind auto``."""
     try:
-        response = await conn.http.get("/runs", params={"limit": 1})
-    except httpx.HTTPError:
+        response = await conn.send("GET", "/runs", params={"limit": 1})
+    except TransportError:
         return False
     if response.status_code in (401, 403):
         # an authorize hook refused us: ask the unauthenticated /health, which Dendrux serves at the root
         try:
-            health = await conn.http.get("/health")
-        except httpx.HTTPError:
+            health = await conn.send("GET", "/health")
+        except TransportError:
             return False
         return health.status_code == 200 and _json(health) == {"status": "ok"}
     body = _json(response)
@@ -107,7 +107,7 @@ async def looks_like_dendrux(conn: Connection) -> bool:
     )
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: Reply) -> Any:
     try:
         return response.json()
     except ValueError:
@@ -154,7 +154,7 @@ class DendruxBackend(RestBackend):
             response = await self.conn.request(method, path, what=f"run {run_id[:10]}", json=json)
         except NotFound:
             await self.get_run(run_id)  # NotFound for the run itself propagates from here
-            self._caps = self._caps._replace(notes=False, approvals=False)
+            self._caps = replace(self._caps, notes=False, approvals=False)
             raise Unsupported(_NO_STEER.format(what=what)) from None
         return _json(response)
 
