@@ -360,7 +360,8 @@ class SessionsScreen(Screen[None]):
         ]
 
     def on_screen_resume(self) -> None:
-        self.inbox_changed()  # what changed in the inbox while another screen was shown
+        """Shown again: what changed in the inbox meanwhile reaches the PENDING column."""
+        self.inbox_changed()
 
     def inbox_changed(self) -> None:
         """The live inbox changed: the PENDING column follows it (only what differs is redrawn)."""
