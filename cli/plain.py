@@ -22,7 +22,6 @@ import codecs
 import contextlib
 import os
 import sys
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
@@ -41,14 +40,11 @@ from cli.plain_input import (
     parse_input,
 )
 from client.backend import Backend
-from client.errors import ClientError, NoteOutcomeUnknown
+from client.errors import ClientError
 from client.events import (
-    ApprovalDecided,
-    ApprovalRequested,
     Event,
     ModelDelta,
     ModelStep,
-    NoteEvent,
     RunCancelled,
     RunFailed,
     SessionEnded,
@@ -63,9 +59,11 @@ from client.present import (
     event_line,
     format_duration,
     session_title,
+    settled_phrase,
     short_id,
     withdraw_outcome,
 )
+from client.session import SessionCore
 from client.status import (
     Connecting,
     Ended,
@@ -76,6 +74,18 @@ from client.status import (
     Refused,
     Skipped,
     StreamStatus,
+)
+from client.steering import (
+    AlreadySettled,
+    Decided,
+    DecisionFailed,
+    NotSent,
+    Sent,
+    Steering,
+    TooLate,
+    WithdrawFailed,
+    resolve_approval,
+    resolve_note,
 )
 from client.textsafe import safe_line
 
@@ -230,23 +240,16 @@ def status_text(status: StreamStatus) -> str:
 # -------------------------------------------------------------------------------------------- steering
 
 
-class _Steer:
-    """Carries out typed commands against the session; every outcome is reported on stderr."""
+class _Commands:
+    """Carries out typed commands through ``client.steering``; the session's state (pending approvals,
+    notes) is a ``client.session.SessionCore`` fed by the stream. Every outcome is reported on stderr."""
 
     def __init__(self, backend: Backend, session_id: str, printer: _Printer) -> None:
         self.backend = backend
         self.session_id = session_id
         self.printer = printer
-        self.pending: dict[str, Approval] = {}
-        self.notes: set[str] = set()
-
-    def track(self, event: Event) -> None:
-        if isinstance(event, ApprovalRequested):
-            self.pending[event.approval.id] = event.approval
-        elif isinstance(event, ApprovalDecided):
-            self.pending.pop(event.approval.id, None)
-        elif isinstance(event, NoteEvent):
-            self.notes.add(event.note.note_id)
+        self.steering = Steering(backend)
+        self.core = SessionCore(session_id, decisions=self.steering.decisions)
 
     async def run(self, command: Command) -> bool:
         """Carry out one command; False means quit."""
@@ -266,76 +269,61 @@ class _Steer:
                     self.printer.notice(reason)
         except ClientError as exc:
             self.printer.notice(f"{exc.title}: {exc.hint}")
-            if isinstance(command, SendNote):
-                self.printer.notice("your note was NOT sent; it was:")
-                print(
-                    safe_line(command.text) if "\n" not in command.text else command.text,
-                    file=self.printer.err,
-                )
         return True
 
     async def _send(self, text: str) -> None:
-        correlation = uuid.uuid4().hex
-        try:
-            note = await self.backend.send_note(text, session_id=self.session_id, correlation_id=correlation)
-        except NoteOutcomeUnknown as exc:
-            self.printer.notice(f"{exc.title}: {exc.hint}")
+        outcome = await self.steering.send_note(text, session_id=self.session_id)
+        self.core.record(outcome)
+        if isinstance(outcome, Sent):
+            nid = short_id(outcome.note.note_id)
+            self.printer.notice(f"note {nid} sent ({outcome.note.state}); /withdraw {nid}")
             return
-        self.notes.add(note.note_id)
-        self.printer.notice(
-            f"note {short_id(note.note_id)} sent ({note.state}); /withdraw {short_id(note.note_id)}"
-        )
+        self.printer.notice(f"{outcome.error.title}: {outcome.error.hint}")
+        if isinstance(outcome, NotSent):
+            self.printer.notice("your note was NOT sent; it was:")
+            print(safe_line(text) if "\n" not in text else text, file=self.printer.err)
 
-    async def _pending(self) -> list[Approval]:
+    async def pending(self) -> list[Approval]:
+        """The session's pending approvals: the server's list merged under what the stream said."""
         page = await self.backend.list_approvals(session_id=self.session_id, status="pending")
-        for approval in page.items:
-            self.pending.setdefault(approval.id, approval)
-        return [a for a in page.items if a.pending]
+        self.core.lists_loaded((), page.items)
+        return list(self.core.pending.values())
 
     async def _decide(self, command: Decide) -> None:
-        pending = await self._pending()
-        if command.approval is None:
-            if not pending:
-                self.printer.notice("no approval is pending in this session")
-                return
-            if len(pending) > 1:
-                ids = ", ".join(short_id(a.id) for a in pending)
-                self.printer.notice(
-                    f"{len(pending)} approvals are pending ({ids}): name one, "
-                    f"e.g. /{command.verb} {short_id(pending[0].id)}"
-                )
-                return
-            target = pending[0]
+        pending = await self.pending()
+        if command.approval is not None:
+            known = list(self.core.timeline.approvals)
+            target = await resolve_approval(self.backend, command.approval, self.session_id, known=known)
+        elif len(pending) == 1:
+            target = pending[0].id
+        elif not pending:
+            self.printer.notice("no approval is pending in this session")
+            return
         else:
-            prefix = command.approval.lower()
-            matches = [a for a in pending if a.id.lower().startswith(prefix)]
-            if len(matches) != 1:
-                what = (
-                    "no pending approval starts with"
-                    if not matches
-                    else "several pending approvals start with"
-                )
-                self.printer.notice(f"{what} {safe_line(command.approval, 40)}: nothing decided")
-                return
-            target = matches[0]
-        if command.verb == "approve":
-            done = await self.backend.approve(target.id, command.comment)
-        else:
-            done = await self.backend.decline(target.id, command.comment)
-        self.pending.pop(target.id, None)
-        self.printer.notice(f"approval {short_id(done.id)} {safe_line(done.status)}")
+            ids = ", ".join(short_id(a.id) for a in pending)
+            self.printer.notice(
+                f"{len(pending)} approvals are pending ({ids}): name one, "
+                f"e.g. /{command.verb} {short_id(pending[0].id)}"
+            )
+            return
+        outcome = await self.steering.decide(target, command.verb, command.comment)
+        self.core.record(outcome)
+        if isinstance(outcome, Decided):
+            self.printer.notice(f"approval {short_id(target)} {safe_line(outcome.approval.status)}")
+        elif isinstance(outcome, AlreadySettled):
+            said = settled_phrase(outcome.approval.status, elsewhere=True)
+            self.printer.notice(f"approval {short_id(target)} {said}: nothing decided")
+        elif isinstance(outcome, DecisionFailed):
+            self.printer.notice(f"{outcome.error.title}: {outcome.error.hint}")
 
     async def _withdraw(self, prefix: str) -> None:
-        listed = await self.backend.list_notes(session_id=self.session_id, limit=100)
-        ids = {n.note_id for n in listed.notes} | self.notes
-        matches = sorted(i for i in ids if i.lower().startswith(prefix.lower()))
-        if len(matches) != 1:
-            what = "no note of this session starts with" if not matches else "several notes start with"
-            self.printer.notice(f"{what} {safe_line(prefix, 40)}: nothing withdrawn")
-            return
-        note = await self.backend.withdraw_note(matches[0])
-        _, sentence = withdraw_outcome(note)
-        self.printer.notice(sentence)
+        note_id = await resolve_note(self.backend, prefix, self.session_id, known=self.core.notes)
+        outcome = await self.steering.withdraw(note_id)
+        self.core.record(outcome)
+        if isinstance(outcome, WithdrawFailed):
+            self.printer.notice(f"{outcome.error.title}: {outcome.error.hint}")
+        else:
+            self.printer.notice(withdraw_outcome(outcome.note, too_late=isinstance(outcome, TooLate))[1])
 
 
 # -------------------------------------------------------------------------------------------- main loop
@@ -348,11 +336,11 @@ DEFAULT_HISTORY = timedelta(minutes=5)
 to its last activity (like ``kubectl logs -f``), so attaching to an idle session is not a blank screen."""
 
 
-async def _announce_pending(steer: _Steer, threshold: datetime, read_only: bool) -> None:
+async def _announce_pending(steer: _Commands, threshold: datetime, read_only: bool) -> None:
     """Approvals already waiting when we attach are older than the history shown, yet they are what the
     operator must act on: name them up front (on stderr, so ``--json`` output stays the stream's)."""
     try:
-        waiting = await steer._pending()
+        waiting = await steer.pending()
     except ClientError:
         return  # the stream itself will report a server that refuses or fails
     # Requested inside the replayed window: its own line follows. Oldest first: the longest-blocked.
@@ -392,7 +380,7 @@ async def follow_plain(
     first live line appears.
     """
     printer = _Printer(out or sys.stdout, err or sys.stderr, json_lines)
-    steer = _Steer(backend, session_id, printer)
+    steer = _Commands(backend, session_id, printer)
     now = datetime.now(UTC)
     threshold: datetime | None = None if replay_all else now - (since or timedelta(0))
     if history_from is not None and not replay_all:
@@ -462,7 +450,7 @@ async def follow_plain(
             if isinstance(item, Connecting | Live | Reconnecting | Missed | Skipped):
                 printer.notice(status_text(item))
                 continue
-            steer.track(item)
+            steer.core.apply_events((item,))
             if replaying and threshold is not None and item.at < threshold:
                 continue
             replaying = False

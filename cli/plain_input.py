@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from client.present import looks_like_id_prefix
+from client.steering import Verb
 from client.textsafe import safe_line
 
 HELP = (
@@ -28,7 +29,7 @@ class SendNote:
 
 @dataclass(frozen=True, slots=True)
 class Decide:
-    verb: str  # "approve" | "decline"
+    verb: Verb
     approval: str | None
     comment: str | None
 
@@ -77,7 +78,7 @@ def parse_input(text: str) -> Command | None:
             approval, comment = None, rest or None
         if verb == "approve" and comment:
             return Refuse("/approve takes only an approval id; to comment, decline or send a note")
-        return Decide(verb, approval, comment)
+        return Decide("approve" if verb == "approve" else "decline", approval, comment)
     if verb == "withdraw":
         if not rest or " " in rest:
             return Refuse("/withdraw needs one note id, e.g. /withdraw 3f2a")

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 from client import ids
 from client.ids import MIN_PREFIX
-from client.models import Note, NoteState, Session
-from client.textsafe import safe_line
+from client.models import Approval, Note, NoteState, Session
+from client.textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:
     from client.events import Event
@@ -120,18 +120,62 @@ def connection_lost(reason: str) -> str:
     return f"Connection lost ({why})"
 
 
-def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
-    """A sentence for an approval that stopped waiting: "The Bash approval expired", "... was approved
-    elsewhere" (an expiry is something that happened to it, a decision something someone did)."""
-    name = safe_line(tool or "tool", 40)
+def settled_phrase(status: str, *, elsewhere: bool) -> str:
+    """What happened to an approval that stopped waiting, as a predicate: "was approved elsewhere", "expired
+    before anyone decided" (an expiry is something that happened to it, not a decision made elsewhere),
+    "is no longer pending" (its final record is not known)."""
     state = safe_line(status, 20)
     if state == "expired":
-        return f"The {name} approval expired before anyone decided."
-    if state == "pending":  # a poller saw it go without its final record
-        return f"The {name} approval is no longer pending."
+        return "expired before anyone decided"
+    if state == "pending":
+        return "is no longer pending"
     if state in ("approved", "declined"):
-        return f"The {name} approval was {state}{' elsewhere' if elsewhere else ''}."
-    return f"The {name} approval is no longer pending ({state})."
+        return f"was {state}{' elsewhere' if elsewhere else ''}"
+    return f"is no longer pending ({state})"
+
+
+def decided_by(approval: Approval, operator: str | None = None) -> dict[str, str | None] | None:
+    """Who or what decided an approval, as far as the server says (None while it is pending).
+
+    Servers do not name the person: ``decided_by_human`` says a human decided, ``decided_by_ai`` an AI
+    reviewer, ``auto_approved_reason`` a policy; an expired approval was decided by nobody. ``operator``
+    is the person's name when it is known who decided (this client did, and the server named this client's
+    operator as the author of its notes): the same person is then named the same way in both tables.
+    """
+    if approval.pending:
+        return None
+    if approval.status == "expired":
+        return {"kind": "expiry", "detail": "nobody decided before it expired"}
+    if approval.decided_by_human:
+        return {"kind": "human", "detail": _clean_text(operator) or "an operator"}
+    if approval.decided_by_ai:
+        return {"kind": "ai", "detail": _clean_text(approval.ai_model) or "an AI reviewer"}
+    if approval.auto_approved_reason:
+        return {"kind": "policy", "detail": _clean_text(approval.auto_approved_reason)}
+    return {"kind": "unknown", "detail": None}
+
+
+def _clean_text(text: str | None) -> str | None:
+    return None if text is None else safe_text(text)
+
+
+def settled_line(approval: Approval) -> str:
+    """An approval that is no longer pending, in one line: what happened to it, by whom (as far as the
+    server says), when, and with which comment ("approval 3f6c1a52 (Bash) was approved by an operator at
+    12:00:05, comment "ship it"")."""
+    tool = f" ({safe_line(approval.tool_name, 40)})" if approval.tool_name else ""
+    who = decided_by(approval)
+    by = f" by {safe_line(who['detail'], 60)}" if who and who["kind"] != "expiry" and who["detail"] else ""
+    when = f" at {clock(approval.resolved_at)}" if approval.resolved_at else ""
+    said = f', comment "{safe_line(approval.approver_comment, 200)}"' if approval.approver_comment else ""
+    what = settled_phrase(approval.status, elsewhere=False)
+    return f"approval {short_id(approval.id)}{tool} {what}{by}{when}{said}"
+
+
+def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
+    """A sentence for an approval that stopped waiting: "The Bash approval expired before anyone
+    decided.", "... was approved elsewhere." (see :func:`settled_phrase`)."""
+    return f"The {safe_line(tool or 'tool', 40)} approval {settled_phrase(status, elsewhere=elsewhere)}."
 
 
 def normalize_kind(kind: str) -> str:
@@ -398,14 +442,17 @@ def event_line(event: Event) -> tuple[str, str]:
     return "event", safe_line(event.type)
 
 
-def withdraw_outcome(note: Note) -> tuple[bool, str]:
-    """After a withdraw: whether the note is now withdrawn, and a sentence saying so or why not.
+def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
+    """After a withdraw: whether the note is now withdrawn by it, and a sentence saying so or why not.
 
-    Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so the
-    only way to tell the user what happened is to read the state that came back.
+    Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so what
+    happened is read from the state that came back, and from whether it was pending before
+    (``too_late``: it was not, so even a cancelled note was withdrawn before, not now).
     """
     nid = short_id(note.note_id)
     match note.state:
+        case NoteState.CANCELLED if too_late:
+            why = "it was already withdrawn"
         case NoteState.CANCELLED:
             return True, f"note {nid} is withdrawn (cancelled): the agent will not see it"
         case NoteState.PENDING:

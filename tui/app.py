@@ -19,8 +19,13 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         session (default: in memory; ``run_app`` uses files in the state dir, so a crash loses no draft).
 
 The app keeps the attention inbox (``client.inbox.Inbox``) fed from ``backend.watch_attention()`` while it
-runs (``attention=False`` skips it), shows its count in every header, opens ``InboxScreen`` on ``i`` / F2
-and raises alerts (``client.alerts``; ``alert_write`` receives the bytes, by default the terminal).
+runs (``attention=False`` skips it), shows its count in every header (and in the sessions list's PENDING
+column, which follows it), opens ``InboxScreen`` on ``i`` / F2 and raises alerts (``client.alerts``;
+``alert_write`` receives the bytes, by default the terminal). One ``client.steering.Steering`` serves every
+screen, with the one record of the approvals decided in this app (``Decisions``), which the inbox shares:
+nothing decided here is ever called "decided elsewhere". An approval that leaves the inbox without its
+final record is read once, so it is told as approved, declined or expired. A notice identical to one still
+on screen is not shown again.
 
 Screens: ``SessionsScreen`` (list), ``AttachScreen`` (one session), ``InboxScreen`` (every session's
 approvals), ``HelpScreen`` (``?``), and the modal
@@ -39,6 +44,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -47,6 +53,7 @@ from typing import ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.reactive import var
 
 # The live feeds' code (SSE decoding and the events' validators, ~40 ms to load): loaded with the app, not
@@ -58,10 +65,11 @@ from client.backend import Backend
 from client.drafts import DraftStore
 from client.errors import ClientError
 from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
-from client.models import AttentionSnapshot, NoteState
+from client.models import Approval, AttentionSnapshot, NoteState
 from client.paths import state_dir
 from client.present import session_title, short_id
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
+from client.steering import Steering
 from tui.following import Following
 from tui.palette import PreloopCommands
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
@@ -140,7 +148,9 @@ class PreloopApp(App[str | None]):
         self.close_backend = close_backend
         self.follow = follow
         self.attention = attention
-        self.inbox = Inbox(notes_window)
+        self.steering = Steering(backend)
+        """Steering for every screen, with the one record of the approvals decided in this app."""
+        self.inbox = Inbox(notes_window, self.steering.decisions)
         self.attention_status: StreamStatus | None = None
         self.attention_poll_interval = attention_poll_interval
         self.alerter = Alerter(alert_settings or load_alert_settings(), alert_write or self._write_terminal)
@@ -148,6 +158,8 @@ class PreloopApp(App[str | None]):
         """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
         self._followed_screens: dict[str, AttachScreen] = {}
         self._token_refused = False
+        self._notices: dict[tuple[str, str, str], float] = {}
+        """Notices on screen, until when (identical ones are not stacked)."""
 
     def on_mount(self) -> None:
         if self.handle_signals:
@@ -192,6 +204,25 @@ class PreloopApp(App[str | None]):
             self.attention_status = Refused(exc.hint)
             self.inbox_updated([])
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notice passes here; one identical to a notice still on screen is not shown again, so a
+        key pressed five times (``e``: export) leaves one notice, not a column of them over the screen."""
+        now = time.monotonic()
+        self._notices = {key: until for key, until in self._notices.items() if until > now}
+        key = (title, message, severity)
+        if key in self._notices:
+            return
+        self._notices[key] = now + (self.NOTIFICATION_TIMEOUT if timeout is None else timeout)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     def feed_status(self, status: StreamStatus) -> None:
         """Every live feed's state (the inbox's, each attach screen's) passes here, so what holds for the
         whole app is said once: the token refused (every feed waits, keeps what it shows, and resumes by
@@ -215,13 +246,24 @@ class PreloopApp(App[str | None]):
         for change in changes:
             if isinstance(change, ApprovalGone):
                 settle_open_dialogs(self, change.approval)
+                if change.approval.pending:  # it went without its final record: read it once
+                    self.final_record(change.approval)
         # The inbox screen first, then the headers' count (the inbox screen may have marked notes seen):
         # the first widget to report a change starts the next frame, and the inbox table's new size must
         # be in it, or the new row waits a frame for its layout.
         for screen in self.screen_stack:
             if isinstance(screen, InboxScreen):
                 screen.inbox_changed(self.attention_status)
+        if isinstance(self.screen, SessionsScreen):  # (one under another screen follows when shown)
+            self.screen.inbox_changed()
         self.inbox_count = self.inbox.count
+
+    @work(group="attention-final")
+    async def final_record(self, approval: Approval) -> None:
+        """An approval that left the inbox without its final record (a poll or a reconnect saw it go):
+        read once, so the inbox says approved, declined or expired rather than "gone"."""
+        if self.inbox.resolved(await self.steering.final_record(approval)):
+            self.inbox_updated()
 
     def _viewing(self) -> str | None:
         """The session on screen (no alert for what the operator is looking at)."""
@@ -239,7 +281,7 @@ class PreloopApp(App[str | None]):
         its note box when the session is followed here, else in the drafts kept for it."""
         screen = self._followed_screens.get(session_id)
         if screen is not None and screen.is_mounted:
-            screen.keep_as_draft(text, why)
+            screen.note_box.keep(text, why)
             return
         current = (self.drafts.get(session_id) or "").rstrip("\n")
         self.drafts.put(session_id, f"{current}\n{text}" if current else text)
@@ -272,7 +314,7 @@ class PreloopApp(App[str | None]):
             self.screen.dismiss(None)
             return
         screen = InboxScreen(
-            self.backend,
+            self.steering,
             self.inbox,
             open_session=self.open_session,
             clock=self.clock,
@@ -316,6 +358,7 @@ class PreloopApp(App[str | None]):
             open_session=self.open_session,
             clock=self.clock,
             refresh_interval=self.refresh_interval,
+            pending=self.inbox.pending_by_session,
         )
 
     def _attach_screen(self, session_id: str) -> AttachScreen:
@@ -333,6 +376,7 @@ class PreloopApp(App[str | None]):
                 drafts=self.drafts,
                 confirm_risks=self.confirm_risks,
                 monotonic=self.monotonic,
+                steering=self.steering,
             )
             self._followed_screens[session_id] = screen
             self.install_screen(screen, name=f"attach-{session_id}")
@@ -392,19 +436,17 @@ class PreloopApp(App[str | None]):
         self.push_screen(SwitchScreen(rows, highlight=highlight), _chosen)
 
     def _switch_row(self, session_id: str, current: str | None) -> SwitchRow:
-        screen = self._followed_screens[session_id]
-        row = screen.session
+        core = self._followed_screens[session_id].core
+        row = core.session
         return SwitchRow(
             session_id=session_id,
             short=short_id(session_id),
             agent=row.agent_label if row is not None else "?",
             title=session_title(row) if row is not None else "",
-            state="ended" if screen.ended else "live",
-            pending_approvals=screen.approvals_panel.count,
+            state="ended" if core.ended else "live",
+            pending_approvals=len(core.pending),
             waiting_notes=sum(
-                1
-                for n in screen.notes_panel.notes.values()
-                if n.state in (NoteState.PENDING, NoteState.CLAIMED)
+                1 for n in core.notes.values() if n.state in (NoteState.PENDING, NoteState.CLAIMED)
             ),
             current=session_id == current,
         )
@@ -412,11 +454,14 @@ class PreloopApp(App[str | None]):
     def leave_session(self, session_id: str, *, detach: bool) -> None:
         """Back to the list (Escape) or detach (``q``); either way the session keeps running."""
         below = self.screen_stack[-2] if len(self.screen_stack) >= 2 else None
-        leaving = self.screen
-        if isinstance(leaving, AttachScreen):
-            message = leaving.leave_message()
-        else:
-            message = f"Detached from {short_id(session_id)}; the session keeps running."
+        leaving, short = self.screen, short_id(session_id)
+        message = f"Detached from {short}; the session keeps running."
+        if isinstance(leaving, AttachScreen) and leaving.unavailable is not None:
+            message = (
+                f"Left {short} ({leaving.unavailable.title})."  # an unknown session does not "keep running"
+            )
+        elif isinstance(leaving, AttachScreen) and leaving.ended:
+            message = f"Left {short}; that session has ended."
         if isinstance(below, InboxScreen | SessionsScreen):  # opened from the inbox or the list: back there
             self.pop_screen()
             if detach:

@@ -21,25 +21,14 @@ from cli.commands.common import (
     usage,
 )
 from cli.exits import EXIT_FAILED, EXIT_OK
-from client.backend import Backend
-from client.errors import BadRequest, ClientError, Conflict
 from client.ids import is_ulid, is_uuid
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
+from client.listing import all_approvals
 from client.models import Approval, AttentionSnapshot, Note
-from client.present import cell, looks_like_id_prefix, relative_time, short_id
+from client.present import cell, decided_by, looks_like_id_prefix, relative_time, settled_line, short_id
 from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
+from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, resolve_approval
 from client.textsafe import safe_line
-
-
-async def _all_approvals(backend: Backend, session: str | None, status: str | None) -> list[Approval]:
-    items: list[Approval] = []
-    skip = 0
-    while True:
-        page = await backend.list_approvals(session_id=session, status=status, limit=100, skip=skip)
-        items.extend(page.items)
-        skip += len(page.items)
-        if len(page.items) < 100 or (page.total is not None and skip >= page.total) or skip >= 1000:
-            return items
 
 
 async def list_approvals(args: argparse.Namespace) -> int:
@@ -56,7 +45,7 @@ async def list_approvals(args: argparse.Namespace) -> int:
     status = None if args.status == "all" else args.status
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session else None
-        items = await _all_approvals(backend, session, status)
+        items = await all_approvals(backend, session, status)
     if args.output == "id":
         for approval in items:
             print(cell(approval.id))
@@ -90,12 +79,6 @@ async def list_approvals(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class ApprovalIdError(ClientError):
-    """A short approval id that matches no pending approval, or several."""
-
-    title = "no such approval"
-
-
 def _approval_id_syntax(value: str) -> str:
     """The id as typed, refused (exit 2, before any request) when it cannot be an approval id."""
     text = value.strip()
@@ -109,27 +92,8 @@ def _approval_id_syntax(value: str) -> str:
     return text
 
 
-async def _resolve_approval(backend: Backend, value: str) -> str:
-    """A full id as given; a short one (4+ characters) matched against the pending approvals."""
-    text = _approval_id_syntax(value)
-    if is_uuid(text) or is_ulid(text):
-        return text
-    pending = await _all_approvals(backend, None, "pending")
-    matches = [a.id for a in pending if a.id.lower().startswith(text.lower())]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise ApprovalIdError(
-            f"no pending approval starts with '{safe_line(text, 40)}': `preloop approvals list` shows them"
-        )
-    shown = ", ".join(m[:8] for m in matches[:5])
-    raise ApprovalIdError(
-        f"'{safe_line(text, 40)}' matches {len(matches)} approvals ({shown}): type more characters"
-    )
-
-
 async def _decide(args: argparse.Namespace) -> int:
-    _approval_id_syntax(args.approval_id)
+    text = _approval_id_syntax(args.approval_id)
     async with connect(args) as backend:
         if args.decision == "approve" and args.comment and not backend.capabilities.approve_comment:
             # Checked before any request: the server would take the approval and drop the comment.
@@ -137,19 +101,19 @@ async def _decide(args: argparse.Namespace) -> int:
                 f"a {backend.server_kind} server takes no comment with an approval (a decline's comment "
                 "reaches the agent): approve without --comment, or send it with `preloop notes send`"
             )
-        approval_id = await _resolve_approval(backend, args.approval_id)
-        try:
-            if args.decision == "approve":
-                done = await backend.approve(approval_id, args.comment)
-            else:
-                done = await backend.decline(approval_id, args.comment)
-        except (BadRequest, Conflict) as exc:
-            # "Request already approved": say where to see what happened to it.
-            print(
-                f"preloop: {exc.title}: {exc.hint}; `preloop approvals list --status all` shows its decision",
-                file=sys.stderr,
-            )
-            return EXIT_FAILED
+        # Short ids are matched against every approval, decided ones too: re-approving one is then told
+        # as "already approved", as with its full id, not as "no such approval".
+        approval_id = await resolve_approval(backend, text)
+        outcome = await Steering(backend).decide(approval_id, args.decision, args.comment)
+    if isinstance(outcome, DecisionFailed):
+        raise outcome.error
+    assert not isinstance(outcome, AlreadyDeciding)  # nothing else decides in this command
+    done = outcome.approval
+    if isinstance(outcome, AlreadySettled):
+        print(f"preloop: already {safe_line(done.status)}: {settled_line(done)}", file=sys.stderr)
+        if args.json:
+            print_json(done.model_dump(mode="json"))
+        return EXIT_FAILED
     if args.json:
         print_json(done.model_dump(mode="json"))
         return EXIT_OK
@@ -184,14 +148,17 @@ def _clock(when: datetime | None = None) -> str:
 
 
 def _approval_line(approval: Approval, head: str, now: datetime) -> str:
-    """One human line for an approval: time, what happened, ids, agent, tool, what it wants, expiry."""
+    """One human line for an approval: time, what happened (by whom), ids, agent, tool, what it wants,
+    expiry or the decision's comment."""
     agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None) or "agent"
     args = {k: v for k, v in approval.tool_args.items() if not str(k).startswith("_")}
     what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
     expires = ""
     if approval.pending and approval.expires_at:
         expires = f"  expires in {_left(approval.expires_at, now)}"
-    comment = f'  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else ""
+    who = decided_by(approval)
+    by = f"  by {safe_line(who['detail'], 40)}" if who and who["kind"] != "expiry" and who["detail"] else ""
+    comment = f'{by}  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else by
     return (
         f"{_clock()}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
         f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
@@ -211,8 +178,23 @@ def _record(kind: str, **fields: Any) -> str:
     return json.dumps({"type": kind, "at": datetime.now(UTC).isoformat(), **fields}, ensure_ascii=False)
 
 
-def _emit(args: argparse.Namespace, change: InboxChange, session: str | None) -> None:
-    """Print one inbox change (NDJSON with --json), flushed at once so a pipe sees it now."""
+def _gone_head(approval: Approval, elsewhere: bool) -> str:
+    """How an approval that left is told: decided here or elsewhere, expired (no one's decision), or no
+    longer pending when even its record could not say."""
+    status = safe_line(approval.status, 16)
+    if status in ("approved", "declined"):
+        return f"✓ {status} ({'elsewhere' if elsewhere else 'here'})"
+    if status == "expired":
+        return "⌛ expired"
+    return "? no longer pending" if approval.pending else f"✗ {status}"
+
+
+async def _emit(
+    args: argparse.Namespace, change: InboxChange, session: str | None, steering: Steering
+) -> None:
+    """Print one inbox change (NDJSON with --json), flushed at once so a pipe sees it now. An approval
+    that left without its final record (a poll or a reconnect only saw it go) is read once first, so
+    its real status is told rather than "gone"."""
     now = datetime.now(UTC)
     if isinstance(change, ApprovalAdded | ApprovalGone):
         approval = change.approval
@@ -225,17 +207,18 @@ def _emit(args: argparse.Namespace, change: InboxChange, session: str | None) ->
                 else _approval_line(approval, "⚑ pending ", now)
             )
         else:
-            status = approval.status if not approval.pending else "gone"
-            where = "elsewhere" if change.elsewhere else "here"
+            approval = await steering.final_record(approval)
+            decision = approval.status in ("approved", "declined")
             line = (
                 _record(
                     "approval.resolved",
-                    status=status,
-                    elsewhere=change.elsewhere,
+                    status=approval.status if not approval.pending else "gone",
+                    elsewhere=change.elsewhere if decision else None,
+                    decided_by=decided_by(approval),
                     approval=approval.model_dump(mode="json"),
                 )
                 if args.json
-                else _approval_line(approval, f"✓ {status} ({where})", now)
+                else _approval_line(approval, _gone_head(approval, change.elsewhere), now)
             )
     else:
         note = change.note
@@ -287,6 +270,7 @@ async def _watch(args: argparse.Namespace) -> int:
     inbox = Inbox()
     said: StreamStatus | None = None
     async with connect(args) as backend:
+        steering = Steering(backend, inbox.decisions)
         session = await resolve_session(backend, args.session) if args.session else None
         if not args.json and is_tty(sys.stderr):
             print("Watching every session's approvals; Ctrl+C stops.", file=sys.stderr)
@@ -310,5 +294,5 @@ async def _watch(args: argparse.Namespace) -> int:
                 else:
                     changes = inbox.apply(item)  # type: ignore[arg-type]
                 for change in changes:
-                    _emit(args, change, session)
+                    await _emit(args, change, session, steering)
     return EXIT_OK

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from datetime import UTC, datetime, timedelta
 
@@ -18,24 +17,12 @@ from cli.commands.common import (
     usage,
 )
 from cli.exits import EXIT_FAILED, EXIT_OK
-from client.backend import Backend
-from client.errors import ClientError
 from client.ids import require_note_id
+from client.listing import session_notes
 from client.models import Note
 from client.notetext import NOTE_EMPTY, note_text_problem
 from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
 from client.textsafe import safe_line
-
-NOTES_PAGE = 100
-NOTES_MAX = 1000
-
-FULL_NOTE_ID = 16
-"""Note ids are 16 hex characters (Preloop and the local server); shorter hex is a prefix to look up."""
-
-SEARCH_SESSIONS = 100
-"""How many of the newest sessions a short note id is looked for in (without ``--session``)."""
-
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 MIN_EXPIRY = timedelta(seconds=60)
 MAX_EXPIRY = timedelta(days=7)
@@ -72,18 +59,20 @@ async def send(args: argparse.Namespace) -> int:
         raise usage("the note is empty: give the text as an argument or on standard input")
     if problem is not None:
         raise usage(problem)
-    import uuid
+    from client.steering import Sent, Steering
 
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session is not None else None
-        note = await backend.send_note(
+        outcome = await Steering(backend).send_note(
             text,
             session_id=session,
             agent_id=args.agent.strip() if args.agent else None,
             execution_id=execution,
             expires_in_seconds=expires,
-            correlation_id=uuid.uuid4().hex,
         )
+    if not isinstance(outcome, Sent):
+        raise outcome.error  # not sent, or not known: said as the error, exit 1
+    note = outcome.note
     if session is not None:
         kind, target = "session", session
     elif execution is not None:
@@ -112,34 +101,31 @@ def _note_row(note: Note, now: datetime) -> list[str]:
     ]
 
 
-async def _session_notes(backend: Backend, session: str, state: str | None = None) -> list[Note]:
-    """Up to 1,000 notes of one session, newest first, in pages of 100."""
-    notes: list[Note] = []
-    offset = 0
-    while True:
-        page = await backend.list_notes(session_id=session, state=state, limit=NOTES_PAGE, offset=offset)
-        notes.extend(page.notes)
-        offset += len(page.notes)
-        if len(page.notes) < NOTES_PAGE or (page.total is not None and offset >= page.total):
-            return notes
-        if offset >= NOTES_MAX:
-            return notes
+def _check_output(args: argparse.Namespace) -> None:
+    if args.json and args.output == "id":
+        raise usage("--json and -o id both choose the output: keep one of them")
+
+
+def _print_scripted(args: argparse.Namespace, notes: list[Note]) -> bool:
+    """The output for scripts, ``-o id`` or ``--json``; False when a table is wanted instead."""
+    if args.output == "id":
+        for note in notes:
+            print(cell(note.note_id))
+        return True
+    if args.json:
+        print_json({"total": len(notes), "notes": [n.model_dump(mode="json") for n in notes]})
+        return True
+    return False
 
 
 async def list_notes(args: argparse.Namespace) -> int:
     """A session's notes, newest state first, so an operator sees what the agent has and has not read."""
-    if args.json and args.output == "id":
-        raise usage("--json and -o id both choose the output: keep one of them")
+    _check_output(args)
     now = datetime.now(UTC)
     async with connect(args, one_shot=True) as backend:
         session = await resolve_session(backend, args.session)
-        notes = await _session_notes(backend, session, args.state)
-    if args.output == "id":
-        for note in notes:
-            print(cell(note.note_id))
-        return EXIT_OK
-    if args.json:
-        print_json({"total": len(notes), "notes": [n.model_dump(mode="json") for n in notes]})
+        notes = await session_notes(backend, session, args.state)
+    if _print_scripted(args, notes):
         return EXIT_OK
     if not notes:
         state = f" in state {args.state}" if args.state else ""
@@ -152,59 +138,21 @@ async def list_notes(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class NoteIdError(ClientError):
-    """A short note id that matches no note, or several."""
-
-    title = "no such note"
-
-
-async def resolve_note(backend: Backend, value: str, session: str | None = None) -> str:
-    """A full note id as given; a short one (4+ hex characters, as the CLI and the app print them) matched
-    against the notes of ``session``, or of the newest sessions.
-
-    Servers list notes only per target, so a short id is looked up session by session (a few at a time).
-    """
-    text = require_note_id(value)
-    if len(text) >= FULL_NOTE_ID or not _HEX.match(text):
-        return text
-    if len(text) < 4:
-        raise usage(f"note id '{text}' is too short: give at least 4 characters, or the full id")
-    if session is not None:
-        sessions = [session]
-    else:
-        page = await backend.list_sessions(limit=SEARCH_SESSIONS)
-        sessions = [row.id for row in page.items]
-    import asyncio
-
-    gate = asyncio.Semaphore(4)
-
-    async def ids_in(sid: str) -> list[str]:
-        async with gate:
-            return [n.note_id for n in await _session_notes(backend, sid)]
-
-    found = await asyncio.gather(*(ids_in(sid) for sid in sessions))
-    prefix = text.lower()
-    matches = sorted({nid for ids in found for nid in ids if nid.lower().startswith(prefix)})
-    if len(matches) == 1:
-        return matches[0]
-    where = f"session {short_id(session)}" if session else f"the newest {len(sessions)} sessions"
-    if not matches:
-        raise NoteIdError(
-            f"no note of {where} starts with '{text}': give the full id "
-            "(`preloop notes list --session ID` shows them)"
-        )
-    shown = ", ".join(m[:8] for m in matches[:5])
-    raise NoteIdError(f"'{text}' matches {len(matches)} notes ({shown}): type more characters")
-
-
 async def withdraw(args: argparse.Namespace) -> int:
-    """Withdraw a pending note; exit 1 (and say why) when it was already past pending."""
+    """Withdraw a pending note; exit 1 (and say why) when it was no longer pending, withdrawn before
+    included (what ``--help`` says)."""
     require_note_id(args.note_id)  # a malformed id is a usage error before any request
+    from client.steering import Steering, TooLate, WithdrawFailed, resolve_note
+
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session else None
         note_id = await resolve_note(backend, args.note_id, session)
-        note = await backend.withdraw_note(note_id)
-    withdrawn, sentence = withdraw_outcome(note)
+        outcome = await Steering(backend).withdraw(note_id)
+    if isinstance(outcome, WithdrawFailed):
+        raise outcome.error
+    note = outcome.note
+    # Not pending when asked (delivered, expired, withdrawn before): nothing changed, exit 1.
+    withdrawn, sentence = withdraw_outcome(note, too_late=isinstance(outcome, TooLate))
     sentence = sentence[0].upper() + sentence[1:] + "."
     if args.json:
         print_json(note.model_dump(mode="json"))

@@ -31,7 +31,7 @@ from client.errors import (
     TransportError,
     UsageError,
 )
-from client.ids import match_prefix, normalise_prefix, require_note_id, require_uuid, short_id
+from client.ids import match_id, normalise_prefix, require_note_id, require_uuid, short_id
 from client.models import (
     ActivityItem,
     ActivityList,
@@ -174,14 +174,8 @@ class PreloopRestApi(RestBackend):
         if len(text) == 36:
             return require_uuid(text)
         prefix = normalise_prefix(text)
-        candidates: list[str] = []
-        sessions = self.iter_sessions(
-            SessionFilter(status="all"), max_items=_RESOLVE_LIMIT, page_size=page_size
-        )
-        async for row in sessions:
-            if row.id.lower().startswith(prefix):
-                candidates.append(row.id.lower())
-        return match_prefix(prefix, candidates)
+        rows = self.iter_sessions(SessionFilter(status="all"), max_items=_RESOLVE_LIMIT, page_size=page_size)
+        return match_id(prefix, [row.id.lower() async for row in rows])
 
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         """What happened in a session, newest first (Preloop's history; no total)."""

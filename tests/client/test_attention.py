@@ -20,6 +20,7 @@ from client.events import ApprovalDecided, ApprovalRequested, NoteEvent
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, NoteFailed
 from client.models import Approval, AttentionSnapshot, Note
 from client.status import Live, LoginNeeded, Reconnecting
+from client.steering import Decisions
 from server.harness_client import HarnessClient, HarnessSession
 from tests.client.faults import FreezingProxy
 from tests.conftest import LiveServer
@@ -89,14 +90,23 @@ def test_events_are_applied_once_and_a_decided_approval_never_comes_back() -> No
 
 
 def test_a_decision_made_here_is_not_reported_as_elsewhere() -> None:
-    inbox = Inbox()
-    inbox.reset(AttentionSnapshot(approvals=[approval(1), approval(2)]))
+    """Decided through this process's one record of decisions (client.steering.Decisions): its answer
+    and its echo are "here"; one lost to another operator is "elsewhere", with the row that won."""
+    decisions = Decisions()
+    inbox = Inbox(decisions=decisions)
+    inbox.reset(AttentionSnapshot(approvals=[approval(1), approval(2), approval(3)]))
+    decisions.start(approval(1).id)
+    decisions.finish(approval(1).id, decided=True)
     mine = inbox.decided(approval(1, status="declined"))
     assert mine == [ApprovalGone(approval(1, status="declined"), elsewhere=False)]
     assert inbox.apply(decided(approval(1), "declined")) == []  # the echo
-    inbox.deciding(approval(2).id)
+    decisions.start(approval(2).id)  # on its way: its echo may come first
     echo = inbox.apply(decided(approval(2)))
     assert len(echo) == 1 and isinstance(echo[0], ApprovalGone) and not echo[0].elsewhere
+    decisions.start(approval(3).id)
+    decisions.finish(approval(3).id, decided=False)  # lost the race
+    lost = inbox.decided(approval(3, status="approved"))
+    assert lost == [ApprovalGone(approval(3, status="approved"), elsewhere=True)]
 
 
 def test_failed_notes_count_until_seen_and_leave_with_the_window() -> None:

@@ -218,12 +218,10 @@ def test_approvals_list_and_approve_by_short_id(fake: FakePreloop, flags: list[s
     output.read()
     assert f'Approval {approval_id} (Bash) approved with comment "go ahead".' in output.out
     assert fake.approvals[approval_id]["status"] == "approved"
-    assert main(["approvals", "decline", approval_id, *flags]) == 1  # decided already: the server says so
+    assert main(["approvals", "decline", approval_id, *flags]) == 1  # decided already: said what happened
     output.read()
-    assert output.err.endswith(
-        "preloop: bad request: Request already approved; "
-        "`preloop approvals list --status all` shows its decision\n"
-    )
+    assert output.err.startswith(f"preloop: already approved: approval {approval_id[:8]} (Bash) was approved")
+    assert output.err.endswith(', comment "go ahead"\n')
     assert main(["approvals", "list", *flags]) == 0
     output.read()
     assert output.out.endswith("No pending approvals.\n")

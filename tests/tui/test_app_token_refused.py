@@ -107,7 +107,7 @@ async def test_a_revoked_token_is_said_once_keeps_the_screen_and_draft_and_resum
                 "here is kept and resumes by itself"
             ]  # one notice for two feeds and all their retries
             assert app.screen is screen and screen.unavailable is None
-            assert not screen.has_class("-no-composer") and composer.display
+            assert screen.note_box.display and composer.display
             assert composer.text == "stop after this and summarise"
             assert "refused the token" in screen.query_one("#banner", Banner).message
             assert "token refused" in screen.header.connection_text().plain  # not "connecting" per retry
@@ -153,7 +153,7 @@ async def test_a_session_opened_while_the_token_is_refused_is_not_unwatchable(
             )
             banner = screen.query_one("#banner", Banner)
             await until(pilot, lambda: "refused the token" in banner.message, "the banner")
-            assert screen.unavailable is None and not screen.has_class("-no-composer")
+            assert screen.unavailable is None and screen.note_box.display
             await pilot.press(*"hello")
             assert screen.query_one(Composer).text == "hello"
             write_local_server_file(live_server.url, new)

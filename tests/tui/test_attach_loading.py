@@ -99,7 +99,7 @@ async def test_a_refused_session_is_reported_once_when_the_stream_refuses_first(
         # than vanish under the operator's fingers; Escape puts it away.
         assert screen.composer.closed is not None and screen.composer.has_focus
         await pilot.press("escape")
-        assert screen.has_class("-no-composer")
+        assert not screen.note_box.display
 
 
 async def test_the_keys_line_lists_keys_after_the_first_frame() -> None:
@@ -109,10 +109,34 @@ async def test_the_keys_line_lists_keys_after_the_first_frame() -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await _attached(pilot, app)
         await until(pilot, lambda: bool(screen.query(FooterKey)), "the keys in the footer")
-        keys = {key.description for key in screen.query_one(Footer).query(FooterKey)}
-        assert {"Send", "Leave note"} <= keys
+        keys = {(key.key_display, key.description) for key in screen.query_one(Footer).query(FooterKey)}
+        assert {("Enter", "send"), ("Esc", "leave")} <= keys  # while typing: Enter sends, Esc leaves
 
 
 async def _attached(pilot: Any, app: PreloopApp) -> Any:
     await until(pilot, lambda: app.screen.__class__.__name__ == "AttachScreen", "the attach screen")
     return attach_screen(app)
+
+
+async def test_the_focused_note_box_is_unmistakable_and_n_is_not_offered_while_typing() -> None:
+    """Issue 18: the keys line showed ``n Note`` elsewhere, and on attach, where the box already had the
+    focus, ``n`` + Enter sent the note "n". While typing, the box says so in its title and the keys line
+    says Enter sends and Esc leaves; ``n`` is offered only outside the box, whose title then says how to
+    come back."""
+    backend = FakeBackend(sessions=[data.session()], script=[Live()])
+    app = PreloopApp(backend, start_session_id=data.SID, attention=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _attached(pilot, app)
+        await until(pilot, lambda: bool(screen.query(FooterKey)), "the keys in the footer")
+
+        def keys() -> set[tuple[str, str]]:
+            return {(key.key_display, key.description) for key in screen.query(FooterKey)}
+
+        assert screen.composer.has_focus and "Typing a note" in str(screen.composer.border_title)
+        assert {("Enter", "send"), ("Esc", "leave")} <= keys() and ("n", "Note") not in keys()
+        await pilot.press("escape")
+        await until(pilot, lambda: ("n", "Note") in keys(), "n offered outside the box")
+        assert "n to write" in str(screen.composer.border_title)
+        await pilot.press("n")
+        await until(pilot, lambda: screen.composer.has_focus, "back in the box")
+        assert "Typing a note" in str(screen.composer.border_title) and screen.composer.text == ""

@@ -380,7 +380,7 @@ async def test_read_only_hides_composer_and_refuses_decisions(client: Backend, a
     app = PreloopApp(client, start_session_id=agent.session_id, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
-        assert not screen.query_one(Composer).display or screen.has_class("-no-composer")
+        assert not screen.note_box.display
         panel = screen.query_one(ApprovalsPanel)
         task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
         await until(pilot, lambda: panel.count == 1, "the approval")
@@ -406,7 +406,7 @@ async def test_session_end_closes_the_composer_and_q_detaches(client: Backend, a
         await pilot.press("q")  # typed into the closed box, not a detach
         assert app.is_running and screen.composer.text == "q"
         await pilot.press("escape")
-        assert screen.has_class("-no-composer")
+        assert not screen.note_box.display
         await pilot.press("q")
     assert app.return_value is not None
     assert "has ended" in app.return_value and "keeps running" not in app.return_value
@@ -574,7 +574,7 @@ async def test_unknown_session_is_refused_plainly(client: Backend, agent: Harnes
         # The note box had the focus: it closes (nothing can be sent) instead of vanishing under the keys.
         assert screen.composer.closed is not None and screen.composer.has_focus
         await pilot.press("escape")
-        assert screen.has_class("-no-composer")
+        assert not screen.note_box.display
 
         # The stream was asked for beside the session row; the row's refusal stops it.
         def streaming() -> bool:
@@ -751,8 +751,8 @@ async def test_approving_twice_quickly_decides_once_and_says_nothing_false(
         await until(pilot, lambda: panel.count == 1, "the approval")
         approval = panel.selected
         assert approval is not None
-        screen.decide(approval, "approve", None)
-        screen.decide(approval, "approve", None)
+        screen.decider.decide(approval, "approve", None)
+        screen.decider.decide(approval, "approve", None)
         assert (await asyncio.wait_for(task, 30)).decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
         await pilot.pause(0.5)

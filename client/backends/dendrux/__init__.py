@@ -45,7 +45,7 @@ from client.errors import (
     UsageError,
 )
 from client.events import Event
-from client.ids import is_ulid
+from client.ids import is_ulid, match_id
 from client.models import (
     ActivityItem,
     Approval,
@@ -297,23 +297,8 @@ class DendruxBackend(RestBackend):
             return text
         if len(text) < 4:
             raise UsageError("give at least 4 characters of the run id")
-        matches = sorted(
-            {
-                s.id
-                async for s in self.iter_sessions(max_items=_MAX_RUNS, page_size=page_size)
-                if s.id.upper().startswith(text)
-            }
-        )
-        if not matches:
-            raise UsageError(
-                f"no run id starts with '{safe_line(id_or_prefix, 40)}' (`preloop sessions list`)"
-            )
-        if len(matches) > 1:
-            shown = ", ".join(m[:12] for m in matches[:5])
-            raise UsageError(
-                f"'{safe_line(id_or_prefix, 40)}' matches {len(matches)} runs ({shown}): type more"
-            )
-        return matches[0]
+        runs = self.iter_sessions(max_items=_MAX_RUNS, page_size=page_size)
+        return match_id(text, [s.id async for s in runs], "run")
 
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         """Dendrux has no activity list; the run's events are the timeline (``follow``)."""
