@@ -161,6 +161,22 @@ def test_demo_rerun_after_a_crash_keeps_sessions_and_notes_and_attached_clients_
                 proc.wait(30)
 
 
+def test_with_the_demo_stopped_an_error_says_to_run_the_demo_again(isolated_dirs: Path) -> None:
+    """Issue 18: with the demo stopped, commands said "`preloop serve` starts a local one" about the
+    demo's address; they name the demo (and its port, when not the usual one)."""
+    proc, _ = _start_demo(0)
+    url = json.loads(paths.local_server_file().read_text())["url"]
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    listed = preloop("sessions", "list")
+    assert listed.returncode == 1
+    port = url.rsplit(":", 1)[1]
+    assert listed.stderr == (
+        f"preloop: server unreachable: cannot reach {url}: is `preloop demo --port {port}` running? "
+        "(it was the last local server here)\n"
+    )
+
+
 def test_a_second_demo_on_the_same_data_is_refused(isolated_dirs: Path) -> None:
     first, _ = _start_demo(0)
     try:
