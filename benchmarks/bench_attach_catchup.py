@@ -3,7 +3,8 @@
 A local server (a separate process, so its CPU and memory are not counted as the client's) stores one
 live session with N agent events (runs of streamed narration, tool calls and final answers, reported
 through the harness API like a real agent). Then, in this process, the real ``PreloopApp`` opens the real
-``AttachScreen`` on it, headless, through ``client.api.Client`` over loopback SSE. Printed per attach:
+``AttachScreen`` on it, headless, through a real backend (``client.backends.connect``) over loopback
+SSE. Printed per attach:
 
 * first frame: from starting the app to the first painted frame that shows events (before it, as
   ``preloop sessions attach`` does, another client checks that the session exists);
@@ -293,7 +294,8 @@ async def attach_once(
     url: str, token: str, session: str, agent_token: str, last_seq: int
 ) -> dict[str, float]:
     """Open the real app on the session; time the first frame with events and the caught-up frame."""
-    from client.api import Client
+    from client.backends import connect
+    from client.config import Settings
     from tui.app import PreloopApp
     from tui.screens.attach import AttachScreen
     from widgets.timeline_view import TimelineView
@@ -310,12 +312,12 @@ async def attach_once(
         if not painted[name].done():
             painted[name].set_result(time.perf_counter())
 
-    # What `preloop sessions attach ID` does before the app starts (tui.commands.tui_entry): check that the
+    # What `preloop sessions attach ID` does before the app starts (cli.commands.tui_entry): check that the
     # server answers and the session exists, on a client of its own; the app then gets a fresh one.
-    async with Client(url, token, server_kind="local") as checking:
+    async with await connect(Settings(url, token, server_kind="local")) as checking:
         await checking.list_sessions(limit=1)
         await checking.get_session(session)
-    async with Client(url, token, server_kind="local") as backend:
+    async with await connect(Settings(url, token, server_kind="local")) as backend:
         start = time.perf_counter()
         app = PreloopApp(backend, start_session_id=session)
 

@@ -3,8 +3,8 @@
 An asyncio task feeds the :class:`client.timeline.Timeline` at a fixed rate (a realistic mix: streaming
 ``model.delta`` chunks, ``model.step``, tool calls started/completed, run answers, notes, approvals) and
 calls ``TimelineView.sync()`` after each batch, exactly as the attach screen's stream worker does. Meanwhile
-keys are posted to the app the way a terminal driver does (``up``/``down`` scroll the focused timeline, ``x``
-goes to an app binding) and the time from posting to the handler running is recorded.
+keys are posted to the app the way a terminal driver does (``up``/``down`` move the focused timeline's entry
+cursor, ``x`` goes to an app binding) and the time from posting to the handler running is recorded.
 
 Prints, per rate: key latency median / p95 / max, events/s applied and rendered, frames (flushes)/s.
 Then memory (tracemalloc) after 100,000 events: the model alone, and model + view in the app.
@@ -98,15 +98,15 @@ def event_stream(start_seq: int = 1) -> Iterator[Event]:
 
 
 class ProbedTimelineView(TimelineView):
-    """The real view; scroll actions also stamp when they ran."""
+    """The real view; the up/down actions (the entry cursor) also stamp when they ran."""
 
-    def action_scroll_up(self) -> None:
+    def action_cursor_up(self) -> None:
         probe(self.app)
-        super().action_scroll_up()
+        super().action_cursor_up()
 
-    def action_scroll_down(self) -> None:
+    def action_cursor_down(self) -> None:
         probe(self.app)
-        super().action_scroll_down()
+        super().action_cursor_down()
 
 
 def probe(app: App[None]) -> None:

@@ -123,7 +123,9 @@ class FloodBackend:
     async def list_approvals(self, **kwargs: Any) -> ApprovalPage:
         return ApprovalPage()
 
-    async def follow(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event | StreamStatus]:
+    async def follow(
+        self, session_id: str, *, after: int = 0, tail: int | None = None
+    ) -> AsyncIterator[Event | StreamStatus]:
         yield Live()
         source = event_stream()
         start = time.perf_counter()
@@ -143,7 +145,7 @@ class ProbeApp(PreloopApp):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("f12", "probe", "probe", show=False)]
 
     def __init__(self, backend: Any) -> None:
-        super().__init__(backend, start_session_id=SID)
+        super().__init__(backend, start_session_id=SID, attention=False)
         self.sent_at = 0.0
         self.latencies: list[float] = []
 

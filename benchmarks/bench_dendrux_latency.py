@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from client.backends.dendrux import DendruxBackend  # noqa: E402
-from client.backends.dendrux.feed import FeedStats, follow_dendrux  # noqa: E402
+from client.backends.dendrux.feed import FeedStats, follow  # noqa: E402
 from client.connection import Connection  # noqa: E402
 from client.events import BaseEvent, ToolStarted  # noqa: E402
 from tests.dendrux_app.server import DendruxAppServer  # noqa: E402
@@ -45,7 +45,7 @@ async def one_run(
     stats = FeedStats()
     samples: list[tuple[str, float]] = []
     started = 0
-    async for item in follow_dendrux(backend, run_id, stats=stats):
+    async for item in follow(backend, run_id, stats=stats):
         if not isinstance(item, BaseEvent):
             continue
         now = datetime.now(UTC)

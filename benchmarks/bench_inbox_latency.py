@@ -8,16 +8,16 @@ with ``ask``) on a session picked at random, and notes ``time.monotonic()`` just
 this process notes the moment the approval shows, on the same clock (``CLOCK_MONOTONIC`` is one clock for
 every process of the machine). Printed, with median / p95 / p99 / max and the load average beside them:
 
-1. pushed, client: the local server's attention stream (``Client.watch_attention``) feeding a
+1. pushed, client: the local server's attention stream (``Backend.watch_attention``) feeding a
    ``client.inbox.Inbox``; the time until ``Inbox.apply`` reports the approval as added;
 2. pushed, TUI: the real ``PreloopApp`` headless (``run_test``) with the inbox screen open; the time until
    the frame that shows the approval's row has been painted (noticed by a 1 ms poll of the app's inbox
    table, then ``call_after_refresh``), and, beside it, when the 1 ms poll first saw the row;
 3. polled: the same server seen by a client that does not use the push stream. The knob is the supported
-   one: ``Client(..., server_kind="preloop")``, whose ``watch_attention`` polls the REST approvals list
-   every ``--poll-interval`` seconds (``client.attention_live.poll_attention``, as for a Preloop server).
-   The next approval is raised a random part of an interval after the previous one showed, so the
-   samples fall anywhere in the poll cycle.
+   one: ``connect(Settings(..., server_kind="preloop"))``, whose ``watch_attention`` polls the REST
+   approvals list every ``--poll-interval`` seconds (``client.attention_live.poll_attention``, as for a
+   Preloop server). The next approval is raised a random part of an interval after the previous one
+   showed, so the samples fall anywhere in the poll cycle.
 
 Every measured approval is approved by the operator (a REST call from this process) as soon as it shows,
 so the agent's blocked call returns; the pushed passes wait until the inbox drops it again (the TUI pass
@@ -53,8 +53,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from client.alerts import AlertSettings  # noqa: E402
-from client.api import Client  # noqa: E402
+from client.backend import Backend  # noqa: E402
+from client.backends import connect  # noqa: E402
 from client.backends.base import ServerKind  # noqa: E402
+from client.config import Settings  # noqa: E402
 from client.inbox import ApprovalAdded, Inbox, closing_feed  # noqa: E402
 from client.models import Approval, AttentionSnapshot  # noqa: E402
 from client.status import StreamStatus  # noqa: E402
@@ -233,7 +235,7 @@ class Watched:
         """The approval is no longer pending in the inbox."""
         return self.inbox.get(approval_id) is None
 
-    async def run(self, client: Client, poll_interval: float) -> None:
+    async def run(self, client: Backend, poll_interval: float) -> None:
         """Read the feed until cancelled (as the app's ``watch_inbox`` does)."""
         feed = client.watch_attention(notes_window=self.inbox.notes_window, poll_interval=poll_interval)
         async with closing_feed(feed):
@@ -278,7 +280,7 @@ async def feed_pass(
     wait = PUSHED_WAIT_S if pushed else 3 * poll_interval + 10
     out: list[float] = []
     rng = random.Random(samples)
-    async with Client(url, token, server_kind=kind) as client:
+    async with await connect(Settings(url, token, server_kind=kind)) as client:
         watched = Watched()
         reader = asyncio.create_task(watched.run(client, poll_interval))
         try:
@@ -313,7 +315,7 @@ async def tui_pass(
     out: list[tuple[float, float]] = []
     rng = random.Random(samples + 1)
     loop = asyncio.get_running_loop()
-    async with Client(url, token, server_kind="local") as client:
+    async with await connect(Settings(url, token, server_kind="local")) as client:
         app = PreloopApp(client, refresh_interval=0, alert_settings=AlertSettings(enabled=False))
         async with app.run_test(size=(160, 48)) as pilot:
 

@@ -2,7 +2,7 @@
 wait costs the server.
 
 The real control plane (``EmbeddedServer`` on 127.0.0.1, in a thread) and a client made as ``preloop``
-makes it (``open_backend(resolve_settings())``, default backoff: 1 s doubling to 30 s), following one
+makes it (``connect(resolve_settings())``, default backoff: 1 s doubling to 30 s), following one
 session whose agent reports an event every 0.2 s. Each round: the operator token is rotated server-side
 and the server restarted (every stream drops, the client's token is refused from then on); after a
 random 0-``--wait`` seconds the new token is written where the client looks (the local server's file:
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from client.backends import open_backend  # noqa: E402
+from client.backends import connect  # noqa: E402
 from client.config import resolve_settings  # noqa: E402
 from client.events import BaseEvent, ModelDelta  # noqa: E402
 from client.status import Live, LoginNeeded  # noqa: E402
@@ -57,7 +57,7 @@ async def main(rounds: int, wait: float) -> None:
     )
     server.start()
     token = server.token
-    backend = open_backend(resolve_settings(), server_kind="local")
+    backend = await connect(resolve_settings(), server_kind="local")
     resumes: list[float] = []
     attempts_per_minute: list[float] = []
     texts: list[str] = []
@@ -114,7 +114,7 @@ async def main(rounds: int, wait: float) -> None:
             follower.cancel()
             await asyncio.gather(follower, talker, return_exceptions=True)
     finally:
-        await backend.aclose()  # type: ignore[attr-defined]
+        await backend.aclose()
         server.stop()
     resumes.sort()
     rates = [r for r in attempts_per_minute if r == r]

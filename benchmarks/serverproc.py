@@ -8,9 +8,10 @@ test are measured the same way::
         ...
         after = server.memory()                 # after.peak_mib - before.rss_mib: the worst growth
 
-It runs ``tui.cli.main(["serve", ...])`` with this checkout first on ``sys.path`` (whatever is installed
-in the virtualenv), its directories (``PRELOOP_STATE_DIR`` and friends) and database in ``workdir``, and
-reads the URL from its first line and the token from the local-server file it writes, as a client does.
+It runs the command line's ``main(["serve", ...])`` with this checkout first on ``sys.path`` (whatever
+is installed in the virtualenv), its directories (``PRELOOP_STATE_DIR`` and friends) and database in
+``workdir``, and reads the URL from its first line and the token from the local-server file it writes, as
+a client does.
 ``kill()`` is a crash (SIGKILL); ``start()`` again serves the same database on the same port.
 
 Memory is read from ``/proc/<pid>/status`` (Linux): ``VmRSS`` (resident now) and ``VmHWM`` (the peak),
@@ -37,7 +38,10 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 _SCRIPT = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from tui.cli import main
+try:
+    from cli.main import main
+except ImportError:  # a checkout from before the command line moved to cli/
+    from tui.cli import main
 sys.exit(main(["serve", "--port", sys.argv[2], "--db", sys.argv[3]]))
 """
 
@@ -70,11 +74,18 @@ class ServerProcess:
         }
         return {**os.environ, **dirs}
 
+    @property
+    def python(self) -> str:
+        """The checkout's own interpreter when it has a ``.venv`` (an editable install of another checkout
+        would shadow its packages), else this one."""
+        own = self.checkout / ".venv" / "bin" / "python"
+        return str(own) if own.exists() else sys.executable
+
     def start(self, timeout: float = 30.0) -> ServerProcess:
         """Start (again on the same port and database after a stop or a kill); returns once it serves."""
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         proc = subprocess.Popen(
-            [sys.executable, "-c", _SCRIPT, str(self.checkout), str(self.port), str(self.db_path)],
+            [self.python, "-c", _SCRIPT, str(self.checkout), str(self.port), str(self.db_path)],
             cwd=self.checkout,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -235,7 +246,8 @@ async def crash_and_restart(server: ServerProcess, down_seconds: float) -> Recon
     start it again on the same port and database, and time the follower's return."""
     import asyncio
 
-    from client.api import Client
+    from client.backends import connect
+    from client.config import Settings
     from client.events import ModelDelta
     from client.status import Connecting, Live, Reconnecting
     from server.harness_client import HarnessClient
@@ -244,7 +256,7 @@ async def crash_and_restart(server: ServerProcess, down_seconds: float) -> Recon
     following = asyncio.Event()
     async with HarnessClient(server.url, server.token) as harness:
         agent = await harness.start_session(agent_name="survivor")
-        async with Client(server.url, server.token, server_kind="local") as client:
+        async with await connect(Settings(server.url, server.token, server_kind="local")) as client:
 
             async def follow() -> None:
                 async for item in client.follow(agent.session_id):

@@ -2,7 +2,10 @@
 
 Public names (imported lazily, so ``import client.models`` from the server stays light)::
 
-    from client import Client, open_backend, open_client, ClientError, resolve_settings
+    from client import connect, resolve_settings, ClientError
+
+    async with await connect(resolve_settings(None, None, None)) as backend:
+        page = await backend.list_sessions()
 
 No UI toolkit is imported anywhere in this package, so scripts can use it.
 """
@@ -13,9 +16,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from client.api import Client, open_client
     from client.backend import ApprovalPage, Backend, Capabilities, ServerKind, SessionFilter
-    from client.backends import open_backend
+    from client.backends import connect
     from client.config import Settings, delete_token, resolve_settings, save_profile, store_token
     from client.errors import (
         ApiError,
@@ -37,15 +39,12 @@ if TYPE_CHECKING:
     )
     from client.events import Event, parse_event
     from client.status import StreamStatus
-    from client.streaming.sse import SSEDecoder, SSEFrame
 
 _EXPORTS: dict[str, str] = {
-    "Client": "client.api",
-    "open_client": "client.api",
     "ApprovalPage": "client.backend",
     "Backend": "client.backend",
     "Capabilities": "client.backend",
-    "open_backend": "client.backends",
+    "connect": "client.backends",
     "ServerKind": "client.backend",
     "SessionFilter": "client.backend",
     "Settings": "client.config",
@@ -71,8 +70,6 @@ _EXPORTS: dict[str, str] = {
     "ValidationFailed": "client.errors",
     "Event": "client.events",
     "parse_event": "client.events",
-    "SSEDecoder": "client.streaming.sse",
-    "SSEFrame": "client.streaming.sse",
     "StreamStatus": "client.status",
 }
 
@@ -83,7 +80,6 @@ __all__ = [
     "Backend",
     "BadRequest",
     "Capabilities",
-    "Client",
     "ClientError",
     "ConfigError",
     "Event",
@@ -93,8 +89,6 @@ __all__ = [
     "NoteOutcomeUnknown",
     "PermissionDenied",
     "RateLimited",
-    "SSEDecoder",
-    "SSEFrame",
     "ServerError",
     "ServerKind",
     "ServerUnreachable",
@@ -104,9 +98,8 @@ __all__ = [
     "TransportError",
     "UsageError",
     "ValidationFailed",
+    "connect",
     "delete_token",
-    "open_backend",
-    "open_client",
     "parse_event",
     "resolve_settings",
     "save_profile",

@@ -3,17 +3,21 @@
 ``Backend.watch_attention()`` yields ``AttentionSnapshot | Event | StreamStatus`` for
 :class:`client.inbox.Inbox`:
 
-* :func:`follow_attention_local` reads our server's ``GET /api/v1/attention/events`` (docs/protocol.md):
-  a snapshot first, then approval and failed-note events of every session as they are committed. A
-  dropped connection, a 5xx or a stall is a reconnect after a jittered backoff, and every (re)connection
-  starts with a fresh snapshot, so nothing that happened while away is lost. A 403 stops it
+* :func:`follow_attention_local` reads our server's ``GET /api/v1/attention/events`` (docs/protocol.md),
+  opened and parsed by httpx-sse like every SSE stream (``Connection.event_source``): a snapshot first,
+  then approval and failed-note events of every session as they are committed. A dropped connection, a
+  5xx or a stall is a reconnect after a jittered backoff, and every (re)connection starts with a fresh
+  snapshot, so nothing that happened while away is lost. A refusing answer (403, ...) stops it
   (``Refused``), a 401 waits for a token the server accepts (``LoginNeeded``); a server without the
   endpoint (404) is polled instead.
 * :func:`poll_attention` works on any backend's REST side (a Preloop server pushes no
   account-wide feed): pending approvals every ``interval`` seconds, the failed notes of recently active
   sessions every ``notes_every`` polls, each round yielded as a snapshot (rounds start ``interval`` apart;
-  when the notes are due the approvals go out first). Failures back off up to
-  ``backoff_max``; a refused token (401) waits for a new one (``LoginNeeded``), a 403 stops it.
+  when the notes are due the approvals go out first). Failures back off up to ``backoff_max``; a refused
+  token (401) waits for a new one (``LoginNeeded``), a 403 stops it.
+* either way, an approval that left the pending list unseen (a poll, or while a stream reconnected) is
+  fetched (:func:`settled`) and goes out as ``approval.decided`` with its final record before the
+  snapshot: decided by whom, with which comment, or expired, never a stale pending copy.
 """
 
 from __future__ import annotations
@@ -26,20 +30,18 @@ from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-import httpx
 from pydantic import ValidationError
 
 from client.backends.base import ApprovalDesk, NoteDesk, SessionDesk, SessionFilter
 from client.backends.rest import API_PREFIX
 from client.errors import AuthError, ClientError, PermissionDenied
-from client.events import Event, EventDecodeError
+from client.events import ApprovalDecided, ApprovalRequested, Event, EventDecodeError
 from client.inbox import ENDED_BADLY, note_ended_at
 from client.models import Approval, AttentionSnapshot, Note
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, Skipped, StreamStatus
 from client.streaming.decode import decode_frame
 from client.streaming.policy import LOGIN_RETRY_MAX, backoff_delay, login_reason
 from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
-from client.streaming.sse import SSEDecoder
 
 if TYPE_CHECKING:
     from client.backends.rest import PreloopRestApi
@@ -76,61 +78,56 @@ def follow_attention_local(
     async def connect(link: Link) -> AsyncGenerator[AttentionItem, None]:
         nonlocal skipped, no_feed
         params = {"notes_since_minutes": window_minutes(notes_window)}
-        async with conn.event_source(f"{API_PREFIX}/attention/events", params=params) as source:
-            response = source.response
-            status = response.status_code
-            if status == 404:  # a server from before the attention feed: poll it like any other
-                await response.aread()
+        path = f"{API_PREFIX}/attention/events"
+        try:
+            async with conn.event_source(path, what="the attention feed", params=params) as source:
+                yield Live(0)
+                async with aclosing(source.aiter_sse()) as frames:
+                    async for frame in frames:
+                        link.alive()
+                        if frame.retry:
+                            link.retry_hint = frame.retry / 1000
+                        if not frame.data:
+                            continue  # a keep-alive, a lone retry: line
+                        try:
+                            if frame.event == SNAPSHOT_EVENT:
+                                yield AttentionSnapshot.model_validate_json(frame.data)
+                            else:
+                                yield decode_frame(frame)
+                        except (EventDecodeError, ValidationError) as exc:
+                            skipped += 1
+                            reason = f"unreadable {frame.event or 'frame'}: {type(exc).__name__}"
+                            yield Skipped(reason, skipped)
+        except Refusal as refusal:
+            if refusal.status == 404:  # a server from before the attention feed: poll it like any other
                 no_feed = True
-                raise Refusal("no attention feed", 404)
-            if status in (401, 403):
-                await response.aread()
-                raise Refusal(conn.api_error(response, "the attention feed").hint, status)
-            if status >= 400:
-                await response.aread()
-                raise Retry(f"the server answered {status}")
-            yield Live(0)
-            decoder = SSEDecoder()
-            chunks = response.aiter_bytes().__aiter__()
-            while True:
-                try:
-                    async with asyncio.timeout(conn.stall_timeout):
-                        chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    raise Retry("the server closed the attention stream") from None
-                except TimeoutError:
-                    raise Retry(f"stalled: nothing received for {conn.stall_timeout:g} s") from None
-                link.alive()
-                frames = decoder.feed(chunk)
-                if decoder.retry_ms:
-                    link.retry_hint = decoder.retry_ms / 1000
-                for frame in frames:
-                    try:
-                        if frame.event == SNAPSHOT_EVENT:
-                            yield AttentionSnapshot.model_validate_json(frame.data)
-                        else:
-                            yield decode_frame(frame)
-                    except (EventDecodeError, ValidationError) as exc:
-                        skipped += 1
-                        yield Skipped(f"unreadable {frame.event or 'frame'}: {type(exc).__name__}", skipped)
-
-    def classify(exc: Exception) -> str | None:
-        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-            return f"cannot reach {conn.display_url}"
-        if isinstance(exc, httpx.TimeoutException):
-            return f"stalled: nothing received for {conn.stall_timeout:g} s"
-        if isinstance(exc, httpx.TransportError):
-            return f"connection lost ({type(exc).__name__})"
-        return None
+            raise
+        raise Retry("the server closed the attention stream")
 
     async def run() -> AsyncGenerator[AttentionItem, None]:
         feed: AsyncGenerator[AttentionItem, None] = reconnecting(
-            connect, backoff_initial=conn.backoff_initial, backoff_max=conn.backoff_max, classify=classify
+            connect,
+            backoff_initial=conn.backoff_initial,
+            backoff_max=conn.backoff_max,
+            classify=conn.stream_failure,
         )
+        known: dict[str, Approval] | None = None  # pending as last seen, across reconnections
         async with aclosing(feed) as items:
             async for item in items:
                 if isinstance(item, Refused) and no_feed:
                     break
+                if isinstance(item, AttentionSnapshot):
+                    # A reconnection starts with a fresh snapshot: what was decided while away is fetched.
+                    fresh = {a.id: a for a in item.approvals if a.pending}
+                    if known is not None:
+                        for decided in await settled(api, [a for i, a in known.items() if i not in fresh]):
+                            yield decided
+                    known = fresh
+                elif known is not None and isinstance(item, ApprovalRequested | ApprovalDecided):
+                    if item.approval.pending:
+                        known[item.approval.id] = item.approval
+                    else:
+                        known.pop(item.approval.id, None)
                 yield item
         if no_feed:
             async with aclosing(poll_attention(api, notes_window, interval=poll_interval)) as polled:
@@ -138,6 +135,25 @@ def follow_attention_local(
                     yield item
 
     return run()
+
+
+async def settled(backend: ApprovalDesk, gone: list[Approval]) -> list[ApprovalDecided]:
+    """The final record of approvals that left the pending list between two looks (decided elsewhere,
+    expired, cancelled), as ``approval.decided`` events: a watcher then says approved or declined, by whom
+    and with which comment, not "gone" with the stale pending copy. One that cannot be fetched (deleted,
+    no longer visible) or is still pending (the two looks raced) is left to the snapshot."""
+    out: list[ApprovalDecided] = []
+    for approval in gone:
+        try:
+            row = await backend.get_approval(approval.id)
+        except ClientError:
+            continue
+        if row.pending:
+            continue
+        session = row.runtime_session_id or approval.runtime_session_id or ""
+        at = row.resolved_at or datetime.now(UTC)
+        out.append(ApprovalDecided(seq=0, session_id=session, at=at, approval=row))
+    return out
 
 
 async def pending_approvals(backend: Desks) -> list[Approval]:
@@ -206,6 +222,7 @@ async def poll_attention(
     rounds = 0
     failures = 0
     live = False
+    known: dict[str, Approval] | None = None  # pending in the last round that went out
 
     def snapshot(approvals: list[Approval]) -> AttentionSnapshot:
         at = now()
@@ -217,6 +234,12 @@ async def poll_attention(
         notes_due = rounds % max(notes_every, 1) == 0
         try:
             approvals = await pending_approvals(backend)
+            if known is not None:
+                # Polled, an approval decided elsewhere only disappears: fetch what became of it.
+                fresh = {a.id for a in approvals}
+                for event in await settled(backend, [a for i, a in known.items() if i not in fresh]):
+                    yield event
+            known = {a.id: a for a in approvals}
             if notes_due and rounds:
                 # Not the first round (whose snapshot must hold everything: what it lacked would later
                 # look like news): the approvals go out now, the notes follow in a second snapshot.

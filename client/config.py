@@ -35,13 +35,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from client import paths
 from client.backend import SERVER_KINDS, ServerKind
-from client.errors import ClientError, ConfigError, NoKeyring, UsageError
+from client.errors import ConfigError, NoKeyring, UsageError
 
 __all__ = [
     "KEYRING_SERVICE",
@@ -55,7 +58,6 @@ __all__ = [
     "delete_token",
     "keyring_status",
     "load_config",
-    "local_server_settings",
     "normalise_url",
     "read_local_server",
     "remember_server_kind",
@@ -94,14 +96,12 @@ def normalise_url(url: str) -> str:
 # --------------------------------------------------------------------------------------------- settings
 
 
-class Settings(NamedTuple):
-    """The server to use and how we got there; ``token_source`` lets ``preloop auth status`` explain it.
-
-    (This module's records are NamedTuples and plain classes, not dataclasses, for the start-up of every
-    command: see ``client.errors.FieldError``. Change a field with ``settings._replace(...)``.)"""
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The server to use and how we got there; ``token_source`` lets ``preloop auth status`` explain it."""
 
     url: str
-    token: str | None
+    token: str | None = field(repr=False)
     profile: str | None = None
     server_kind: ServerKind | None = None
     token_source: TokenSource | None = None
@@ -115,11 +115,11 @@ class Settings(NamedTuple):
             f"url_source={self.url_source!r})"
         )
 
-    def __str__(self) -> str:
-        return self.__repr__()
+    __str__ = __repr__
 
 
-class Profile(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Profile:
     """A named server, so people switch with ``--profile work`` instead of retyping URLs."""
 
     name: str
@@ -127,19 +127,12 @@ class Profile(NamedTuple):
     server_kind: ServerKind | None = None
 
 
+@dataclass(frozen=True, slots=True)
 class Config:
     """The parsed ``config.toml``."""
 
-    __slots__ = ("default_profile", "profiles")
-
-    def __init__(
-        self, profiles: dict[str, Profile] | None = None, default_profile: str | None = None
-    ) -> None:
-        self.profiles: dict[str, Profile] = {} if profiles is None else profiles
-        self.default_profile = default_profile
-
-    def __repr__(self) -> str:
-        return f"Config(profiles={self.profiles!r}, default_profile={self.default_profile!r})"
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    default_profile: str | None = None
 
     def profile(self, name: str | None) -> Profile | None:
         """The named profile, else the default one, else the only one; None when there are none."""
@@ -177,8 +170,6 @@ def load_config() -> Config:
         return Config()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}; fix or delete the file") from None
-    import tomllib  # only with a file to read: ~5 ms that a machine without profiles need not pay
-
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -365,37 +356,77 @@ def delete_token(url: str) -> list[str]:
 # --------------------------------------------------------------------------------------------- resolution
 
 
-def read_local_server() -> tuple[str, str | None] | None:
-    """(url, token) from the file our local server writes on start, or None if there is none."""
-    path = paths.local_server_file()
+SERVE_PORT = 8765
+"""``preloop serve``'s port unless ``--port`` says otherwise."""
+
+DEMO_PORT = 8766
+"""``preloop demo``'s port, the same on every run, so a client still attached after a crash finds it again
+(another free one, with a notice, when something else holds it)."""
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _local_server_record() -> dict[str, Any] | None:
+    """What the file our local server writes on start holds (a dict with a ``url``), or None."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(paths.local_server_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict) or not isinstance(raw.get("url"), str):
+        return None
+    return raw
+
+
+def read_local_server() -> tuple[str, str | None] | None:
+    """(url, token) from the file our local server writes on start, or None if there is none."""
+    raw = _local_server_record()
+    if raw is None:
         return None
     token = raw.get("token")
     return raw["url"], token if isinstance(token, str) else None
 
 
+def how_to_start(url: str) -> str:
+    """The question to ask when ``url`` does not answer, naming the command that serves it when it is one
+    of ours: the one the local-server file says started the last local server there (``preloop demo`` or
+    ``preloop serve``, with ``--port`` when not its usual one), else by the usual ports on this machine. A
+    URL no local command serves (a Preloop or Dendrux server elsewhere) gets no suggestion."""
+    try:
+        target = urlsplit(normalise_url(url))
+        port = target.port
+    except (UsageError, ValueError):
+        return "is the server running?"
+    record = _local_server_record()
+    if record is not None and _same_server(record["url"], url):
+        kind = record.get("started_by")
+        demo = kind == "demo" if kind in ("serve", "demo") else port == DEMO_PORT  # (older files: by port)
+        command, usual = ("preloop demo", DEMO_PORT) if demo else ("preloop serve", SERVE_PORT)
+        flag = "" if port in (usual, None) else f" --port {port}"
+        return f"is `{command}{flag}` running? (it was the last local server here)"
+    if target.scheme == "http" and target.hostname in _LOOPBACK:
+        if port == SERVE_PORT:
+            return "is the server running? (`preloop serve` starts a local one)"
+        if port == DEMO_PORT:
+            return "is the server running? (`preloop demo` serves this address)"
+    return "is the server running?"
+
+
+def _same_server(a: str, b: str) -> bool:
+    try:
+        return normalise_url(a) == normalise_url(b)
+    except UsageError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
 class _Server:
     """The first half of :func:`resolve_settings`: which server, before any token is looked up."""
 
-    __slots__ = ("local", "profile", "server_kind", "url", "url_source")
-
-    def __init__(
-        self,
-        url: str,
-        url_source: UrlSource,
-        profile: Profile | None,
-        local: tuple[str, str | None] | None,
-        server_kind: ServerKind | None,
-    ) -> None:
-        self.url = url
-        self.url_source = url_source
-        self.profile = profile
-        self.local = local
-        self.server_kind = server_kind
+    url: str
+    url_source: UrlSource
+    profile: Profile | None
+    local: tuple[str, str | None] | None
+    server_kind: ServerKind | None
 
 
 def _resolve_server(url: str | None, profile: str | None) -> _Server:
@@ -430,9 +461,9 @@ def _resolve_server(url: str | None, profile: str | None) -> _Server:
     return _Server(final_url, url_source, chosen, local, server_kind)
 
 
-def _with_token(server: _Server, token: str | None, *, ask_store: bool = True) -> Settings | None:
-    """The second half: the token (None when it is in no flag, no environment variable and not beside the
-    local server's URL, and ``ask_store`` is False: only the keyring or the credentials file could tell)."""
+def _with_token(server: _Server, token: str | None) -> Settings:
+    """The second half: the token (the keyring or the credentials file only when no flag, no environment
+    variable and not the local server's file gave one)."""
     env_token = os.environ.get("PRELOOP_TOKEN") or None
     local = server.local
     final_token: str | None = None
@@ -444,8 +475,6 @@ def _with_token(server: _Server, token: str | None, *, ask_store: bool = True) -
     elif server.url_source == "local-server" and local is not None and local[1]:
         # The URL and token came together from the running server: no keyring lookup (~0.1 s) needed.
         final_token, token_source = local[1], "local-server"
-    elif not ask_store:
-        return None
     else:
         value, where = stored_token(server.url)
         if value and where:
@@ -470,21 +499,21 @@ def resolve_settings(
     Raises UsageError for an unknown profile or bad URL, ConfigError when nothing names a server.
     A missing token is not an error here: the server's 401 will say so in its own words.
     """
-    settings = _with_token(_resolve_server(url, profile), token)
-    assert settings is not None  # asking the token store always gives an answer, if only "none"
-    return settings
+    return _with_token(_resolve_server(url, profile), token)
 
 
 def token_reader(settings: Settings) -> Callable[[], str | None]:
     """How to read the token of ``settings`` again, the way :func:`resolve_settings` found it, for a
     connection whose token the server stopped accepting (expired, revoked, a restarted local server).
 
-    A ``--token`` flag stays the answer: it names one token for this run. Otherwise each call looks again
+    A ``--token`` flag stays the answer: it names one token for this run; so does a token given directly
+    (settings not made by :func:`resolve_settings`, which say where their token came from). Otherwise each
+    call looks again
     at ``PRELOOP_TOKEN``, the keyring or credentials file (after ``preloop login`` in another terminal) and
     the local server's file (rewritten when it restarts), for the same server URL only. None when no
     token is found. Blocking (the keyring): call it in a thread from async code.
     """
-    if settings.token_source == "flag":
+    if settings.token_source in (None, "flag"):
         flag = settings.token
         return lambda: flag
     url, url_source, kind = settings.url, settings.url_source or "flag", settings.server_kind
@@ -498,26 +527,6 @@ def token_reader(settings: Settings) -> Callable[[], str | None]:
                 same = False
             if not same:
                 local = None  # the file now names another server: its token is not this one's
-        again = _with_token(_Server(url, url_source, None, local, kind), None)
-        return again.token if again is not None else None
+        return _with_token(_Server(url, url_source, None, local, kind), None).token
 
     return read
-
-
-def local_server_settings(
-    url: str | None, token: str | None, profile: str | None, server_kind: ServerKind | None
-) -> Settings | None:
-    """What :func:`resolve_settings` gives when it names our local server (``server_kind``, a
-    ``--server-kind`` flag, else the profile or the local server file says so) and the token needs no
-    keyring; else None, also for what resolve_settings would refuse (it will, in its words).
-
-    For the CLI's fast path (``client.quick``): it decides without any request and without the keyring,
-    which a command that goes the full way would otherwise ask twice.
-    """
-    try:
-        server = _resolve_server(url, profile)
-    except ClientError:
-        return None
-    if (server_kind or server.server_kind) != "local":
-        return None
-    return _with_token(server, token, ask_store=False)

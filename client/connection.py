@@ -1,4 +1,4 @@
-"""One connection to one server: the ``httpx.AsyncClient``, the token, and how answers become errors.
+"""One connection to one server: the token, the requests, and how answers become errors and models.
 
 Every backend (``client.backends``) talks through one of these, whatever the server's API looks like, so
 a failed request, a refused token or a redirect reads the same on every kind of server::
@@ -7,7 +7,20 @@ a failed request, a refused token or a redirect reads the same on every kind of 
     response = await conn.request("GET", "/api/v1/health")             # ClientError on any failure
     session = conn.parse(response, SessionDetail)                      # InvalidResponse on a wrong shape
 
-It knows nothing about sessions, notes or events: that is the backends' business.
+Every live feed's SSE stream is opened here too, with httpx-sse (:meth:`Connection.event_source`: the
+answer checked, its read timeout the stall timeout), and parsed by httpx-sse's ``EventSource.aiter_sse``;
+:meth:`Connection.stream_failure` says what a broken stream means. It knows nothing about sessions, notes
+or events: that is the backends' business.
+
+**Two engines, one REST path.** A request is built here (the query, the JSON body, the token), sent by an
+engine that only carries bytes (:class:`Engine`), and its answer read here (:class:`Reply`, error statuses
+into :mod:`client.errors`, bodies into pydantic models). The engine is httpx's ``AsyncClient``
+(:mod:`client.httpx_engine`) for the app, every live feed and any https server; a one-shot command
+(``one_shot=True``: ``preloop sessions list``, ``preloop notes list``) sends its requests one after another
+and nothing else runs meanwhile, so on a plain http server they go over the standard library's
+``http.client`` (:mod:`client.blocking_engine`), which spares those commands the import of httpx (85-100 ms
+of their start-up: 190 ms against 280-290 ms here, the engine swapped). Live streams always use httpx
+(:attr:`Connection.http`, made on first use).
 
 The token can change while the connection lives: given a ``token_source`` (``client.config.token_reader``),
 a request the server answers 401 makes the connection read the token again; when it changed (``preloop
@@ -18,13 +31,14 @@ which every later request uses. Requests refused at the same moment read it once
 from __future__ import annotations
 
 import asyncio
-import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+import json as jsonlib
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from urllib.parse import quote, urlencode, urlsplit
+from urllib.request import getproxies
 
-import httpx
-from httpx_sse import EventSource, aconnect_sse
 from pydantic import BaseModel, ValidationError
 
 from client.errors import (
@@ -38,21 +52,38 @@ from client.errors import (
     UsageError,
     error_for_status,
 )
-from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX
+from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.textsafe import safe_line
 
-__all__ = ["Connection", "display_url"]
+if TYPE_CHECKING:
+    import httpx
+    from httpx_sse import EventSource
+
+__all__ = ["Connection", "Engine", "EngineFailure", "Reply", "display_url"]
 
 _M = TypeVar("_M", bound=BaseModel)
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def display_url(url: str) -> str:
     """The URL for messages: without user:password, query or fragment, which may carry secrets."""
     try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
         return "the server"
-    return str(parsed.copy_with(username=None, password=None, query=None, fragment=None))
+    path = quote(parts.path, safe=_PATH_SAFE)
+    if not parts.scheme and not parts.netloc:
+        return path or "the server"  # a relative redirect: where on the same server
+    if not host:
+        return "the server"
+    scheme = parts.scheme.lower()
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 address
+    netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{path}"
 
 
 def _check_token(token: str | None) -> str | None:
@@ -68,46 +99,104 @@ def _check_token(token: str | None) -> str | None:
     return token
 
 
-def _tls_verify(url: str) -> ssl.SSLContext | bool:
-    """TLS settings for a client of ``url``: httpx's default (certifi's CA bundle) for an https server.
-
-    A plain http server (the local one) never negotiates TLS, so its client gets a context that trusts no
-    certificate instead: loading the bundle costs 70-130 ms of every command's start-up, and a TLS
-    connection made by that client would fail verification, never skip it.
-    """
-    if url.startswith("https://"):
-        return True
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+_PATH_SAFE = "/:@!$&'()*+,;=~%"
+"""Characters a path keeps as they are (the rest is percent-encoded, as httpx does)."""
 
 
-class _Bearer(httpx.Auth):
-    """The connection's current token on every request; a 401 reads it again and, if it changed, sends
-    the request once more with the new one (httpx reads and closes the refused answer first)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        used = self._conn.token
-        _authorise(request, used)
-        response = yield request
-        if response.status_code == 401 and await self._conn.reread_token(used):
-            _authorise(request, self._conn.token)
-            yield request
+def _query_value(value: Any) -> str:
+    """A query value as httpx spells it (``true``/``false`` for booleans)."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return str(value)
 
 
-def _authorise(request: httpx.Request, token: str | None) -> None:
-    if token:
-        request.headers["Authorization"] = f"Bearer {token}"
-    else:
-        request.headers.pop("Authorization", None)
+def _target(path: str, params: Mapping[str, Any] | None) -> str:
+    """The request target: the path percent-encoded, then the query (None values left out; a list or
+    tuple repeats its key)."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in (params or {}).items():
+        if value is None:
+            continue
+        for item in value if isinstance(value, list | tuple) else (value,):
+            pairs.append((key, _query_value(item)))
+    target = quote(path, safe=_PATH_SAFE)
+    return f"{target}?{urlencode(pairs)}" if pairs else target
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An answer, read whole: status, headers (names lower-case; repeated ones joined by ", "), body, and
+    the request it answers (for messages)."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+    method: str
+    path: str
+    """The URL path that was asked for, without the query."""
+
+    @property
+    def text(self) -> str:
+        """The body as text (UTF-8; bytes that are not become U+FFFD)."""
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body decoded from JSON (ValueError when it is not)."""
+        return jsonlib.loads(self.content)
+
+
+class Answer(Protocol):
+    """What :meth:`Connection.api_error` reads of an error answer: a :class:`Reply`, or the
+    ``httpx.Response`` a live stream was refused with."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def text(self) -> str: ...
+
+    def json(self) -> Any: ...
+
+
+class EngineFailure(Exception):
+    """An engine's request did not complete: ``kind`` says how, ``sent`` whether it may have reached the
+    server (False: nothing left this machine)."""
+
+    def __init__(self, kind: Literal["unreachable", "timeout", "lost"], *, sent: bool) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.sent = sent
+
+
+class Engine(Protocol):
+    """Carries one request and reads its whole answer; EngineFailure when that cannot be done."""
+
+    async def send(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Reply:
+        """Send ``method target`` (path and query, below the base URL) with exactly these headers."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close what the engine holds open."""
+        ...
+
+
+def _proxied() -> bool:
+    """Whether plain http requests would go through a proxy (environment or system settings): httpx
+    honours them, the standard library's ``http.client`` does not, so httpx carries those."""
+    proxies = getproxies()
+    return bool(proxies.get("http") or proxies.get("all"))
 
 
 class Connection:
-    """One connection pool to one server with one token, and the settings every live feed shares.
+    """One server with one token, the engine its requests take, and the settings every live feed shares.
 
-    ``stall_timeout`` (default twice ``keepalive_interval``) is how long a live stream may stay silent
-    before its follower reconnects; ``backoff_initial``/``backoff_max`` bound the reconnect backoff.
+    ``one_shot`` says the caller sends one request at a time and runs nothing else meanwhile (a one-shot
+    command): requests to a plain ``http://`` server then go over ``http.client`` (see the module
+    docstring). ``stall_timeout`` (default twice ``keepalive_interval``) is how long a live stream may stay
+    silent before its follower reconnects; ``backoff_initial``/``backoff_max`` bound the reconnect backoff.
     ``token_source`` reads the token again after a 401 (see the module docstring); without it a refused
     token stays refused.
     """
@@ -117,6 +206,7 @@ class Connection:
         base_url: str,
         token: str | None,
         *,
+        one_shot: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 10.0,
         keepalive_interval: float = 15.0,
@@ -136,22 +226,46 @@ class Connection:
         self.stall_timeout = stall_timeout if stall_timeout is not None else 2 * keepalive_interval
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
-        self.http = httpx.AsyncClient(
-            base_url=url,
-            transport=transport,
-            timeout=httpx.Timeout(timeout),
-            headers={"Accept": "application/json"},
-            auth=_Bearer(self),
-            follow_redirects=False,
-            verify=_tls_verify(url),
-        )
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+        engine = self._blocking_engine(url) if one_shot and transport is None else None
+        if engine is None:
+            from client.httpx_engine import HttpxEngine
+
+            engine = HttpxEngine(self)
+        self._engine: Engine = engine
 
     def __repr__(self) -> str:
         return f"Connection(base_url={self.base_url!r}, token=***)"
 
+    def _blocking_engine(self, url: str) -> Engine | None:
+        """``http.client`` for a one-shot command's requests to a plain http server reached directly; None
+        (httpx carries them) for https, a proxy, or a URL it does not take as is."""
+        if not url.startswith("http://") or _proxied():
+            return None
+        from client.blocking_engine import BlockingEngine
+
+        try:
+            return BlockingEngine(url, self.timeout)
+        except ValueError:
+            return None
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The httpx client (made on first use): live streams read through it, and requests too unless a
+        one-shot command's go over ``http.client``. It sends the connection's current token and, on a
+        401, reads it again like :meth:`send`."""
+        if self._http is None:
+            from client.httpx_engine import make_client
+
+            self._http = make_client(self, self._transport)
+        return self._http
+
     async def aclose(self) -> None:
-        """Close the connection pool; open streams end."""
-        await self.http.aclose()
+        """Close the engine and the connection pool; open streams end."""
+        await self._engine.aclose()
+        if self._http is not None:
+            await self._http.aclose()
 
     @property
     def display_url(self) -> str:
@@ -190,18 +304,49 @@ class Connection:
             self._token = fresh
             return True
 
+    async def send_again(self, status: int, used: str | None) -> bool:
+        """After an answer to a request that carried the token ``used``: whether to send it once more,
+        with the token read again (a 401, and the source now gives another token)."""
+        return status == 401 and await self.reread_token(used)
+
     # ------------------------------------------------------------------------------------ requests
 
-    def transport_error(self, exc: httpx.TransportError, method: str, path: str) -> TransportError:
-        """What a failed request means for the operator (server down, too slow, connection broke)."""
+    def transport_error(self, failure: EngineFailure, method: str, path: str) -> TransportError:
+        """What a request that did not complete means for the operator (server down, too slow, connection
+        broke); ``sent`` on the error says whether it may have reached the server."""
         where = self.display_url
-        if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError | httpx.UnsupportedProtocol):
-            return ServerUnreachable(
-                f"cannot reach {where}: is the server running? (`preloop serve` starts a local one)"
-            )
-        if isinstance(exc, httpx.TimeoutException):
-            return Timeout(f"{method} {path} got no answer from {where} within {self.timeout:g} s")
-        return ConnectionLost(f"the connection to {where} broke during {method} {path}")
+        error: TransportError
+        if failure.kind == "unreachable":
+            from client.config import how_to_start  # (only when a server did not answer)
+
+            error = ServerUnreachable(f"cannot reach {where}: {how_to_start(self.base_url)}")
+        elif failure.kind == "timeout":
+            error = Timeout(f"{method} {path} got no answer from {where} within {self.timeout:g} s")
+        else:
+            error = ConnectionLost(f"the connection to {where} broke during {method} {path}")
+        error.sent = failure.sent
+        return error
+
+    async def send(
+        self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None
+    ) -> Reply:
+        """One request (``params``: its query, None values left out; ``json``: its body), the answer not yet
+        checked; a 401 is sent once more if the token changed meanwhile. A request that does not complete
+        is a TransportError (its ``sent`` says whether the server may have seen it)."""
+        target = _target(path, params)
+        headers = {"Accept": "application/json"}
+        body = None
+        if json is not None:
+            body = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+            headers["Content-Type"] = "application/json"
+        try:
+            used = self._token
+            reply = await self._engine.send(method, target, {**headers, **self.auth_headers()}, body)
+            if await self.send_again(reply.status_code, used):
+                reply = await self._engine.send(method, target, {**headers, **self.auth_headers()}, body)
+        except EngineFailure as failure:
+            raise self.transport_error(failure, method, path) from None
+        return reply
 
     async def request(
         self,
@@ -209,56 +354,82 @@ class Connection:
         path: str,
         *,
         what: str = "",
-        params: dict[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
         json: Any = None,
-    ) -> httpx.Response:
+    ) -> Reply:
         """One request; any failure (transport, error status, redirect) is a ClientError saying what to do.
         ``what`` names the object for a 404 ("session 1a2b3c4d")."""
-        clean = {k: v for k, v in (params or {}).items() if v is not None}
-        try:
-            response = await self.http.request(method, path, params=clean or None, json=json)
-        except httpx.TransportError as exc:
-            raise self.transport_error(exc, method, path) from None
-        if response.status_code >= 400:
-            raise self.api_error(response, what)
-        if response.status_code >= 300:
-            raise self.redirected(response)
-        return response
+        reply = await self.send(method, path, params=params, json=json)
+        if reply.status_code >= 400:
+            raise self.api_error(reply, what)
+        if reply.status_code >= 300:
+            raise self.redirected(reply)
+        return reply
 
-    @asynccontextmanager
-    async def stream(
-        self, method: str, path: str, *, headers: dict[str, str], params: dict[str, Any] | None = None
-    ) -> AsyncIterator[httpx.Response]:
-        """Low-level: a streamed response (not yet checked) whose read timeout is the stall timeout, so a
-        silent stream raises ``httpx.ReadTimeout``; transport errors propagate for the follower to read."""
-        timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
-        async with self.http.stream(
-            method, path, headers=headers, params=params, timeout=timeout
-        ) as response:
-            yield response
+    # ------------------------------------------------------------------------------ live streams
 
     @asynccontextmanager
     async def event_source(
-        self, path: str, *, headers: dict[str, str] | None = None, params: dict[str, Any] | None = None
+        self,
+        path: str,
+        *,
+        what: str,
+        headers: dict[str, str] | None = None,
+        params: dict[str, Any] | None = None,
     ) -> AsyncIterator[EventSource]:
-        """Open an SSE stream with httpx-sse (``Accept: text/event-stream``, ``Cache-Control: no-store``);
-        the response is not yet checked, and its read timeout is the stall timeout."""
+        """A live feed's SSE stream, opened with httpx-sse (``aconnect_sse``: ``Accept: text/event-stream``,
+        ``Cache-Control: no-store``) and checked before it is read with ``EventSource.aiter_sse``.
+
+        An answer that refuses (:func:`~client.streaming.policy.refuses`: a 401, 403, 404...) raises
+        :class:`~client.streaming.reconnect.Refusal` with the server's sentence (``what`` names the object
+        for a 404), any other error status or a body that is not an event stream raises
+        :class:`~client.streaming.reconnect.Retry`. The read timeout is the stall timeout: a stream that
+        sends nothing, not even a keep-alive, for that long raises ``httpx.ReadTimeout``
+        (:meth:`stream_failure` reads it as a stall)."""
+        import httpx  # here: a one-shot command's requests never stream, nor load httpx
+        from httpx_sse import aconnect_sse
+
+        from client.streaming.reconnect import Refusal, Retry
+
         timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
         async with aconnect_sse(
             self.http, "GET", path, headers=dict(headers or {}), params=params, timeout=timeout
         ) as source:
+            response = source.response
+            status = response.status_code
+            if status >= 400:
+                await response.aread()
+                if refuses(status):
+                    raise Refusal(self.api_error(response, what).hint, status)
+                raise Retry(f"the server answered {status}")
+            ctype = response.headers.get("content-type", "")
+            if "text/event-stream" not in ctype:
+                raise Retry(f"the server sent {ctype or 'no content type'}, not an event stream")
             yield source
 
-    def redirected(self, response: httpx.Response) -> InvalidResponse:
+    def stream_failure(self, exc: Exception) -> str | None:
+        """Why a live stream broke, as the reason to reconnect a follower shows; None when ``exc`` is not a
+        transport failure (a bug, re-raised by the reconnect loop)."""
+        import httpx  # loaded already: the stream that broke was opened with it
+
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return f"cannot reach {self.display_url}"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"stalled: nothing received for {self.stall_timeout:g} s"
+        if isinstance(exc, httpx.TransportError):
+            return f"connection lost ({type(exc).__name__})"
+        return None
+
+    def redirected(self, response: Reply) -> InvalidResponse:
         """Redirects are not followed (the token must not travel to another host): say where it points."""
         location = response.headers.get("location")
         target = display_url(location) if location else "?"
         return InvalidResponse(
-            f"the server redirects {response.request.url.path} to {safe_line(target, 120)}: "
+            f"the server redirects {response.path} to {safe_line(target, 120)}: "
             "use that address as the server URL"
         )
 
-    def api_error(self, response: httpx.Response, what: str) -> ApiError:
+    def api_error(self, response: Answer, what: str) -> ApiError:
         """The error an error answer means, with the token scrubbed from the server's text; live feeds use
         it too, so a refused stream reads exactly like a refused REST call."""
         try:
@@ -276,9 +447,8 @@ class Connection:
             secret=self._token,
         )
 
-    def invalid(self, response: httpx.Response, exc: Exception) -> InvalidResponse:
+    def invalid(self, response: Reply, exc: Exception) -> InvalidResponse:
         """An answer of the wrong shape, named by its request and first bad field (never a traceback)."""
-        path = response.request.url.path
         detail = "wrong shape"
         if isinstance(exc, ValidationError) and exc.error_count():
             first = exc.errors()[0]
@@ -288,11 +458,11 @@ class Connection:
             elif where:
                 detail = f"{exc.error_count()} field error(s), first at '{where}'"
         return InvalidResponse(
-            f"the answer to {response.request.method} {path} could not be read ({detail}): "
+            f"the answer to {response.method} {response.path} could not be read ({detail}): "
             "is this a Preloop-compatible server?"
         )
 
-    def parse(self, response: httpx.Response, model: type[_M]) -> _M:
+    def parse(self, response: Reply, model: type[_M]) -> _M:
         """The answer validated as ``model``, or InvalidResponse."""
         try:
             return model.model_validate_json(response.content)

@@ -4,8 +4,8 @@
 
     ClientError                      (title, hint; str() is "title: hint")
     ├── UsageError                   bad input caught before any request was made
-    │   ├── AmbiguousId              a short id matches several sessions
-    │   └── NoMatchingId             no session starts with that short id
+    │   ├── AmbiguousId              a short id matches several sessions (notes, approvals, runs)
+    │   └── NoMatchingId             no session (note, approval, run) starts with that short id
     ├── ConfigError                  no server configured, unreadable config file, unknown profile
     │   └── NoKeyring                no working OS keyring and no permission to fall back to a file
     ├── TransportError               the request did not complete
@@ -35,7 +35,8 @@ too), server-provided text is made terminal-safe, and ``hint`` is one sentence s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from client.textsafe import safe_line
 
@@ -73,7 +74,8 @@ _MAX_DETAIL = 300
 class ClientError(Exception):
     """Root of every error this client raises; catch it to handle all of them."""
 
-    title: ClassVar[str] = "client error"
+    title: str = "client error"
+    """What went wrong, in a few words (the first part of every error line)."""
 
     def __init__(self, hint: str) -> None:
         self.hint = hint
@@ -93,30 +95,41 @@ class UsageError(ClientError):
 
 
 class AmbiguousId(UsageError):
-    """A short id fits several sessions; the caller must give more characters."""
+    """A short id fits several sessions (notes, approvals, runs: ``what``); the caller must type more."""
 
     title = "ambiguous id"
 
-    def __init__(self, prefix: str, matches: list[str]) -> None:
+    def __init__(self, prefix: str, matches: list[str], what: str = "session") -> None:
         self.prefix = prefix
         self.matches = matches
         shown = ", ".join(m[:8] for m in matches[:5])
         more = ", ..." if len(matches) > 5 else ""
         super().__init__(
-            f"'{safe_line(prefix, 40)}' matches {len(matches)} sessions ({shown}{more}): type more characters"
+            f"'{safe_line(prefix, 40)}' matches {len(matches)} {what}s ({shown}{more}): type more characters"
         )
+
+
+_WHERE_TO_LOOK = {
+    "session": "`preloop sessions list` shows the ids",
+    "note": "give the full id (`preloop notes list --session ID` shows them)",
+    "approval": "`preloop approvals list --status all` shows them",
+    "run": "`preloop sessions list` shows the run ids",
+}
 
 
 class NoMatchingId(UsageError):
-    """No session id starts with the given prefix."""
+    """No id of the kind asked for (``what``: session, note, approval, run) starts with the given prefix.
+
+    ``where`` narrows the sentence to where it was looked for ("session 1a2b3c4d")."""
 
     title = "no such session"
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, what: str = "session", where: str | None = None) -> None:
         self.prefix = prefix
-        super().__init__(
-            f"no session starts with '{safe_line(prefix, 40)}': `preloop sessions list` shows the ids"
-        )
+        self.title = f"no such {what}"
+        whose = f" of {where}" if where else ""
+        look = _WHERE_TO_LOOK.get(what, f"`preloop {what}s list` shows them")
+        super().__init__(f"no {what}{whose} starts with '{safe_line(prefix, 40)}': {look}")
 
 
 # ------------------------------------------------------------------------------------------------ config
@@ -141,12 +154,15 @@ class TransportError(ClientError):
     """The request did not complete; the server may or may not have seen it."""
 
     title = "connection problem"
+    sent: bool = True
+    """Whether the request may have reached the server (False: nothing left this machine)."""
 
 
 class ServerUnreachable(TransportError):
     """Nothing was sent: the server could not be reached at all."""
 
     title = "server unreachable"
+    sent = False
 
 
 class Timeout(TransportError):
@@ -190,12 +206,9 @@ class Unsupported(ClientError):
     title = "not supported"
 
 
-class FieldError(NamedTuple):
-    """One field a server rejected: where (``body.text``) and why (the server's words).
-
-    A NamedTuple, like the other small records every command imports (``client.config``,
-    ``client.backends.base``): a dataclass costs ~3 ms to create, and the module ~20 ms to import, of a
-    scripted command's ~150 ms budget."""
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One field a server rejected: where (``body.text``) and why (the server's words)."""
 
     field: str
     message: str

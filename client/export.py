@@ -10,22 +10,26 @@ The JSON document follows ``docs/export.schema.json`` (``"schema": "preloop-sess
 schema is the contract, tests validate exports against it.
 
 Everything agent- or user-written is untrusted. In Markdown it is either escaped inline (every Markdown
-and HTML special character is backslash-escaped, line breaks become ``<br>`` so a table row stays one
-row) or put in a fenced block whose fence is longer than any backtick run in the text, so nothing can
-close the fence, open HTML, start a table, mention someone or render math. Control and bidi characters
-are replaced in both formats (``client.textsafe``).
+and HTML special character is backslash-escaped; line breaks become ``<br>`` in a table cell, so a row
+stays one row, and ``↵`` in a list item) or put in a fenced block whose fence is longer than any backtick
+run in the text, so nothing can close the fence, open HTML, start a table, mention someone or render math.
+Control and bidi characters are replaced in both formats (``client.textsafe``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from client.models import Approval, Note, Session
-from client.present import session_title
+from client.present import decided_by, session_title
 from client.textsafe import safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -48,6 +52,7 @@ __all__ = [
     "export_file_name",
     "md_block",
     "md_inline",
+    "save_export",
     "to_json",
     "to_markdown",
 ]
@@ -76,25 +81,6 @@ def _clean(text: str | None) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------- building
-
-
-def decided_by(approval: Approval) -> dict[str, str | None] | None:
-    """Who or what decided an approval, as far as the server says (None while it is pending).
-
-    Servers do not name the person: ``decided_by_human`` says a human decided, ``decided_by_ai`` an AI
-    reviewer, ``auto_approved_reason`` a policy; an expired approval was decided by nobody.
-    """
-    if approval.pending:
-        return None
-    if approval.status == "expired":
-        return {"kind": "expiry", "detail": "nobody decided before it expired"}
-    if approval.decided_by_human:
-        return {"kind": "human", "detail": "an operator"}
-    if approval.decided_by_ai:
-        return {"kind": "ai", "detail": _clean(approval.ai_model) or "an AI reviewer"}
-    if approval.auto_approved_reason:
-        return {"kind": "policy", "detail": _clean(approval.auto_approved_reason)}
-    return {"kind": "unknown", "detail": None}
 
 
 def _entry_item(entry: TimelineEntry) -> dict[str, Any] | None:
@@ -205,7 +191,13 @@ def _note_item(note: Note, timeline: Timeline) -> dict[str, Any]:
     }
 
 
-def _approval_item(approval: Approval) -> dict[str, Any]:
+def _sole_author(notes: Iterable[Note]) -> str | None:
+    """The one person the notes name as their author (None: no note names one, or several do)."""
+    names = {n.author.display for n in notes if n.author is not None and n.author.display}
+    return names.pop() if len(names) == 1 else None
+
+
+def _approval_item(approval: Approval, operator: str | None) -> dict[str, Any]:
     return {
         "approval_id": approval.id,
         "tool": _clean(approval.tool_name),
@@ -216,7 +208,7 @@ def _approval_item(approval: Approval) -> dict[str, Any]:
         "requested_at": _iso(approval.requested_at),
         "expires_at": _iso(approval.expires_at),
         "decided_at": _iso(approval.resolved_at) if not approval.pending else None,
-        "decided_by": decided_by(approval),
+        "decided_by": decided_by(approval, operator),
         "comment": _clean(approval.approver_comment),
     }
 
@@ -229,11 +221,19 @@ def build_export(
     notes: Iterable[Note] = (),
     approvals: Iterable[Approval] = (),
     exported_at: datetime,
+    decided_here: Callable[[str], bool] | None = None,
+    operator: str | None = None,
+    sole_operator: bool = False,
 ) -> dict[str, Any]:
     """The whole export as a JSON-ready dict (see ``docs/export.schema.json``).
 
     ``notes`` and ``approvals`` are the server's lists (the newest state of each wins over the timeline's
     copy); whatever only the timeline saw is included too, so an export from events alone is complete.
+    ``decided_here`` tells the approvals decided by this client, whose operator the server calls
+    ``operator`` (see :func:`decided_by`). ``sole_operator``: the server has one operator per account
+    (our local server: every token of an account is its one user's), so every human decision was made
+    by the person the notes name as their author (``operator`` when given), and approvals and notes
+    name them alike; with no note to learn the name from, "the operator".
     """
     row = session or timeline.session
     note_by_id: dict[str, Note] = {nid: record.note for nid, record in timeline.notes.items()}
@@ -251,6 +251,7 @@ def build_export(
     ordered_approvals = sorted(
         approval_by_id.values(), key=lambda a: a.requested_at or datetime.min.replace(tzinfo=UTC)
     )
+    human = (operator or _sole_author(ordered_notes) or "the operator") if sole_operator else None
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "exported_at": _iso(exported_at),
@@ -272,7 +273,12 @@ def build_export(
             "total_duration_ms": sum(t["duration_ms"] or 0 for t in tools),
         },
         "notes": [_note_item(n, timeline) for n in ordered_notes],
-        "approvals": [_approval_item(a) for a in ordered_approvals],
+        "approvals": [
+            _approval_item(
+                a, human or (operator if decided_here is not None and decided_here(a.id) else None)
+            )
+            for a in ordered_approvals
+        ],
     }
     if timeline.events_not_loaded:
         doc["events_not_loaded"] = timeline.events_not_loaded
@@ -302,16 +308,21 @@ _WWW = re.compile(r"(?i)\b(www)\.")  # GitHub links bare www. names: break the p
 _BACKTICKS = re.compile(r"`+")
 
 
-def md_inline(text: str | None, limit: int | None = None) -> str:
-    """Untrusted text as inert inline Markdown: specials escaped, line breaks as ``<br>`` (one table
-    row stays one row), cut to ``limit`` characters with an ellipsis."""
+LIST_BREAK = " ↵ "
+"""A line break inside a list item's inline text: HTML has no place there (a table cell's is ``<br>``)."""
+
+
+def md_inline(text: str | None, limit: int | None = None, *, newline: str = "<br>") -> str:
+    """Untrusted text as inert inline Markdown: specials escaped, line breaks as ``newline`` (``<br>``
+    keeps a table row one row; list items use :data:`LIST_BREAK`), cut to ``limit`` characters with an
+    ellipsis."""
     if not text:
         return ""
     clean = safe_text(text).replace("\r", "")
     if limit is not None and len(clean) > limit:
         clean = clean[: max(limit - 1, 0)] + "…"
     escaped = _WWW.sub(r"\1\\.", _MD_SPECIAL.sub(r"\\\1", clean))
-    return "<br>".join(line.strip() for line in escaped.split("\n"))
+    return newline.join(line.strip() for line in escaped.split("\n"))
 
 
 def md_block(text: str, indent: str = "") -> list[str]:
@@ -342,6 +353,11 @@ def _row(*cells: str) -> str:
     return "| " + " | ".join(cell or " " for cell in cells) + " |"
 
 
+def _li(text: str | None, limit: int | None = None) -> str:
+    """Inline text inside a list item (its line breaks as :data:`LIST_BREAK`, never HTML)."""
+    return md_inline(text, limit, newline=LIST_BREAK)
+
+
 def _timeline_lines(doc: dict[str, Any]) -> list[str]:
     notes = {n["note_id"]: n for n in doc["notes"]}
     approvals = {a["approval_id"]: a for a in doc["approvals"]}
@@ -360,35 +376,35 @@ def _timeline_lines(doc: dict[str, Any]) -> list[str]:
         elif kind == "tool_call":
             outcome = item["outcome"]
             took = f" in {_duration(item['duration_ms'])}" if item["duration_ms"] is not None else ""
-            args = f" {md_inline(item['arguments'], 160)}" if item["arguments"] else ""
-            result = f" → {md_inline(item['result'], 160)}" if item["result"] else ""
-            lines.append(f"- {at} Tool **{md_inline(item['name'], 60)}**{args}: {outcome}{took}{result}")
+            args = f" {_li(item['arguments'], 160)}" if item["arguments"] else ""
+            result = f" → {_li(item['result'], 160)}" if item["result"] else ""
+            lines.append(f"- {at} Tool **{_li(item['name'], 60)}**{args}: {outcome}{took}{result}")
         elif kind in ("approval_requested", "approval_decided"):
             approval = approvals.get(item["approval_id"], {})
-            tool = md_inline(item["tool"] or "tool", 60)
+            tool = _li(item["tool"] or "tool", 60)
             if kind == "approval_requested":
-                risk = f" (risk: {md_inline(approval.get('risk'))})" if approval.get("risk") else ""
-                what = md_inline(approval.get("summary"), 160)
+                risk = f" (risk: {_li(approval.get('risk'))})" if approval.get("risk") else ""
+                what = _li(approval.get("summary"), 160)
                 lines.append(f"- {at} Approval requested for **{tool}**{risk}: {what}")
             else:
                 who = approval.get("decided_by") or {}
-                by = f" by {md_inline(who.get('detail') or who.get('kind'))}" if who else ""
-                said = f": “{md_inline(approval.get('comment'), 200)}”" if approval.get("comment") else ""
-                lines.append(f"- {at} Approval for **{tool}** {md_inline(item['status'])}{by}{said}")
+                by = f" by {_li(who.get('detail') or who.get('kind'))}" if who else ""
+                said = f": “{_li(approval.get('comment'), 200)}”" if approval.get("comment") else ""
+                lines.append(f"- {at} Approval for **{tool}** {_li(item['status'])}{by}{said}")
         elif kind == "note":
             note = notes.get(item["note_id"], {})
-            text = md_inline(note.get("text"), 120)
-            lines.append(f"- {at} Note {md_inline(item['note_id'][:8])} {md_inline(item['state'])}: {text}")
+            text = _li(note.get("text"), 120)
+            lines.append(f"- {at} Note {_li(item['note_id'][:8])} {_li(item['state'])}: {text}")
         elif kind == "run":
-            detail = f": {md_inline(item['detail'], 200)}" if item["detail"] else ""
+            detail = f": {_li(item['detail'], 200)}" if item["detail"] else ""
             status = "started" if item["status"] == "running" else item["status"]
-            lines.append(f"- {at} Run {md_inline(status)}{detail}")
+            lines.append(f"- {at} Run {_li(status)}{detail}")
         elif kind in ("session_started", "session_ended"):
-            reason = f" ({md_inline(item['reason'], 120)})" if item["reason"] else ""
+            reason = f" ({_li(item['reason'], 120)})" if item["reason"] else ""
             lines.append(f"- {at} Session {'ended' if kind == 'session_ended' else 'started'}{reason}")
         else:
-            said = md_inline(item["summary"], 200)
-            lines.append(f"- {at} Unknown event {md_inline(item['event_type'], 60)}: {said}")
+            said = _li(item["summary"], 200)
+            lines.append(f"- {at} Unknown event {_li(item['event_type'], 60)}: {said}")
     return lines
 
 
@@ -501,3 +517,27 @@ def to_markdown(doc: dict[str, Any]) -> str:
         out.append("*No approvals.*")
     out.append("")
     return "\n".join(out)
+
+
+def save_export(doc: dict[str, Any], session_id: str, exported_at: datetime, directory: Path) -> Path:
+    """Write ``doc`` as Markdown into ``directory`` (made if missing) under :func:`export_file_name`;
+    returns the path (OSError when it cannot be written). Blocking: run it off the event loop."""
+    target = directory / export_file_name(session_id, exported_at, "md")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(target, to_markdown(doc))
+    return target
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write the whole file or nothing (an interrupted export never leaves half a document)."""
+    path = path.expanduser()
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,13 +1,20 @@
-"""Session ids: check them before they reach a server, shorten them for people, match typed prefixes.
+"""Ids: check them before they reach a server, shorten them for people, resolve the short ids people type.
 
 A Preloop server answers a non-UUID session id with a 500 and drops the keep-alive connection, so every id
 is checked here first and a bad one becomes a :class:`client.errors.UsageError` that names the problem.
+
+The one short-id resolver (:func:`resolve_id`) serves sessions, notes, approvals and Dendrux runs, for
+every front end (the app, ``--plain``, the commands): a full id is used as given (the server says whether
+it exists); anything shorter must be 4+ characters and is matched, case-insensitively, against the ids the
+caller lists (fetched only then); none or several matches are :class:`client.errors.NoMatchingId` /
+:class:`client.errors.AmbiguousId`, naming the kind of id.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Literal
 
 from client.errors import AmbiguousId, NoMatchingId, UsageError
 from client.textsafe import safe_line
@@ -16,7 +23,14 @@ SHORT_LEN = 8
 ULID_SHORT_LEN = 12
 MIN_PREFIX = 4
 
+IdKind = Literal["session", "note", "approval", "run"]
+
+FULL_NOTE_ID = 16
+"""Note ids are 16 hex characters (Preloop and the local server); shorter hex is a prefix to look up."""
+
 _HEX_PREFIX = re.compile(r"^[0-9a-f-]+$")
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_PREFIX = re.compile(r"^[0-9A-Za-z-]+$")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _NOTE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 # A ULID (Dendrux run, note and tool-call ids): 26 Crockford base32 characters, the first 0-7.
@@ -75,11 +89,55 @@ def normalise_prefix(value: str) -> str:
 
 
 def match_prefix(prefix: str, candidates: Iterable[str]) -> str:
-    """Return the one candidate starting with ``prefix``; raise NoMatchingId / AmbiguousId otherwise."""
-    wanted = normalise_prefix(prefix)
+    """Return the one session id starting with ``prefix`` (4+ hex); NoMatchingId / AmbiguousId otherwise."""
+    return match_id(normalise_prefix(prefix), candidates)
+
+
+def is_full_id(value: str, kind: IdKind) -> bool:
+    """Whether ``value`` is a whole id of this kind, used as given rather than matched: a UUID or a ULID,
+    and for notes also 16+ hex characters or any other token shape (only hex is ever shortened)."""
+    text = value.strip()
+    if is_uuid(text) or is_ulid(text):
+        return True
+    return kind == "note" and (len(text) >= FULL_NOTE_ID or not _HEX.match(text))
+
+
+def check_prefix(value: str, kind: IdKind = "session") -> str:
+    """The typed short id, stripped; a UsageError (before any request) when it cannot be one: fewer than
+    4 characters, or characters no id has."""
+    text = value.strip()
+    if not _PREFIX.match(text) or len(text.replace("-", "")) < MIN_PREFIX:
+        raise UsageError(
+            f"'{safe_line(value, 60)}' is too short or not an id: give the full {kind} id or at least "
+            f"{MIN_PREFIX} of its first characters"
+        )
+    return text
+
+
+def match_id(
+    prefix: str, candidates: Iterable[str], kind: IdKind = "session", *, where: str | None = None
+) -> str:
+    """The one candidate starting with ``prefix`` (any case): NoMatchingId for none, AmbiguousId for
+    several (``where`` names where it was looked for, e.g. "session 1a2b3c4d")."""
+    wanted = prefix.strip().lower()
     matches = sorted({c for c in candidates if c.lower().startswith(wanted)})
     if not matches:
-        raise NoMatchingId(prefix)
+        raise NoMatchingId(prefix, kind, where)
     if len(matches) > 1:
-        raise AmbiguousId(prefix, matches)
+        raise AmbiguousId(prefix, matches, kind)
     return matches[0]
+
+
+async def resolve_id(
+    value: str,
+    kind: IdKind,
+    candidates: Callable[[], Awaitable[Iterable[str]]],
+    *,
+    where: str | None = None,
+) -> str:
+    """A full id as given; a short one (4+ characters) matched against ``candidates()``, which is asked
+    only then (listing ids costs requests)."""
+    text = value.strip()
+    if is_full_id(text, kind):
+        return text
+    return match_id(check_prefix(text, kind), await candidates(), kind, where=where)

@@ -14,7 +14,11 @@ Every input returns the :data:`InboxChange` values it caused, so the caller can 
   looked is not news;
 * :meth:`Inbox.apply` takes one session event (``approval.requested`` / ``approval.decided`` /
   ``note.expired`` / ``note.failed`` / ``note.undeliverable``; anything else is ignored);
-* :meth:`Inbox.decided` records a decision made here, so its echo is not reported as "decided elsewhere";
+* :meth:`Inbox.decided` drops an approval decided here at once, without waiting for its echo; whether an
+  approval was decided here is the app's (or command's) one :class:`client.steering.Decisions`, shared with
+  every screen that decides, so nothing decided in this process is reported as "decided elsewhere";
+* :meth:`Inbox.resolved` replaces an approval that vanished without its final record (a poll or a
+  reconnect only saw it go) by the record read afterwards, so it is told as approved, declined or expired;
 * :meth:`Inbox.expiring` is asked on a clock tick: the approvals that will expire within a minute, each
   reported once (:class:`ApprovalExpiring`), so the operator hears of it before it is too late.
 
@@ -32,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 
 from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent
 from client.models import Approval, AttentionSnapshot, Note
+from client.steering import Decisions
 
 __all__ = [
     "ENDED_BADLY",
@@ -66,10 +71,11 @@ class ApprovalAdded:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalGone:
-    """An approval left the inbox: decided (here or ``elsewhere``), expired or cancelled.
+    """An approval left the inbox: decided here, or settled ``elsewhere`` (another operator decided, it
+    expired, its session ended).
 
     ``approval`` is the final record when the server said so, else the last pending one we had (a
-    poller only sees it disappear; then ``status`` reads ``"pending"``).
+    poller only sees it disappear; then ``status`` reads ``"pending"`` until :meth:`Inbox.resolved`).
     """
 
     approval: Approval
@@ -106,8 +112,12 @@ def _requested(approval: Approval) -> datetime:
 class Inbox:
     """Pending approvals and failed notes of every session, kept in order, with an unseen count."""
 
-    def __init__(self, notes_window: timedelta = timedelta(hours=6)) -> None:
+    def __init__(
+        self, notes_window: timedelta = timedelta(hours=6), decisions: Decisions | None = None
+    ) -> None:
         self.notes_window = notes_window
+        self.decisions = decisions if decisions is not None else Decisions()
+        """Which approvals this process decided (shared with every screen that decides)."""
         self.synced = False
         """True once a snapshot arrived (before that the inbox does not know, rather than knows "none")."""
         self.version = 0
@@ -116,8 +126,8 @@ class Inbox:
         self._notes: dict[str, Note] = {}
         self._seen_notes: set[str] = set()
         self._decided: OrderedDict[str, str] = OrderedDict()
-        self._mine: set[str] = set()
         self._warned: set[str] = set()
+        self._expiry_seen: set[str] = set()
         self.recently_gone: list[ApprovalGone] = []
         """The last few approvals settled elsewhere (another operator, expiry, the session ending), newest
         first: the inbox says why they vanished."""
@@ -144,6 +154,16 @@ class Inbox:
         """What the header shows: approvals waiting plus failed notes not yet seen."""
         return len(self._approvals) + self.unseen_notes
 
+    def pending_by_session(self) -> dict[str, int] | None:
+        """How many approvals wait in each session (None before the first snapshot: not known yet)."""
+        if not self.synced:
+            return None
+        counts: dict[str, int] = {}
+        for approval in self._approvals.values():
+            if approval.runtime_session_id:
+                counts[approval.runtime_session_id] = counts.get(approval.runtime_session_id, 0) + 1
+        return counts
+
     def get(self, approval_id: str) -> Approval | None:
         """The pending approval with this id, if it is still pending."""
         return self._approvals.get(approval_id)
@@ -165,7 +185,7 @@ class Inbox:
         for approval_id, old in list(self._approvals.items()):
             if approval_id not in fresh:
                 del self._approvals[approval_id]
-                gone = ApprovalGone(old, elsewhere=approval_id not in self._mine)
+                gone = ApprovalGone(old, elsewhere=not self.decisions.here(approval_id))
                 self._remember(gone)
                 changes.append(gone)
         for approval_id, approval in fresh.items():
@@ -205,27 +225,40 @@ class Inbox:
             out += self.apply(event)
         return out
 
-    def deciding(self, approval_id: str) -> None:
-        """This client is about to decide it: its echo is ours, not "decided elsewhere"."""
-        self._mine.add(approval_id)
-
     def decided(self, approval: Approval) -> list[InboxChange]:
-        """The server answered a decision made here: drop the approval now, without waiting for the echo."""
-        self._mine.add(approval.id)
+        """The server answered a decision (made here, or lost to someone else): drop the approval now,
+        without waiting for the echo."""
         return self._gone(approval)
 
+    def resolved(self, approval: Approval) -> bool:
+        """The final record of an approval that left without one (read afterwards): the line that says
+        why it left tells its real status now. True when it changed something shown."""
+        for i, gone in enumerate(self.recently_gone):
+            if gone.approval.id == approval.id and gone.approval.pending and not approval.pending:
+                self.recently_gone[i] = ApprovalGone(approval, gone.elsewhere)
+                self.version += 1
+                return True
+        return False
+
     def expiring(self, now: datetime, within: timedelta = EXPIRY_WARNING) -> list[ApprovalExpiring]:
-        """Pending approvals that expire within ``within`` of ``now`` and were not reported yet (each is
-        reported once; one already past its expiry is the server's to settle, not news)."""
-        self._warned &= set(self._approvals)
+        """Pending approvals that came within ``within`` of expiring since the last call, each reported
+        once. One that was already that close when first looked at is not reported: its arrival was the
+        news (a second alert a second later would be noise); one past its expiry is the server's to settle.
+        """
+        pending = set(self._approvals)
+        self._warned &= pending
+        self._expiry_seen &= pending
         out: list[ApprovalExpiring] = []
         for approval in self.approvals:
             if approval.id in self._warned or approval.expires_at is None:
                 continue
             left = approval.expires_at - now
-            if timedelta(0) < left <= within:
+            first_look = approval.id not in self._expiry_seen
+            self._expiry_seen.add(approval.id)
+            if left <= within:
                 self._warned.add(approval.id)
-                out.append(ApprovalExpiring(approval, left))
+                if not first_look and left > timedelta(0):
+                    out.append(ApprovalExpiring(approval, left))
         return out
 
     def prune(self, now: datetime) -> bool:
@@ -257,7 +290,7 @@ class Inbox:
         if self._approvals.pop(approval.id, None) is None:
             return []
         self.version += 1
-        gone = ApprovalGone(approval, elsewhere=approval.id not in self._mine)
+        gone = ApprovalGone(approval, elsewhere=not self.decisions.here(approval.id))
         self._remember(gone)
         return [gone]
 

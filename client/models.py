@@ -21,10 +21,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic_core import TzInfo
 
-# NoteState lives in client.rows (no pydantic, for the CLI's fast path) and is re-exported here.
-from client.rows import NoteState as NoteState
-from client.rows import iso_utc
-
 _PARSED_UTC = TzInfo(0)  # the zone pydantic gives a parsed "...Z" (one shared object)
 
 
@@ -45,29 +41,22 @@ def _as_utc(value: datetime) -> datetime:
         raise ValueError("the time is outside the range a UTC timestamp can hold") from None
 
 
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 UtcDatetime = Annotated[
     datetime,
     AfterValidator(_as_utc),
-    PlainSerializer(iso_utc, return_type=str, when_used="json"),
+    PlainSerializer(_iso, return_type=str, when_used="json"),
 ]
 """A datetime that is always zone-aware UTC once parsed, and serialised with a ``Z`` suffix."""
 
 
 class WireModel(BaseModel):
-    """Base for every wire shape: unknown fields are ignored, never an error.
+    """Base for every wire shape: unknown fields are ignored, never an error."""
 
-    A model's validator is built when it is first used, not at import: a command that lists sessions
-    builds three models, not all of them (~30 ms of every start-up).
-    """
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
-
-
-class RequestBody(WireModel):
-    """A shape our server validates as a request body: built at import, unlike the others, because FastAPI
-    does not finish building a deferred model given as a body (pydantic warns the field lost its alias)."""
-
-    model_config = ConfigDict(defer_build=False)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,6 +207,24 @@ class ActivityList(WireModel):
 # --------------------------------------------------------------------------------------------------
 
 
+class NoteState(StrEnum):
+    """Every state an operator note can be in. Terminal states never change again."""
+
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    DELIVERED = "delivered"
+    ACKNOWLEDGED = "acknowledged"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    FAILED = "failed"
+    UNDELIVERABLE = "undeliverable"
+
+    @property
+    def terminal(self) -> bool:
+        """A terminal note will not move again, so nothing needs to watch it any more."""
+        return self not in (NoteState.PENDING, NoteState.CLAIMED)
+
+
 class NoteAuthor(WireModel):
     user_id: str | None = None
     agent_id: str | None = None
@@ -333,7 +340,7 @@ class Approval(WireModel):
         return self.status == ApprovalStatus.PENDING
 
 
-class ApprovalDecision(RequestBody):
+class ApprovalDecision(WireModel):
     comment: str | None = None
 
 

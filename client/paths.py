@@ -1,21 +1,17 @@
-"""Where the client and the local control plane keep their files (platformdirs' per-user directories).
+"""Where the client and the local control plane keep their files (platformdirs, per user).
 
-The local server writes ``local_server_file()`` on start (mode 0600): ``{"url": ..., "token": ...}``. The
-client falls back to it when no profile, flag or environment variable names a server, so the demo and a
-plain ``preloop serve`` need no login step.
-
-On Linux with an absolute ``HOME`` and the ``XDG_*_HOME`` variable unset, the directory is the XDG default
-(``~/.config/preloop``, ``~/.local/share/preloop``, ``~/.local/state/preloop``), computed here: it is what
-platformdirs answers (a test compares them), and importing platformdirs costs a scripted command ~10 ms
-of its ~150 ms (it loads ``tempfile``). Every other case asks platformdirs, whose rules for the rest (a
-relative ``HOME``, XDG variables, other systems) differ between its versions.
+The local server writes ``local_server_file()`` on start (mode 0600): ``{"url": ..., "token": ...,
+"started_by": "serve" | "demo"}``. The client falls back to it when no profile, flag or environment
+variable names a server, so the demo and a plain ``preloop serve`` need no login step; and when that
+server does not answer, it names the command that started it (``client.config.how_to_start``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
+
+import platformdirs
 
 APP_NAME = "preloop"
 
@@ -25,29 +21,19 @@ def _override(var: str) -> Path | None:
     return Path(value) if value else None
 
 
-def _user_dir(xdg_var: str, default: str, kind: str) -> Path:
-    """The per-user directory of ``kind`` ("config", "data", "state") for this app (see the docstring)."""
-    home = os.environ.get("HOME", "")
-    if sys.platform == "linux" and not os.environ.get(xdg_var) and os.path.isabs(home):
-        return Path(home, default, APP_NAME)
-    import platformdirs
-
-    return Path(getattr(platformdirs, f"user_{kind}_dir")(APP_NAME))
-
-
 def config_dir() -> Path:
     """Profiles (``config.toml``) live here; ``PRELOOP_CONFIG_DIR`` overrides (tests use it)."""
-    return _override("PRELOOP_CONFIG_DIR") or _user_dir("XDG_CONFIG_HOME", ".config", "config")
+    return _override("PRELOOP_CONFIG_DIR") or Path(platformdirs.user_config_dir(APP_NAME))
 
 
 def data_dir() -> Path:
     """The local server's SQLite database lives here; ``PRELOOP_DATA_DIR`` overrides."""
-    return _override("PRELOOP_DATA_DIR") or _user_dir("XDG_DATA_HOME", ".local/share", "data")
+    return _override("PRELOOP_DATA_DIR") or Path(platformdirs.user_data_dir(APP_NAME))
 
 
 def state_dir() -> Path:
     """Runtime state (the local server's address and token); ``PRELOOP_STATE_DIR`` overrides."""
-    return _override("PRELOOP_STATE_DIR") or _user_dir("XDG_STATE_HOME", ".local/state", "state")
+    return _override("PRELOOP_STATE_DIR") or Path(platformdirs.user_state_dir(APP_NAME))
 
 
 def exports_dir() -> Path:
@@ -56,7 +42,8 @@ def exports_dir() -> Path:
 
 
 def local_server_file() -> Path:
-    """``{"url", "token"}`` of the most recently started local server, readable by its owner only."""
+    """``{"url", "token", "started_by"}`` of the most recently started local server, readable by its owner
+    only."""
     return state_dir() / "local-server.json"
 
 

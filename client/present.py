@@ -2,9 +2,7 @@
 
 Nothing here does I/O or imports a UI toolkit, so the sessions table of ``preloop sessions list`` and the
 TUI sessions screen compute the same titles, states and relative times from the same rows. Every function
-that takes a clock takes ``now`` as an argument (default: the current UTC time) so tests pin it. Nor does
-it import pydantic: sessions are read as :class:`client.rows.SessionRow`, which the wire model is and so
-is the view the CLI's fast path (``client.quick``) builds without it.
+that takes a clock takes ``now`` as an argument (default: the current UTC time) so tests pin it.
 
 Every string these helpers return that came from the server is terminal-safe (``client.textsafe``).
 """
@@ -15,19 +13,16 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal
 
 from client import ids
+from client.cells import cell_len, fit, head, tail
 from client.ids import MIN_PREFIX
-from client.rows import NoteState
-from client.textsafe import safe_line
+from client.models import Approval, Note, NoteState, Session
+from client.textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:
     from client.events import Event
-    from client.models import Note
-    from client.rows import SessionRow
-
-S = TypeVar("S", bound="SessionRow")
 
 SessionState = Literal["live", "idle", "ended"]
 
@@ -81,13 +76,13 @@ def relative_time(when: datetime | None, now: datetime | None = None) -> str:
     return f"{hours // 24}d ago"
 
 
-def last_activity(row: SessionRow) -> datetime | None:
+def last_activity(row: Session) -> datetime | None:
     """The newest moment the session is known to have done something (the list row may lack a field)."""
     times = [t for t in (row.last_activity_at, row.last_request_at, row.started_at) if t is not None]
     return max((_utc(t) for t in times), default=None)
 
 
-def session_state(row: SessionRow, now: datetime | None = None) -> SessionState:
+def session_state(row: Session, now: datetime | None = None) -> SessionState:
     """Classify a row for the STATE column: ended beats everything, then live if active in 2 minutes."""
     if row.ended_at is not None:
         return "ended"
@@ -97,7 +92,7 @@ def session_state(row: SessionRow, now: datetime | None = None) -> SessionState:
     return "idle"
 
 
-def agent_state(row: SessionRow, pending_approvals: int, now: datetime | None = None) -> tuple[str, str]:
+def agent_state(row: Session, pending_approvals: int, now: datetime | None = None) -> tuple[str, str]:
     """What the agent of an attached session is doing, as a state key and the words for it.
 
     Keys: ``ended``; ``waiting`` (alive and blocked on a human: "waiting for approval"); ``live`` (the
@@ -126,18 +121,62 @@ def connection_lost(reason: str) -> str:
     return f"Connection lost ({why})"
 
 
-def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
-    """A sentence for an approval that stopped waiting: "The Bash approval expired", "... was approved
-    elsewhere" (an expiry is something that happened to it, a decision something someone did)."""
-    name = safe_line(tool or "tool", 40)
+def settled_phrase(status: str, *, elsewhere: bool) -> str:
+    """What happened to an approval that stopped waiting, as a predicate: "was approved elsewhere", "expired
+    before anyone decided" (an expiry is something that happened to it, not a decision made elsewhere),
+    "is no longer pending" (its final record is not known)."""
     state = safe_line(status, 20)
     if state == "expired":
-        return f"The {name} approval expired before anyone decided."
-    if state == "pending":  # a poller saw it go without its final record
-        return f"The {name} approval is no longer pending."
+        return "expired before anyone decided"
+    if state == "pending":
+        return "is no longer pending"
     if state in ("approved", "declined"):
-        return f"The {name} approval was {state}{' elsewhere' if elsewhere else ''}."
-    return f"The {name} approval is no longer pending ({state})."
+        return f"was {state}{' elsewhere' if elsewhere else ''}"
+    return f"is no longer pending ({state})"
+
+
+def decided_by(approval: Approval, operator: str | None = None) -> dict[str, str | None] | None:
+    """Who or what decided an approval, as far as the server says (None while it is pending).
+
+    Servers do not name the person: ``decided_by_human`` says a human decided, ``decided_by_ai`` an AI
+    reviewer, ``auto_approved_reason`` a policy; an expired approval was decided by nobody. ``operator``
+    is the person's name when it is known who decided (this client did, and the server named this client's
+    operator as the author of its notes): the same person is then named the same way in both tables.
+    """
+    if approval.pending:
+        return None
+    if approval.status == "expired":
+        return {"kind": "expiry", "detail": "nobody decided before it expired"}
+    if approval.decided_by_human:
+        return {"kind": "human", "detail": _clean_text(operator) or "an operator"}
+    if approval.decided_by_ai:
+        return {"kind": "ai", "detail": _clean_text(approval.ai_model) or "an AI reviewer"}
+    if approval.auto_approved_reason:
+        return {"kind": "policy", "detail": _clean_text(approval.auto_approved_reason)}
+    return {"kind": "unknown", "detail": None}
+
+
+def _clean_text(text: str | None) -> str | None:
+    return None if text is None else safe_text(text)
+
+
+def settled_line(approval: Approval) -> str:
+    """An approval that is no longer pending, in one line: what happened to it, by whom (as far as the
+    server says), when, and with which comment ("approval 3f6c1a52 (Bash) was approved by an operator at
+    12:00:05, comment "ship it"")."""
+    tool = f" ({safe_line(approval.tool_name, 40)})" if approval.tool_name else ""
+    who = decided_by(approval)
+    by = f" by {safe_line(who['detail'], 60)}" if who and who["kind"] != "expiry" and who["detail"] else ""
+    when = f" at {clock(approval.resolved_at)}" if approval.resolved_at else ""
+    said = f', comment "{safe_line(approval.approver_comment, 200)}"' if approval.approver_comment else ""
+    what = settled_phrase(approval.status, elsewhere=False)
+    return f"approval {short_id(approval.id)}{tool} {what}{by}{when}{said}"
+
+
+def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
+    """A sentence for an approval that stopped waiting: "The Bash approval expired before anyone
+    decided.", "... was approved elsewhere." (see :func:`settled_phrase`)."""
+    return f"The {safe_line(tool or 'tool', 40)} approval {settled_phrase(status, elsewhere=elsewhere)}."
 
 
 def normalize_kind(kind: str) -> str:
@@ -184,7 +223,7 @@ def looks_like_id_prefix(value: str) -> bool:
     return bool(_PREFIX.match(text)) and len(text.replace("-", "")) >= MIN_PREFIX
 
 
-def session_title(row: SessionRow) -> str:
+def session_title(row: Session) -> str:
     """The row's title, or a readable stand-in from the kind, working directory and start time.
 
     Most sessions carry no title (Preloop leaves it null), so without a fallback every row would read "-".
@@ -213,7 +252,7 @@ TITLE_WANTED = 40
 """Columns are dropped until the titles have this much room (or the longest title's length)."""
 
 
-def sort_sessions(rows: Sequence[S]) -> list[S]:
+def sort_sessions(rows: Sequence[Session]) -> list[Session]:
     """The one order of sessions lists, the CLI's and the TUI's: newest start first (a session without a
     start time by its last activity), ties by id. Stable while agents work, so rows do not jump about."""
     epoch = datetime.min.replace(tzinfo=UTC)
@@ -224,7 +263,8 @@ def sort_sessions(rows: Sequence[S]) -> list[S]:
 
 
 def fit_titles(titles: Sequence[str], width: int) -> list[str]:
-    """Cut each title to ``width`` characters so that titles that differ still read differently.
+    """Cut each title to ``width`` terminal cells (``client.cells``: a CJK character or an emoji takes
+    two) so that titles that differ still read differently.
 
     A plain cut keeps the beginning. When titles on the same page share a beginning longer than the
     room ("Add an index for invoice lookups" and "... (shift 2)"), a plain cut would make them read the
@@ -233,26 +273,25 @@ def fit_titles(titles: Sequence[str], width: int) -> list[str]:
     width = max(width, 8)
     out: list[str] = []
     for i, title in enumerate(titles):
-        if len(title) <= width:
+        if cell_len(title) <= width:
             out.append(title)
             continue
         shared = max((_common_prefix(title, other) for j, other in enumerate(titles) if j != i), default=0)
-        if shared < width - 1 or shared >= len(title):
+        if cell_len(title[:shared]) < width - 1 or shared >= len(title):
             # The cut keeps the difference, or this title is the others' beginning: its end is "no more".
-            out.append(title[: width - 1].rstrip() + "…")
+            out.append(head(title, width - 1).rstrip() + "…")
             continue
         # The difference starts at ``shared``: keep from the word it is in ("(shift 2)", not "2)": a
-        # word of fewer than 6 characters takes the one before it along).
-        room = width - 5  # at least 4 characters of the beginning and the ellipsis stay
+        # word of fewer than 6 cells takes the one before it along).
+        room = width - 5  # at least 4 cells of the beginning and the ellipsis stay
         start = title.rfind(" ", 0, shared) + 1
-        while start > 0 and len(title) - start < 6:
+        while start > 0 and cell_len(title[start:]) < 6:
             start = title.rfind(" ", 0, start - 1) + 1
-        tail = title[start:]
-        if len(tail) > room:
+        end = title[start:]
+        if cell_len(end) > room:
             # Too long: its end when the difference is there, else its beginning.
-            tail = title[-room:] if len(title) - shared <= room else title[start : start + room - 1] + "…"
-        head = title[: width - len(tail) - 2].rstrip()
-        out.append(f"{head}… {tail}")
+            end = tail(title, room) if cell_len(title[shared:]) <= room else head(end, room - 1) + "…"
+        out.append(f"{head(title, width - cell_len(end) - 2).rstrip()}… {end}")
     return out
 
 
@@ -265,7 +304,7 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
-def unique_titles(rows: Sequence[SessionRow]) -> list[str]:
+def unique_titles(rows: Sequence[Session]) -> list[str]:
     """Titles for one page, where two rows never read the same: duplicates get their short id appended."""
     titles = [session_title(row) for row in rows]
     counts = Counter(titles)
@@ -315,10 +354,12 @@ def format_duration(delta: timedelta) -> str:
 
 
 def cell(value: object, limit: int | None = None) -> str:
-    """One table cell: any value as terminal-safe single-line text, cut to ``limit`` with an ellipsis."""
+    """One table cell: any value as terminal-safe single-line text, cut to ``limit`` terminal cells with an
+    ellipsis."""
     if value is None:
         return "-"
-    return safe_line(str(value), limit)
+    line = safe_line(str(value))
+    return line if limit is None else fit(line, limit)
 
 
 def count_cell(value: int | None) -> str:
@@ -404,14 +445,17 @@ def event_line(event: Event) -> tuple[str, str]:
     return "event", safe_line(event.type)
 
 
-def withdraw_outcome(note: Note) -> tuple[bool, str]:
-    """After a withdraw: whether the note is now withdrawn, and a sentence saying so or why not.
+def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
+    """After a withdraw: whether the note is now withdrawn by it, and a sentence saying so or why not.
 
-    Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so the
-    only way to tell the user what happened is to read the state that came back.
+    Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so what
+    happened is read from the state that came back, and from whether it was pending before
+    (``too_late``: it was not, so even a cancelled note was withdrawn before, not now).
     """
     nid = short_id(note.note_id)
     match note.state:
+        case NoteState.CANCELLED if too_late:
+            why = "it was already withdrawn"
         case NoteState.CANCELLED:
             return True, f"note {nid} is withdrawn (cancelled): the agent will not see it"
         case NoteState.PENDING:

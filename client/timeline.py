@@ -17,6 +17,7 @@ Usage (what the attach screen does)::
     timeline.pending_approvals        # list[Approval], oldest request first, still pending
     timeline.notes                    # dict note_id -> NoteRecord (latest Note + when each state was seen)
     timeline.then_entry(note_id)      # what the agent did first after the note was delivered, or None
+    timeline.drain_tables()           # note / approval ids events changed since the last drain (the core)
     timeline.session                  # latest Session row from session.* events, or None
     timeline.run_status               # RunStatus of the latest run (or None before any run)
 
@@ -315,6 +316,16 @@ _READ_STATES = frozenset({"delivered", "acknowledged"})
 _TOOL_OUTCOME = {"ok": ToolState.COMPLETED, "error": ToolState.FAILED, "denied": ToolState.DENIED}
 
 
+def _finished(note: Note) -> bool:
+    state = note.note_state
+    return state is not None and state.terminal
+
+
+def _backwards(known: Note, new: Note) -> bool:
+    """Whether ``new`` would move a finished note back (a late, replayed or stale copy)."""
+    return _finished(known) and not _finished(new)
+
+
 def _short(value: Any, limit: int = _SUMMARY_LIMIT) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -370,7 +381,13 @@ class Timeline:
         self.run_status: RunStatus | None = None
         self.final_answer: str | None = None
         self.unknown_events = 0
+        self.end_seq = 0
+        """The seq of the latest ``session.ended`` event (0: none seen)."""
+        self.end_reason: str | None = None
+        """Why the session ended, as its ``session.ended`` event said."""
         self._awaiting_then: dict[str, NoteRecord] = {}
+        self._touched_notes: set[str] = set()
+        self._touched_approvals: set[str] = set()
 
     # ------------------------------------------------------------------ reading
 
@@ -431,6 +448,13 @@ class Timeline:
         self._updated.clear()
         self._dropped_since_drain = 0
         return changes
+
+    def drain_tables(self) -> tuple[set[str], set[str]]:
+        """The note ids and approval ids that events changed since the last call, and forget them (one
+        consumer: the session core, which merges them with the servers' lists)."""
+        notes, approvals = self._touched_notes, self._touched_approvals
+        self._touched_notes, self._touched_approvals = set(), set()
+        return notes, approvals
 
     # ------------------------------------------------------------------ feeding
 
@@ -511,6 +535,21 @@ class Timeline:
     def apply(self, event: Event) -> bool:
         """Apply one event; an event whose seq was already seen is ignored (returns False)."""
         return self.apply_many((event,)) == 1
+
+    def remember_note(self, note: Note) -> bool:
+        """A note as a server's answer gives it (a list, the answer to a send or a withdraw), kept in
+        :attr:`notes` without a timeline entry; never moving a finished note back. True when it changed.
+        Whether such an answer is newer than what the stream said is the caller's to judge
+        (``client.session``)."""
+        record = self.notes.get(note.note_id)
+        if record is None:
+            self.notes[note.note_id] = NoteRecord(note=note, state=note.state)
+            return True
+        if _backwards(record.note, note) or record.note == note:
+            return False
+        record.note = note
+        record.state = note.state
+        return True
 
     # ------------------------------------------------------------------ handlers
 
@@ -608,10 +647,12 @@ class Timeline:
         if record is None:
             record = NoteRecord(note=note, state=state)
             self.notes[note.note_id] = record
-        record.note = note
-        record.state = state
+        if not _backwards(record.note, note):  # a late event never moves a finished note back
+            record.note = note
+            record.state = state
         record.state_times.setdefault(state, event.at)
         record.updated_seq = event.seq
+        self._touched_notes.add(note.note_id)
         entry = NoteEntry(0, event.seq, event.at, note=note, state=state)
         self._append(entry)
         if state in _READ_STATES and record.delivered_entry_id is None:
@@ -626,6 +667,7 @@ class Timeline:
 
     def _on_approval(self, approval: Approval, event: Event, *, decided: bool) -> None:
         self.approvals[approval.id] = approval
+        self._touched_approvals.add(approval.id)
         request = self._approval_requests.get(approval.id)
         if decided and request is not None:
             request.status = approval.status
@@ -704,6 +746,8 @@ class Timeline:
 
     def _on_session_ended(self, event: SessionEnded) -> None:
         self.session = event.session
+        self.end_seq = event.seq
+        self.end_reason = event.reason
         self._interrupt(None, all_runs=True)
         if self.run_status is RunStatus.RUNNING:
             self._set_run_status(self.current_run_id, RunStatus.CANCELLED)

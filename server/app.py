@@ -18,7 +18,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from client.harness import (
+from client.models import ApprovalDecision, UtcDatetime
+from client.notetext import NOTE_MAX_CHARS, note_text_problem
+from server.accounts import Operator, Runtime
+from server.attention import window_of
+from server.bus import MAX_QUEUED_BYTES, EventBus
+from server.control import ControlPlane
+from server.errors import ApiError
+from server.harness import (
     AgentEventBatch,
     AgentEventsAccepted,
     NotesAckRequest,
@@ -32,13 +39,6 @@ from client.harness import (
     SessionEndRequest,
     SessionEndResponse,
 )
-from client.models import ApprovalDecision, UtcDatetime
-from client.notetext import NOTE_MAX_CHARS, note_text_problem
-from server.accounts import Operator, Runtime
-from server.attention import window_of
-from server.bus import MAX_QUEUED_BYTES, EventBus
-from server.control import ControlPlane
-from server.errors import ApiError
 from server.http_input import Authenticate, BodyGuard, Offset, StrictJsonRoute, validation_error
 from server.notes import NoteTarget
 from server.store import Store, now_utc

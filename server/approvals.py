@@ -13,10 +13,10 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from client.harness import PendingNotesRequest, PermissionCheckRequest, PermissionCheckResponse
 from server.accounts import Operator, Runtime
 from server.errors import ApiError
 from server.expiry import ExpiryTimer
+from server.harness import PendingNotesRequest, PermissionCheckRequest, PermissionCheckResponse
 from server.notes import Notes
 from server.rows import Where, approval_dict, own_row, page, session_dict
 from server.shapes import short

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import httpx
 
-from client.harness import (
+from server.harness import (
     AgentEventsAccepted,
     PendingNotesResponse,
     PermissionCheckResponse,

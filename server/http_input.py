@@ -22,7 +22,7 @@
   :mod:`server.embedded`), which answers 400 and closes as soon as an unfinished head grows past it. The
   faster ``httptools`` parser has no such limit: it buffered a 64 MiB header whole (+128 MiB of memory)
   before answering.
-* :data:`Offset`: the paging offset of every list, bounded by :data:`client.harness.INT64_MAX` (SQLite's
+* :data:`Offset`: the paging offset of every list, bounded by :data:`server.harness.INT64_MAX` (SQLite's
   largest integer) so a huge value is a 422 and never an overflow deep in the database driver.
 """
 
@@ -41,7 +41,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from client.harness import INT64_MAX
+from server.harness import INT64_MAX
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """The largest request body any endpoint accepts (a full batch of agent events fits with room to spare)."""

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from client import paths
@@ -12,8 +10,14 @@ from server.accounts import mask_token
 from server.embedded import EmbeddedServer
 
 
-def serve(host: str = "127.0.0.1", port: int = 0, db_path: Path | None = None) -> None:
-    """Serve until interrupted; prints the URL and a masked token (the full one is in the state file)."""
+async def serve(
+    host: str,
+    port: int,
+    db_path: Path | None,
+    until_stopped: Callable[[Callable[[], bool]], Awaitable[None]],
+) -> None:
+    """Serve until ``until_stopped`` returns (the CLI waits for Ctrl+C or SIGTERM); prints the URL and a
+    masked token (the full one is in the state file). The server runs on a thread of its own."""
     server = EmbeddedServer(db_path=db_path, host=host, port=port)
     server.start()
     print(f"Preloop local control plane on {server.url}")
@@ -24,15 +28,8 @@ def serve(host: str = "127.0.0.1", port: int = 0, db_path: Path | None = None) -
         f"{server.url}/api/v1/runtime-sessions/SESSION_ID/events"
     )
     print("Press Ctrl-C to stop.", flush=True)
-    stop = threading.Event()
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        with contextlib.suppress(KeyboardInterrupt):
-            while not stop.wait(0.5):
-                if not server.running:
-                    break
+        await until_stopped(lambda: server.running)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         server.stop()
         print("Stopped.")

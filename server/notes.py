@@ -16,10 +16,10 @@ from typing import Any
 
 import aiosqlite
 
-from client.harness import PendingNotesRequest, PendingNotesResponse
 from server.accounts import Operator, Runtime
 from server.errors import ApiError
 from server.expiry import ExpiryTimer
+from server.harness import PendingNotesRequest, PendingNotesResponse
 from server.rows import Query, Where, note_dict, own_row, page, session_dict
 from server.shapes import note_model, pending_response
 from server.store import Store, WriteTx, now_utc, ts

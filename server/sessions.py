@@ -13,7 +13,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from client.events import EventDecodeError
-from client.harness import (
+from server.accounts import Operator, Runtime, insert_token, new_token
+from server.approvals import Approvals
+from server.errors import ApiError
+from server.harness import (
     AGENT_EVENT_TYPES,
     MAX_EVENT_BYTES,
     AgentEventsAccepted,
@@ -21,9 +24,6 @@ from client.harness import (
     RuntimeTokenResponse,
     SessionEndResponse,
 )
-from server.accounts import Operator, Runtime, insert_token, new_token
-from server.approvals import Approvals
-from server.errors import ApiError
 from server.notes import Notes
 from server.rows import Where, own_row, page, parse_uuid, session_dict, session_entries
 from server.shapes import activity_item

@@ -15,8 +15,8 @@ from typing import Any
 
 import aiosqlite
 
-from client.harness import ApprovalRecord, PendingNote, PendingNotesResponse
 from client.models import ActivityItem, Note, NoteAuthor, Session, TokenUsage
+from server.harness import ApprovalRecord, PendingNote, PendingNotesResponse
 from server.store import dumps, now_utc, parse_ts
 
 ACTIVE_NOW_WINDOW = timedelta(minutes=5)

@@ -77,12 +77,11 @@ def test_mypy_strict_is_clean() -> None:
 @pytest.mark.parametrize("token_from", ["local-server file", "PRELOOP_URL/PRELOOP_TOKEN"])
 def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from: str) -> None:
     """The real ``preloop`` process for ``sessions list -o id`` / ``--json`` and ``notes list --json`` /
-    ``-o id`` (a short session id too) against the local server takes the fast path (``client.quick``):
-    no httpx, pydantic or asyncio (over half a second of imports together), no keyring (its token is in
-    the environment or the local server's file), no Textual or Rich, nothing that only streaming needs, and
-    no dataclasses (~20 ms to import, ~3 ms per class: the records these commands use are NamedTuples).
-    Each costs start-up time a script pays on every call. (``httpx._main`` is a None placeholder
-    ``tui.cli`` sets so httpx never loads its command line; only real modules count.)"""
+    ``-o id`` (a short session id too) against the local server: its requests go over ``http.client``, so
+    no httpx (nor httpx-sse, websockets); no keyring (its token is in the environment or the local server's
+    file); no Textual or Rich; none of the live feeds' code (the event vocabulary, the SSE, order and
+    reconnect toolkit, the followers); only the server's answers as pydantic models. Each costs start-up
+    time a script pays on every call."""
     import asyncio
 
     async def start_one() -> str:
@@ -91,22 +90,23 @@ def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from:
 
     session = asyncio.run(start_one())
     env = dict(os.environ)
-    env.pop("PRELOOP_FAST_PATH", None)
     if token_from.startswith("PRELOOP_URL"):
         env.update(PRELOOP_URL=live_server.url, PRELOOP_TOKEN=live_server.token)
     code = (
         "import sys\n"
-        "from tui.cli import main\n"
+        "from cli.main import main\n"
         "sid = sys.argv[1]\n"
         "codes = [main(['sessions', 'list', '-o', 'id']), main(['sessions', 'list', '--json']),\n"
         "         main(['notes', 'list', '--session', sid, '--json']),\n"
         "         main(['notes', 'list', '--session', sid[:6], '-o', 'id'])]\n"
-        "heavy = {'keyring', 'textual', 'rich', 'httpx', 'httpx_sse', 'pydantic', 'pydantic_core',\n"
-        "         'asyncio', 'dataclasses'}\n"
-        "ours = ('client.events', 'client.streaming', 'client.backends.local.feed', 'client.timeline',\n"
-        "        'client.models', 'client.api', 'client.connection')\n"
-        "print(codes, sorted(n for n, m in sys.modules.items()\n"
-        "                    if m is not None and (n.split('.')[0] in heavy or n.startswith(ours))))\n"
+        "heavy = {'keyring', 'textual', 'rich', 'httpx', 'httpx_sse', 'httpcore', 'websockets', 'server',\n"
+        "         'tui', 'widgets'}\n"
+        "ours = ('client.events', 'client.streaming.', 'client.backends.local.feed', 'client.timeline',\n"
+        "        'client.httpx_engine', 'client.attention_live', 'client.backends.preloop',\n"
+        "        'client.backends.dendrux', 'client.inbox', 'cli.plain')\n"
+        "allowed = {'client.streaming.policy'}  # the reconnect backoff's two defaults, read by Connection\n"
+        "print(codes, sorted(n for n, m in sys.modules.items() if m is not None and n not in allowed\n"
+        "                    and (n.split('.')[0] in heavy or n.startswith(ours))))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, session], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120

@@ -2,31 +2,38 @@
 
 Entry points (the CLI calls these; nothing here parses arguments or reads configuration)::
 
-    run_tui(backend, *, session_id=None, read_only=False, close_backend=True) -> int
-        Runs the app until the user quits. With ``session_id`` it opens that session's attach screen
-        first (``preloop sessions attach <id>``), else the sessions list (``preloop``, ``preloop sessions``,
-        ``preloop demo``). ``session_id`` must be a full id (resolve short ids with
-        ``backend.resolve_session_id`` first). The app owns the backend from then on and, with
-        ``close_backend``, awaits ``backend.aclose()`` in its own event loop before returning. Returns the
-        process exit code (0; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal
-        restored). A message for the shell (e.g. "Detached from ...; it keeps running") is printed after
-        the terminal is restored.
+    await run_app(backend, *, session_id=None, read_only=False) -> int
+        Runs the app in the caller's event loop (Textual's ``run_async``) until the user quits. With
+        ``session_id`` it opens that session's attach screen first (``preloop sessions attach <id>``), else
+        the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
+        full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
+        caller's (one loop, one connection per command). Returns the process exit code (0; 143 or 129
+        after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
+        (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
                close_backend=False, follow=True, drafts=None)
         The app object itself (tests drive it with ``run_test``). ``clock`` returns the current UTC time
         (tests freeze it); ``refresh_interval`` is the sessions list timer (0 turns it off); ``follow=False``
         skips the live stream (snapshot tests feed events themselves); ``drafts`` keeps unsent notes per
-        session (default: in memory; ``run_tui`` uses files in the state dir, so a crash loses no draft).
+        session (default: in memory; ``run_app`` uses files in the state dir, so a crash loses no draft).
 
 The app keeps the attention inbox (``client.inbox.Inbox``) fed from ``backend.watch_attention()`` while it
-runs (``attention=False`` skips it), shows its count in every header, opens ``InboxScreen`` on ``i`` / F2
-and raises alerts (``client.alerts``; ``alert_write`` receives the bytes, by default the terminal).
+runs (``attention=False`` skips it), shows its count in every header (and in the sessions list's PENDING
+column, which follows it), opens ``InboxScreen`` on ``i`` / F2 and raises alerts (``client.alerts``;
+``alert_write`` receives the bytes, by default the terminal). One ``client.steering.Steering`` serves every
+screen, with the one record of the approvals decided in this app (``Decisions``), which the inbox shares:
+nothing decided here is ever called "decided elsewhere". An approval that leaves the inbox without its
+final record is read once, so it is told as approved, declined or expired. A notice identical to one still
+on screen is not shown again.
 
 Screens: ``SessionsScreen`` (list), ``AttachScreen`` (one session), ``InboxScreen`` (every session's
 approvals), ``HelpScreen`` (``?``), and the modal
 ``ConfirmScreen`` / ``DeclineCommentScreen`` / ``SwitchScreen``. Escape on the attach screen returns to the
-list; ``q`` there detaches (the session keeps running); ``q`` on the list quits.
+list; ``q`` there detaches (the session keeps running); ``q`` on the list quits. Ctrl+C quits from any
+screen or dialog, as in any terminal program (Ctrl+Q too): every followed session's draft is saved first,
+no session is stopped, and the shell is told so; with text selected (the note box, a dialog's field, the
+mouse) Ctrl+C copies it instead and lets go of the selection, so a second Ctrl+C quits.
 
 Quick switch: every attach screen opened is installed and kept while its session is followed (at most
 ``tui.following.FOLLOW_LIMIT``, the least recently shown let go first), so Escape, ``b`` (previous
@@ -38,9 +45,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import signal
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,7 +56,9 @@ from typing import ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.reactive import var
+from textual.widgets import Input, TextArea
 
 # The live feeds' code (SSE decoding and the events' validators, ~40 ms to load): loaded with the app, not
 # lazily in the middle of its first frame (scripted commands, which never stream, never import this module).
@@ -60,10 +69,11 @@ from client.backend import Backend
 from client.drafts import DraftStore
 from client.errors import ClientError
 from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
-from client.models import AttentionSnapshot, NoteState
+from client.models import Approval, AttentionSnapshot, NoteState
 from client.paths import state_dir
 from client.present import session_title, short_id
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
+from client.steering import Steering
 from tui.following import Following
 from tui.palette import PreloopCommands
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
@@ -100,6 +110,18 @@ class PreloopApp(App[str | None]):
         # The inbox from anywhere: i where keys are commands, F2 also while typing.
         Binding("i", "inbox", "Inbox", show=False, id="app.inbox", tooltip="Every session's approvals"),
         Binding("f2", "inbox", "Inbox", show=False, id="app.inbox_f2", tooltip="Every session's approvals"),
+        # Ctrl+C quits, as in any terminal program, from every screen and dialog (a priority binding: a
+        # modal dialog would stop an ordinary one); with text selected it copies instead (see
+        # action_interrupt). Textual's own Ctrl+C only says "Press ctrl+q to quit".
+        Binding(
+            "ctrl+c",
+            "interrupt",
+            "Quit",
+            show=False,
+            priority=True,
+            id="app.ctrl_c",
+            tooltip="Quit (with text selected: copy it)",
+        ),
     ]
 
     inbox_count: var[int] = var(0)
@@ -131,9 +153,9 @@ class PreloopApp(App[str | None]):
         """The clock of the type-ahead guards (``tui.typeahead``); tests type on a fake one."""
         self.confirm_risks = confirm_risks
         self.handle_signals = handle_signals
-        """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_tui`` sets it."""
+        """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_app`` sets it."""
         self.drafts = drafts if drafts is not None else DraftStore()
-        """Unsent notes per session; ``run_tui`` keeps them in the state dir so a crash loses none."""
+        """Unsent notes per session; ``run_app`` keeps them in the state dir so a crash loses none."""
         self.backend = backend
         self.start_session_id = start_session_id
         self.read_only = read_only
@@ -142,41 +164,27 @@ class PreloopApp(App[str | None]):
         self.close_backend = close_backend
         self.follow = follow
         self.attention = attention
-        self.inbox = Inbox(notes_window)
+        self.steering = Steering(backend)
+        """Steering for every screen, with the one record of the approvals decided in this app."""
+        self.inbox = Inbox(notes_window, self.steering.decisions)
         self.attention_status: StreamStatus | None = None
         self.attention_poll_interval = attention_poll_interval
         self.alerter = Alerter(alert_settings or load_alert_settings(), alert_write or self._write_terminal)
         self.following = Following()
         """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
         self._followed_screens: dict[str, AttachScreen] = {}
-        self._collector_paused = False
         self._token_refused = False
-
-    def on_load(self) -> None:
-        # Start-up allocates tens of thousands of objects that all stay (widgets, styles, parsed CSS,
-        # the first events): collecting while they are made only re-scans them. The collector waits
-        # until the first frame is painted; then they are frozen out of later collections.
-        if gc.isenabled():
-            self._collector_paused = True
-            gc.disable()
-
-    def _start_up_done(self) -> None:
-        """After the first frame: the objects of the start-up are kept for good, so later collections
-        skip them (``gc.freeze``), and the collector runs again as it did before the app started."""
-        if self._collector_paused:
-            self._collector_paused = False
-            gc.freeze()
-            gc.enable()
+        self._notices: dict[tuple[str, str, str], float] = {}
+        """Notices on screen, until when (identical ones are not stacked)."""
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self._start_up_done)
         if self.handle_signals:
             self._install_signal_handlers()
         if self.start_session_id:
             self.push_screen(self._attach_screen(self.start_session_id))
         else:
             self.push_screen(self._sessions_screen())
-        if self.attention and hasattr(self.backend, "watch_attention"):
+        if self.attention:
             # The screen the user asked for starts loading first; the inbox after its first frame.
             self.call_after_refresh(self.watch_inbox)
             self.set_interval(EXPIRY_CHECK_SECONDS, self.check_expiring)
@@ -212,6 +220,25 @@ class PreloopApp(App[str | None]):
             self.attention_status = Refused(exc.hint)
             self.inbox_updated([])
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notice passes here; one identical to a notice still on screen is not shown again, so a
+        key pressed five times (``e``: export) leaves one notice, not a column of them over the screen."""
+        now = time.monotonic()
+        self._notices = {key: until for key, until in self._notices.items() if until > now}
+        key = (title, message, severity)
+        if key in self._notices:
+            return
+        self._notices[key] = now + (self.NOTIFICATION_TIMEOUT if timeout is None else timeout)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     def feed_status(self, status: StreamStatus) -> None:
         """Every live feed's state (the inbox's, each attach screen's) passes here, so what holds for the
         whole app is said once: the token refused (every feed waits, keeps what it shows, and resumes by
@@ -235,13 +262,24 @@ class PreloopApp(App[str | None]):
         for change in changes:
             if isinstance(change, ApprovalGone):
                 settle_open_dialogs(self, change.approval)
+                if change.approval.pending:  # it went without its final record: read it once
+                    self.final_record(change.approval)
         # The inbox screen first, then the headers' count (the inbox screen may have marked notes seen):
         # the first widget to report a change starts the next frame, and the inbox table's new size must
         # be in it, or the new row waits a frame for its layout.
         for screen in self.screen_stack:
             if isinstance(screen, InboxScreen):
                 screen.inbox_changed(self.attention_status)
+        if isinstance(self.screen, SessionsScreen):  # (one under another screen follows when shown)
+            self.screen.inbox_changed()
         self.inbox_count = self.inbox.count
+
+    @work(group="attention-final")
+    async def final_record(self, approval: Approval) -> None:
+        """An approval that left the inbox without its final record (a poll or a reconnect saw it go):
+        read once, so the inbox says approved, declined or expired rather than "gone"."""
+        if self.inbox.resolved(await self.steering.final_record(approval)):
+            self.inbox_updated()
 
     def _viewing(self) -> str | None:
         """The session on screen (no alert for what the operator is looking at)."""
@@ -259,7 +297,7 @@ class PreloopApp(App[str | None]):
         its note box when the session is followed here, else in the drafts kept for it."""
         screen = self._followed_screens.get(session_id)
         if screen is not None and screen.is_mounted:
-            screen.keep_as_draft(text, why)
+            screen.note_box.keep(text, why)
             return
         current = (self.drafts.get(session_id) or "").rstrip("\n")
         self.drafts.put(session_id, f"{current}\n{text}" if current else text)
@@ -292,7 +330,7 @@ class PreloopApp(App[str | None]):
             self.screen.dismiss(None)
             return
         screen = InboxScreen(
-            self.backend,
+            self.steering,
             self.inbox,
             open_session=self.open_session,
             clock=self.clock,
@@ -315,14 +353,66 @@ class PreloopApp(App[str | None]):
 
     def stop_on_signal(self, signum: int) -> None:
         """Leave as ``q`` would (drafts saved, terminal restored), with the exit code 128 + signal."""
-        screen = self.screen
-        if isinstance(screen, AttachScreen):
-            screen.save_draft()
         name = signal.Signals(signum).name
-        self.exit(f"Stopped by {name}; any session keeps running.", return_code=128 + signum)
+        self.leave_app(f"Stopped by {name}; any session keeps running.", return_code=128 + signum)
+
+    def leave_app(self, message: str | None, *, return_code: int = 0) -> None:
+        """The one way out of the app (Ctrl+C, Ctrl+Q, ``q`` on the list, a signal): the draft of every
+        followed session is saved and flushed first, whichever screen or dialog is on top; ``message``
+        is printed once the terminal is restored. No session is stopped."""
+        for screen in self._followed_screens.values():
+            if screen.is_mounted:
+                screen.save_draft()
+        self.exit(message, return_code=return_code)
+
+    async def action_quit(self) -> None:
+        """Quit (Ctrl+Q, Ctrl+C, ``q`` on the list), drafts kept; the message says no session stopped."""
+        self.leave_app(self._quit_message())
+
+    def _quit_message(self) -> str | None:
+        """What to tell the shell on quitting: the session on screen (or under the dialog on top) keeps
+        running, or has ended; nothing when no session was followed."""
+        screen = next((s for s in reversed(self.screen_stack) if isinstance(s, AttachScreen)), None)
+        if screen is not None:
+            return self._leave_message(screen)
+        if self._followed_screens:
+            return "Quit; no session was stopped."
+        return None
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: quit, as operators expect from a terminal program (drafts kept, no session stopped).
+        With text selected (in the note box, a dialog's field, or by mouse) it copies that text instead
+        and lets go of the selection, so a second Ctrl+C quits."""
+        copied = self._copy_selection()
+        if copied:
+            self.notify(
+                f"Copied {copied} character{'s' if copied != 1 else ''}; Ctrl+C again quits.",
+                title="Copied",
+                markup=False,
+            )
+            return
+        self.leave_app(self._quit_message())
+
+    def _copy_selection(self) -> int:
+        """Copy the selected text, if any, to the clipboard and clear the selection; how many characters
+        were copied (0: nothing was selected)."""
+        screen = self.screen
+        focused = screen.focused
+        text = ""
+        if isinstance(focused, TextArea) and focused.selected_text:
+            text = focused.selected_text
+            focused.move_cursor(focused.selection.end)
+        elif isinstance(focused, Input) and focused.selected_text:
+            text = focused.selected_text
+            focused.cursor_position = focused.cursor_position  # the selection shrinks to the cursor
+        else:
+            text = screen.get_selected_text() or ""
+            screen.clear_selection()
+        if text:
+            self.copy_to_clipboard(text)
+        return len(text)
 
     async def on_unmount(self) -> None:
-        self._start_up_done()  # an app that ends before its first frame leaves the collector as it was
         if self.handle_signals:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -337,6 +427,7 @@ class PreloopApp(App[str | None]):
             open_session=self.open_session,
             clock=self.clock,
             refresh_interval=self.refresh_interval,
+            pending=self.inbox.pending_by_session,
         )
 
     def _attach_screen(self, session_id: str) -> AttachScreen:
@@ -354,6 +445,7 @@ class PreloopApp(App[str | None]):
                 drafts=self.drafts,
                 confirm_risks=self.confirm_risks,
                 monotonic=self.monotonic,
+                steering=self.steering,
             )
             self._followed_screens[session_id] = screen
             self.install_screen(screen, name=f"attach-{session_id}")
@@ -413,19 +505,17 @@ class PreloopApp(App[str | None]):
         self.push_screen(SwitchScreen(rows, highlight=highlight), _chosen)
 
     def _switch_row(self, session_id: str, current: str | None) -> SwitchRow:
-        screen = self._followed_screens[session_id]
-        row = screen.session
+        core = self._followed_screens[session_id].core
+        row = core.session
         return SwitchRow(
             session_id=session_id,
             short=short_id(session_id),
             agent=row.agent_label if row is not None else "?",
             title=session_title(row) if row is not None else "",
-            state="ended" if screen.ended else "live",
-            pending_approvals=screen.approvals_panel.count,
+            state="ended" if core.ended else "live",
+            pending_approvals=len(core.pending),
             waiting_notes=sum(
-                1
-                for n in screen.notes_panel.notes.values()
-                if n.state in (NoteState.PENDING, NoteState.CLAIMED)
+                1 for n in core.notes.values() if n.state in (NoteState.PENDING, NoteState.CLAIMED)
             ),
             current=session_id == current,
         )
@@ -434,10 +524,11 @@ class PreloopApp(App[str | None]):
         """Back to the list (Escape) or detach (``q``); either way the session keeps running."""
         below = self.screen_stack[-2] if len(self.screen_stack) >= 2 else None
         leaving = self.screen
-        if isinstance(leaving, AttachScreen):
-            message = leaving.leave_message()
-        else:
-            message = f"Detached from {short_id(session_id)}; the session keeps running."
+        message = (
+            self._leave_message(leaving)
+            if isinstance(leaving, AttachScreen)
+            else f"Detached from {short_id(session_id)}; the session keeps running."
+        )
         if isinstance(below, InboxScreen | SessionsScreen):  # opened from the inbox or the list: back there
             self.pop_screen()
             if detach:
@@ -450,6 +541,17 @@ class PreloopApp(App[str | None]):
         else:
             self.switch_screen(self._sessions_screen())
             self.notify(message, title="Left the session", markup=False)
+
+    @staticmethod
+    def _leave_message(screen: AttachScreen) -> str:
+        """What leaving a session's screen means for that session (it keeps running, it has ended, or it
+        was never there)."""
+        short = short_id(screen.session_id)
+        if screen.unavailable is not None:
+            return f"Left {short} ({screen.unavailable.title})."  # an unknown session does not "keep running"
+        if screen.ended:
+            return f"Left {short}; that session has ended."
+        return f"Detached from {short}; the session keeps running."
 
     def action_help(self) -> None:
         """Show every key; a second ``?`` closes it."""
@@ -469,24 +571,23 @@ def confirm_risks_from_env() -> frozenset[str]:
     return frozenset(levels - {"none"})
 
 
-def run_tui(
+async def run_app(
     backend: Backend,
     *,
     session_id: str | None = None,
     read_only: bool = False,
-    close_backend: bool = True,
 ) -> int:
-    """Run the full-screen app until the user quits; returns the exit code (see the module docstring)."""
+    """Run the full-screen app in the caller's event loop until the user quits; returns the exit code (see
+    the module docstring). The backend stays the caller's to close."""
     app = PreloopApp(
         backend,
         start_session_id=session_id,
         read_only=read_only,
-        close_backend=close_backend,
         drafts=DraftStore(state_dir() / "drafts"),
         handle_signals=True,
         confirm_risks=confirm_risks_from_env(),
     )
-    message = app.run()
+    message = await app.run_async()
     if message:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
             print(message)

@@ -2,14 +2,16 @@
 
 The arguments are untrusted agent output: they are JSON-encoded, made terminal-safe and shown as
 ``rich.text.Text``; collapsed to a couple of lines by default, expandable (``x`` or the button) to show the
-whole value up to a cap. The panel only *asks* (it posts :class:`ApprovalsPanel.Decide`); the screen that
-owns the backend decides, so the panel works against any backend and in tests without one.
+whole value up to a cap. The panel shows a table it does not own (``client.session``'s pending approvals,
+read live; :meth:`ApprovalsPanel.sync` after it changed). The panel only *asks* (it posts
+:class:`ApprovalsPanel.Decide`); the screen that owns the backend decides, so the panel works against any
+backend and in tests without one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -87,10 +89,10 @@ def _arg_value(value: object) -> str:
         return repr(value)
 
 
-def decision_card(approval: Approval, session: str) -> Table:
+def decision_card(approval: Approval, session: str, *, limit: int | None = CARD_ARGS) -> Table:
     """What a decision dialog decides, named in full: the session, the tool (and its risk), the agent's
-    summary and every argument (one per line, long ones wrapped), so the operator confirms what they
-    read, not what they assume."""
+    summary and every argument (one per line, long ones wrapped; the first ``limit`` of them, None: all,
+    each whole), so the operator confirms what they read, not what they assume."""
     card = Table.grid(padding=(0, 2))
     card.add_column(style="dim", no_wrap=True)
     card.add_column(overflow="fold")
@@ -105,13 +107,13 @@ def decision_card(approval: Approval, session: str) -> Table:
     shown_args = list(visible_args(approval.tool_args).items())
     if not shown_args:
         card.add_row("Arguments", Text("none", style="dim"))
-    for n, (key, value) in enumerate(shown_args[:CARD_ARGS]):
+    for n, (key, value) in enumerate(shown_args[:limit]):
         line = Text(safe_line(str(key), 40), style="bold")
         line.append(": ")
-        line.append(safe_line(_arg_value(value), 1200))
+        line.append(safe_line(_arg_value(value), 1200 if limit is not None else None))
         card.add_row("Arguments" if n == 0 else "", line)
-    if len(shown_args) > CARD_ARGS:
-        more = len(shown_args) - CARD_ARGS
+    if limit is not None and len(shown_args) > limit:
+        more = len(shown_args) - limit
         card.add_row("", Text(f"… {more} more arguments (x in the list shows them all)", style="dim"))
     return card
 
@@ -149,10 +151,16 @@ class ApprovalsPanel(Vertical):
         approval: Approval
         decision: Decision
 
-    def __init__(self, *, read_only: bool = False, id: str | None = None) -> None:
+    def __init__(
+        self,
+        approvals: Mapping[str, Approval] | None = None,
+        *,
+        read_only: bool = False,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self.read_only = read_only
-        self.approvals: dict[str, Approval] = {}
+        self._approvals: Mapping[str, Approval] = approvals if approvals is not None else {}
         self.expanded: set[str] = set()
         self.border_title = "Approvals"
         self.set_class(read_only, "-read-only")
@@ -163,9 +171,13 @@ class ApprovalsPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield self._list
-        if self.approvals:
+        if self._approvals:
             yield self._make_buttons()
         yield Static("read-only: no decisions here", classes="read-only")
+
+    def on_mount(self) -> None:
+        if self._approvals:
+            self.sync()
 
     def _make_buttons(self) -> Horizontal:
         """The buttons come with the first pending approval: a session with none never pays for them
@@ -178,6 +190,11 @@ class ApprovalsPanel(Vertical):
         return self._buttons
 
     @property
+    def approvals(self) -> Mapping[str, Approval]:
+        """The pending approvals shown, by id (the caller's table, read live)."""
+        return self._approvals
+
+    @property
     def option_list(self) -> OptionList:
         """The list itself, for focus and the highlight (the panel also holds buttons and a hint)."""
         return self._list
@@ -186,47 +203,18 @@ class ApprovalsPanel(Vertical):
     def selected(self) -> Approval | None:
         """The highlighted pending approval (the first one if nothing is highlighted)."""
         option = self.option_list.highlighted_option
-        if option is not None and option.id is not None and option.id in self.approvals:
-            return self.approvals[option.id]
-        return next(iter(self.approvals.values()), None)
+        if option is not None and option.id is not None and option.id in self._approvals:
+            return self._approvals[option.id]
+        return next(iter(self._approvals.values()), None)
 
     @property
     def count(self) -> int:
         """How many approvals wait for a decision (the header and the key gating show it)."""
-        return len(self.approvals)
+        return len(self._approvals)
 
-    def set_pending(self, approvals: Iterable[Approval]) -> None:
-        """Replace the whole list (initial ``list_approvals`` on attach)."""
-        for approval in approvals:
-            if approval.pending:
-                self.approvals[approval.id] = approval
-        self._rebuild()
-
-    def upsert(self, approval: Approval) -> bool:
-        """Apply an approval as it now is; returns True if a pending one left the list."""
-        return bool(self.apply([approval]))
-
-    def apply(self, approvals: Iterable[Approval]) -> list[Approval]:
-        """Apply a batch (one frame of events) with one rebuild; returns the shown ones that left."""
-        left: list[Approval] = []
-        changed = False
-        for approval in approvals:
-            if approval.pending:
-                self.approvals[approval.id] = approval
-                changed = True
-            elif approval.id in self.approvals:
-                del self.approvals[approval.id]
-                self.expanded.discard(approval.id)
-                left.append(approval)
-                changed = True
-        if changed:
-            self._rebuild()
-        return left
-
-    def drop(self, approval_id: str) -> None:
-        """Drop an approval that is no longer pending."""
-        self.approvals.pop(approval_id, None)
-        self.expanded.discard(approval_id)
+    def sync(self) -> None:
+        """The table changed (an approval came, left, or its record was replaced): one rebuild."""
+        self.expanded &= set(self._approvals)
         self._rebuild()
 
     def toggle_expanded(self) -> None:
@@ -248,19 +236,19 @@ class ApprovalsPanel(Vertical):
         options = self.option_list
         current = options.highlighted_option
         current_id = current.id if current is not None else None
+        approvals = self._approvals
         options.set_options(
-            Option(approval_prompt(a, expanded=a.id in self.expanded), id=a.id)
-            for a in self.approvals.values()
+            Option(approval_prompt(a, expanded=a.id in self.expanded), id=a.id) for a in approvals.values()
         )
-        if current_id is not None and current_id in self.approvals:
+        if current_id is not None and current_id in approvals:
             options.highlighted = options.get_option_index(current_id)
-        elif self.approvals:
+        elif approvals:
             options.highlighted = 0
-        if self.approvals and self._buttons is None and self.is_mounted and self._list.is_attached:
+        if approvals and self._buttons is None and self.is_mounted and self._list.is_attached:
             self.mount(self._make_buttons())  # docked at the bottom: where in the panel does not matter
-        self.set_class(bool(self.approvals), "-has-pending")
+        self.set_class(bool(approvals), "-has-pending")
         self.set_class(bool(self.expanded), "-expanded")
-        self.border_title = f"⚑ Approvals pending ({len(self.approvals)})" if self.approvals else "Approvals"
+        self.border_title = f"⚑ Approvals pending ({len(approvals)})" if approvals else "Approvals"
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

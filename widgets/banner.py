@@ -3,6 +3,9 @@
 It is a plain ``Static`` whose text is always a ``rich.text.Text`` (never markup), so an error message that
 quotes server text cannot style the terminal. Hidden while empty; ``level`` picks the colour class and an
 icon so the level is readable without colour.
+
+:func:`status_banner` and :func:`status_notice` word a live stream's states for a screen (the banner for
+what lasts, a notice for what happened once).
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ from __future__ import annotations
 from typing import Literal
 
 from rich.text import Text
+from textual.notifications import SeverityLevel
 from textual.widgets import Static
 
-from client.textsafe import safe_text
+from client.present import connection_lost
+from client.status import Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.textsafe import safe_line, safe_text
 
 Level = Literal["info", "warning", "error"]
 
@@ -52,9 +58,51 @@ class Banner(Static):
         self.remove_class("-info", "-warning", "-error")
         self.add_class(f"-{level}", "-shown")
 
+    def session_ended(self, reason: str | None) -> None:
+        """The session ended (``reason`` when the server gave one): the transcript stays, no more notes."""
+        why = f" ({safe_line(reason, 80)})" if reason else ""
+        self.show(f"Session ended{why}. The transcript stays; notes can no longer be sent.", "info")
+
+    def show_status(self, status: StreamStatus, *, lasting: bool = False) -> None:
+        """A live stream's state: shown while it needs attention (:func:`status_banner`); live again clears
+        the banner, unless ``lasting``: what it says outlives the connection (the session ended)."""
+        line = status_banner(status)
+        if line is not None:
+            self.show(*line)
+        elif isinstance(status, Live) and not lasting:
+            self.clear()
+
     def clear(self) -> None:
         """Hide the banner; the state it described is over."""
         self.message = ""
         self.level = None
         self.update("")
         self.remove_class("-info", "-warning", "-error", "-shown")
+
+
+def status_banner(status: StreamStatus) -> tuple[str, Level] | None:
+    """The banner line for a stream state that needs attention while it lasts (None: nothing to show)."""
+    if isinstance(status, LoginNeeded):  # everything stays (box, draft, timeline) and resumes
+        return status.reason, "warning"
+    if isinstance(status, Reconnecting):  # the header counts down; the banner says what follows
+        return (
+            f"{connection_lost(status.reason)}. Reconnecting (attempt {status.attempt}); the stream "
+            "resumes where it stopped, nothing is missed.",
+            "warning",
+        )
+    if isinstance(status, Refused):
+        code = f" ({status.status})" if status.status else ""
+        return f"The server refused the stream{code}: {status.reason}", "error"
+    return None
+
+
+def status_notice(status: StreamStatus) -> tuple[str, str, SeverityLevel] | None:
+    """A one-off notice (message, title, severity) for a stream event worth a toast, or None."""
+    if isinstance(status, Refused):
+        return safe_line(status.reason, 300), "Stream refused", "error"
+    if isinstance(status, Missed):
+        return f"{status.count} event(s) could not be recovered after reconnecting.", "", "warning"
+    if isinstance(status, Skipped):
+        why = safe_line(status.reason, 120)
+        return f"Skipped an unreadable event ({why}); {status.total} so far.", "", "warning"
+    return None

@@ -7,9 +7,16 @@ family is handled in :meth:`Composer._on_key` with ``stop`` + ``prevent_default`
 inserts its own newline for a plain Enter; every other key is left to ``TextArea``. A bracketed paste of
 multi-line text arrives as one ``Paste`` event and is inserted, never sent.
 
+With a draft store the box keeps its text per session (``draft_key``): restored when it mounts, written
+on every edit and flushed to the disk shortly after and on leaving (``client.drafts``).
+
 The composer does not send anything itself: it posts :class:`Composer.Submitted` and the screen that owns
 the backend decides. The text stays in the box until the screen calls :meth:`Composer.accept` (sent), so a
 failed send loses nothing.
+
+While the box has the focus it says so unmistakably (a heavy border, its title "✎ Typing a note…", the
+keys line "Enter send · Esc leave"): a letter typed there is text, never a key; without the focus its
+title says how to come back (``n``).
 
 The box never lets typed text become key commands. It is never made read-only (a read-only ``TextArea``
 passes letter keys on to the screen's bindings, where ``a`` approves): while a note is on its way
@@ -21,22 +28,41 @@ the operator leaves it with Escape.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from textual import events
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import TextArea
+from textual.timer import Timer
+from textual.widgets import Static, TextArea
 
-MAX_NOTE_CHARS = 4096
-"""The server refuses longer notes (Preloop's limit); the counter turns red past it."""
+from client.drafts import DraftStore
+from client.errors import AuthError, ClientError, TransportError
+from client.notetext import NOTE_MAX_CHARS
+from client.steering import OutcomeUnknown, SendOutcome, Sent
+from client.textsafe import safe_line
+
+MAX_NOTE_CHARS = NOTE_MAX_CHARS
+"""The server refuses longer notes (Preloop's limit, ``client.notetext``); the counter turns red past it."""
+
+DRAFT_SAVE_DELAY = 0.5
+"""The box is written to its draft store on every edit (a killed app loses nothing); this long after an
+edit (at most twice a second while typing), and at once on leaving, it is also flushed to the disk (see
+client.drafts)."""
 
 SEND_KEYS = frozenset({"enter"})
 NEWLINE_KEYS = frozenset({"shift+enter", "shift+\r", "ctrl+j"})
 
 HINT = "Enter send · Shift+Enter/Ctrl+J newline"
-TITLE = "Note to the agent"
+TITLE = "Note to the agent · n to write"
+"""The box's title while it does not have the focus (letters act as keys then)."""
+TYPING_TITLE = "✎ Typing a note to the agent: every key is text"
+"""The box's title while it has the focus: whatever is typed goes into the note, never to a key."""
 PLACEHOLDER = "Write a note… notes are read at the agent's next tool or model call"
 
 
@@ -44,7 +70,11 @@ class Composer(TextArea):
     """A multi-line note editor with send-on-Enter and a live ``n/4096`` counter in its border."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "submit", "Send", id="composer.send", tooltip="Send the note (same as Enter)"),
+        # Enter is handled in _on_key (it never reaches a binding); listed so the keys line says it.
+        Binding("enter", "submit", "send", key_display="Enter", id="composer.enter", tooltip="Send the note"),
+        Binding(
+            "ctrl+s", "submit", "Send", show=False, id="composer.send", tooltip="Send the note (as Enter)"
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -56,7 +86,7 @@ class Composer(TextArea):
         border-title-color: $text;
         border-subtitle-color: $text-muted;
     }
-    Composer:focus { border: round $accent; }
+    Composer:focus { border: thick $accent; border-title-style: bold; background: $boost; }
     Composer.-too-long { border: round $error; border-subtitle-color: $error; }
     Composer.-closed, Composer.-closed:focus { border: round $warning; border-title-color: $warning; }
     """
@@ -75,7 +105,14 @@ class Composer(TextArea):
         composer: Composer
         reason: str
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        drafts: DraftStore | None = None,
+        draft_key: str = "",
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(
             "",
             soft_wrap=True,
@@ -90,7 +127,37 @@ class Composer(TextArea):
         """A note from this box is on its way: Enter does not send it twice."""
         self.closed: str | None = None
         """Why nothing can be sent from this box any more (the session ended); None while it can."""
+        self._drafts = drafts
+        self._draft_key = draft_key
+        self._draft_timer: Timer | None = None
+        self._typing = False
         self._update_counter()
+
+    def on_mount(self) -> None:
+        """The draft left for this box (an earlier attach, a crashed run) comes back, cursor at its end."""
+        draft = self._drafts.get(self._draft_key) if self._drafts is not None else ""
+        if draft and not self.text:
+            self.load_text(draft)
+            self.move_cursor(self.document.end)
+
+    def on_unmount(self) -> None:
+        """Leaving: the draft is flushed to the disk."""
+        self.save_draft()
+
+    def save_draft(self) -> None:
+        """Keep what is in the box, flushed to the disk (re-attach, restart and crash all find it)."""
+        if self._draft_timer is not None:
+            self._draft_timer.stop()
+            self._draft_timer = None
+        if self._drafts is not None:
+            self._drafts.put(self._draft_key, self.text, durable=True)
+
+    def keep(self, text: str) -> None:
+        """Add ``text`` to the draft (words that can still be sent as a note), the cursor at the end."""
+        current = self.text.rstrip("\n")
+        self.load_text(f"{current}\n{text}" if current else text)
+        self.move_cursor(self.document.end)
+        self.save_draft()
 
     @property
     def char_count(self) -> int:
@@ -109,6 +176,16 @@ class Composer(TextArea):
             self.insert("\n")
             return
         await super()._on_key(event)
+
+    def on_focus(self) -> None:
+        """Typing now goes here: the title says so."""
+        self._typing = True  # (``has_focus`` follows only after this handler)
+        self._update_counter()
+
+    def on_blur(self) -> None:
+        """Letters act as keys again: the title says how to come back."""
+        self._typing = False
+        self._update_counter()
 
     def close(self, reason: str) -> None:
         """Nothing can be sent from here any more (``reason`` says why, e.g. "session ended"): the box keeps
@@ -167,6 +244,10 @@ class Composer(TextArea):
 
     def _on_text_area_changed(self, event: TextArea.Changed) -> None:
         self._update_counter()
+        if self._drafts is not None:
+            self._drafts.put(self._draft_key, self.text)  # every keystroke: a kill loses none
+            if self._draft_timer is None:
+                self._draft_timer = self.set_timer(DRAFT_SAVE_DELAY, self.save_draft)
 
     def _update_counter(self) -> None:
         count = self.char_count
@@ -175,7 +256,110 @@ class Composer(TextArea):
             kept = "your draft is kept" if self.text.strip() else "notes can no longer be sent"
             self.border_title = f"{self.closed} — {kept}; Esc to leave"
             self.border_subtitle = f"not sent · {count}/{MAX_NOTE_CHARS}"
-        elif self.sending:
+            return
+        self.border_title = TYPING_TITLE if self._typing else TITLE
+        if self.sending:
             self.border_subtitle = f"sending… · {count}/{MAX_NOTE_CHARS}"
         else:
             self.border_subtitle = f"{HINT} · {count}/{MAX_NOTE_CHARS}"
+
+
+class NoteBox(Vertical):
+    """The composer with the line above it that says why a note was not sent (one place only: a toast
+    would cover it). The line stays while it is true: a refusal of the text ("empty", "too long") until the
+    text is edited; a server's reason until the next attempt, or until it stops being true (the connection
+    is back: :meth:`connection_back`; the session ended: :meth:`clear`)."""
+
+    DEFAULT_CSS = """
+    NoteBox { height: auto; }
+    NoteBox #send-error { display: none; height: auto; padding: 0 1; color: $error; }
+    NoteBox #send-error.-shown { display: block; }
+    """
+
+    def __init__(self, *, drafts: DraftStore | None, draft_key: str, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.composer = Composer(drafts=drafts, draft_key=draft_key, id="composer")
+        self.line = Static("", id="send-error")
+        self.failure: ClientError | None = None
+        """The server's reason the line reports (None: nothing, or a refusal of the text itself)."""
+        self._said_over = ""
+
+    def compose(self) -> ComposeResult:
+        yield self.line
+        yield self.composer
+
+    def say(self, reason: str, failure: ClientError | None = None) -> None:
+        """Show ``reason`` on the line ("" hides it); ``failure`` when a server's answer is the reason."""
+        self.failure = failure
+        self._said_over = self.composer.text
+        self.line.update(Text(f"✗ {safe_line(reason, 300)}"))
+        self.line.set_class(bool(reason), "-shown")
+
+    def clear(self) -> None:
+        """The line is no longer true (sent, or nothing can be sent any more and the box says so)."""
+        self.say("")
+
+    def connection_back(self) -> None:
+        """The stream is live again: "not sent: unreachable" or "token refused" is no longer why."""
+        if isinstance(self.failure, TransportError | AuthError):
+            self.clear()
+
+    def keep(self, text: str, why: str) -> None:
+        """Words typed for something that no longer waits go into the box as a draft, shown and focused."""
+        self.display = True
+        self.composer.keep(text)
+        self.composer.focus()
+        self.say(f"{why} Your comment is in the note box: Enter sends it as a note.")
+
+    async def send(self, text: str, send: Callable[[str], Awaitable[SendOutcome]]) -> SendOutcome:
+        """Send ``text`` with ``send`` (``client.steering``): typing goes on meanwhile; a note sent leaves
+        the box (what was typed after it stays), one not sent stays with the reason on the line above it."""
+        composer = self.composer
+        composer.start_sending()  # never read-only meanwhile: that passes letters on to the keys
+        try:
+            outcome = await send(text)
+        finally:
+            composer.done_sending()
+        if isinstance(outcome, Sent):
+            composer.accept(text)
+            composer.save_draft()  # the draft is gone with the note it became
+            self.clear()
+        else:
+            said = "Maybe sent" if isinstance(outcome, OutcomeUnknown) else "Not sent"
+            self.say(f"{said}, your text is kept: {outcome.error}", outcome.error)
+            self.app.bell()
+        return outcome
+
+    def session_over(self, reason: str) -> bool:
+        """Nothing can be sent any more (``reason``: "Session ended"). A box being typed into (or about to
+        be: the focus may still be on its way) is never taken away from under the operator's fingers: it
+        closes (keeps the focus, the draft and what is still typed) until Escape. Any other box goes. True
+        when it went."""
+        composer = self.composer
+        focused = self.screen.focused
+        if composer.closed is None and composer.can_focus and focused in (None, composer):
+            composer.close(reason)
+            if focused is None:
+                composer.focus()
+            return False
+        if composer.closed is not None and composer.has_focus:
+            return False  # stays until Escape
+        self.display = False
+        return True
+
+    def leave(self) -> None:
+        """Escape from the box: a closed one goes now (the operator has seen it is closed), draft saved."""
+        if self.composer.closed is not None:
+            self.composer.save_draft()
+            self.display = False
+
+    @on(Composer.Refused)
+    def _refused(self, event: Composer.Refused) -> None:
+        event.stop()
+        self.say(event.reason)
+
+    @on(Composer.Changed)
+    def _edited(self) -> None:
+        # "Too long" / "empty" described the text as it was: once it is edited they are stale.
+        if self.failure is None and self.composer.text != self._said_over:
+            self.clear()

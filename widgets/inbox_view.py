@@ -17,7 +17,7 @@ from textual.widgets.data_table import RowDoesNotExist
 
 from client.inbox import ApprovalGone, note_ended_at
 from client.models import Approval, Note
-from client.present import relative_time, short_id
+from client.present import relative_time, settled_phrase, short_id
 from client.textsafe import safe_line
 from widgets.approvals_panel import args_text, visible_args
 from widgets.badges import note_badge, until
@@ -32,6 +32,8 @@ APPROVAL_COLUMNS: list[tuple[str, str]] = [
 ]
 URGENT = timedelta(seconds=60)
 """An approval expiring sooner than this is drawn in red."""
+ARGS_MIN = 12
+"""The ARGUMENTS column keeps at least this many cells, however narrow the terminal."""
 
 
 def session_label(agent: str | None, session_id: str | None) -> Text:
@@ -61,14 +63,16 @@ def risk_cell(risk: str | None) -> Text:
 
 
 def args_cell(approval: Approval, width: int = 80) -> Text:
-    """The arguments on one line (the summary when there are none), cut to ``width``; the server's own
-    bookkeeping keys (``_preloop_source``) are left out."""
+    """The arguments on one line (the summary when there are none), cut to ``width`` cells with an
+    ellipsis; the server's own bookkeeping keys (``_preloop_source``) are left out."""
     args = visible_args(approval.tool_args)
     if args:
         flat = " ".join(line.strip() for line in args_text(args).splitlines())
     else:
         flat = approval.summary or approval.agent_reasoning or ""
-    return Text(safe_line(flat, width), style="dim")
+    text = Text(safe_line(flat), style="dim", no_wrap=True)
+    text.truncate(max(width, 1), overflow="ellipsis")
+    return text
 
 
 def agent_of(approval: Approval) -> str | None:
@@ -106,7 +110,8 @@ class InboxApprovals(DataTable[Text]):
 
     Every change touches only what changed: a new approval is one added row, a settled one one removed
     row, and a cell whose text is the same is left alone (a DataTable repaints all its rows after any
-    change, so a change saved is a repaint saved).
+    change, so a change saved is a repaint saved). The ARGUMENTS column takes the room the others leave
+    and its text ends in "…" where it is cut (``x`` on the inbox shows all of it).
     """
 
     DEFAULT_CSS = """
@@ -121,6 +126,7 @@ class InboxApprovals(DataTable[Text]):
         self._order: list[str] = []
         """Approval ids in the order of the rows."""
         self._width = -1
+        self._args_room = ARGS_MIN
 
     def on_mount(self) -> None:
         for key, label in APPROVAL_COLUMNS:
@@ -133,7 +139,22 @@ class InboxApprovals(DataTable[Text]):
         # (columns, cropping) goes through to DataTable's handler.
         if event.size.width == self._width:
             event.prevent_default()
+        else:
+            self.call_after_refresh(self._fit_args)
         self._width = event.size.width
+
+    def _fit_args(self) -> None:
+        """Cut the ARGUMENTS cells to the room the other columns leave (the table's width changed, or
+        another column grew)."""
+        others = sum(c.get_render_width(self) for key, c in self.columns.items() if key.value != "args")
+        room = max(self.scrollable_content_region.width - others - 2 * self.cell_padding, ARGS_MIN)
+        if room == self._args_room:
+            return
+        self._args_room = room
+        for approval_id, approval in self._approvals.items():
+            self._update(
+                approval_id, self._shown[approval_id], {"args": args_cell(approval, room)}, update_width=True
+            )
 
     @property
     def selected(self) -> Approval | None:
@@ -173,6 +194,7 @@ class InboxApprovals(DataTable[Text]):
             else:
                 self._update(approval_id, shown, self._cells(approval, now), update_width=True)
         self._approvals = wanted
+        self._fit_args()
         if current is not None and current.id in wanted:
             row = order.index(current.id)
             if row != self.cursor_row:
@@ -205,15 +227,14 @@ class InboxApprovals(DataTable[Text]):
             "expires": countdown(approval.expires_at, now),
         }
 
-    @staticmethod
-    def _cells(approval: Approval, now: datetime) -> dict[str, Text]:
+    def _cells(self, approval: Approval, now: datetime) -> dict[str, Text]:
         return {
             "waiting": Text(relative_time(approval.requested_at, now)),
             "session": session_label(agent_of(approval), approval.runtime_session_id),
             "tool": Text(safe_line(approval.tool_name or "tool", 24), style="bold"),
             "risk": risk_cell(approval.risk_level),
             "expires": countdown(approval.expires_at, now),
-            "args": args_cell(approval),
+            "args": args_cell(approval, self._args_room),
         }
 
 
@@ -237,18 +258,18 @@ def failed_notes_text(notes: Sequence[Note], now: datetime, window: timedelta) -
 
 
 def decided_elsewhere_text(gone: Sequence[ApprovalGone]) -> Text:
-    """Approvals that left the inbox because someone (or something) else settled them."""
+    """Approvals that left the inbox because someone (or something) else settled them: "was approved
+    elsewhere", "expired before anyone decided" (an expiry is no one's decision)."""
     out = Text()
     for i, change in enumerate(gone):
         approval = change.approval
         if i:
             out.append("\n")
-        status = approval.status if not approval.pending else "gone"
         out.append("↷ ", style="dim")
         out.append(safe_line(approval.tool_name or "tool", 24), style="bold")
         out.append(" in ")
         out.append_text(session_label(agent_of(approval), approval.runtime_session_id))
-        out.append(f" was {safe_line(status, 12)} elsewhere", style="italic")
+        out.append(f" {settled_phrase(approval.status, elsewhere=change.elsewhere)}", style="italic")
         if approval.approver_comment:
             out.append(f': "{safe_line(approval.approver_comment, 60)}"', style="dim")
     return out

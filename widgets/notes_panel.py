@@ -1,7 +1,8 @@
 """Every note sent to the attached session, newest first, each with its state badge and times.
 
 One ``OptionList`` option per note (a session has tens of notes, not thousands, so this is cheap), keyed
-by ``note_id`` so a state change replaces that note's prompt in place and the highlight stays put. A note
+by ``note_id`` so a state change replaces that note's prompt in place and the highlight stays put. The
+panel shows a table it does not own (one home for a note's state: ``client.session``). A note
 shows: badge (icon + word, all eight states), when it was created, when it was delivered and through which
 channel and turn, when a pending note expires, why an undeliverable one was given up, and its text (made
 terminal-safe, built as ``rich.text.Text``, cut to a few lines).
@@ -9,7 +10,7 @@ terminal-safe, built as ``rich.text.Text``, cut to a few lines).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -68,7 +69,8 @@ def note_prompt(note: Note, now: datetime, then: str | None = None) -> Group:
 
 
 class NotesPanel(OptionList):
-    """Holds the notes by id; ``upsert`` is the only way in, so events and the initial list agree."""
+    """Shows a notes table it does not own: ``notes`` (and ``thens``, the "then: ..." lines) are the
+    caller's live mappings (``client.session.SessionCore``); :meth:`show` says which notes changed."""
 
     DEFAULT_CSS = """
     NotesPanel {
@@ -87,45 +89,57 @@ class NotesPanel(OptionList):
         panel: NotesPanel
         title: str
 
-    def __init__(self, *, clock: Callable[[], datetime] = _utcnow, id: str | None = None) -> None:
+    def __init__(
+        self,
+        notes: Mapping[str, Note] | None = None,
+        thens: Mapping[str, str] | None = None,
+        *,
+        clock: Callable[[], datetime] = _utcnow,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self._clock = clock
-        self.notes: dict[str, Note] = {}
-        self.thens: dict[str, str] = {}
-        """note_id -> what the agent did first after reading it (one line, raw text)."""
+        self._notes: Mapping[str, Note] = notes if notes is not None else {}
+        self._thens: Mapping[str, str] = thens if thens is not None else {}
+        self._listed: set[str] = set()
+        """The note ids that have an option (a new one rebuilds the list, in order)."""
         self._shown_words: dict[str, tuple[str, ...]] = {}
         """Per note, the relative times its prompt shows; a tick redraws only the notes whose words aged."""
         self.border_title = "Notes"
 
+    @property
+    def notes(self) -> Mapping[str, Note]:
+        """The notes shown, by id (the caller's table, read live)."""
+        return self._notes
+
+    @property
+    def thens(self) -> Mapping[str, str]:
+        """Under each read note, what the agent did next ("then: ..."), by note id."""
+        return self._thens
+
     def on_mount(self) -> None:
         self._show_placeholder()
+        self.show(self._notes)
         # "expires in 40s" and "sent 19s ago" age by themselves: check every second, redraw what changed.
         self.set_interval(1.0, self._redraw_aged)
 
     def _show_placeholder(self) -> None:
-        if not self.notes:
+        if not self._notes:
             hint = Text("No notes sent to this session yet.", style="dim italic")
             self.set_options([Option(hint, disabled=True)])
 
-    def upsert_many(self, notes: Iterable[Note]) -> None:
-        """Merge a batch (``list_notes`` on attach, or one frame of events) with at most one rebuild."""
+    def show(self, changed: Iterable[str]) -> None:
+        """Draw the notes whose state or "then" line changed: a note new to the list rebuilds it (newest
+        first) with at most one layout, others are redrawn in place."""
+        changed = [note_id for note_id in changed if note_id in self._notes]
+        if not changed:
+            return
         now = self._clock()
-        added = False
-        replaced: list[Note] = []
-        for note in notes:
-            known = self.notes.get(note.note_id)
-            was_terminal = known is not None and known.note_state is not None and known.note_state.terminal
-            if was_terminal and (note.note_state is None or not note.note_state.terminal):
-                continue  # a late or replayed event must not move a finished note backwards
-            self.notes[note.note_id] = note
-            if known is None:
-                added = True
-            else:
-                replaced.append(note)
-        if added:
+        if any(note_id not in self._listed for note_id in changed):
             highlighted = self.highlighted_note
-            ordered = sorted(self.notes.values(), key=_created_key, reverse=True)
+            ordered = sorted(self._notes.values(), key=_created_key, reverse=True)
             self.set_options([Option(self._prompt(n, now), id=n.note_id) for n in ordered])
+            self._listed = {n.note_id for n in ordered}
             if highlighted is not None and self.has_focus:
                 # The operator is moving through the list: the cursor stays on their note.
                 self.highlighted = self.get_option_index(highlighted.note_id)
@@ -134,26 +148,12 @@ class NotesPanel(OptionList):
                 self.highlighted = 0
                 self.scroll_to(y=0, animate=False)
         else:
-            for note in replaced:
-                self.replace_option_prompt(note.note_id, self._prompt(note, now))
-        if added or replaced:
-            self._update_title()
-
-    def set_then(self, note_id: str, line: str) -> None:
-        """Show under a delivered note what the agent did next (its first text or tool call after it)."""
-        if self.thens.get(note_id) == line:
-            return
-        self.thens[note_id] = line
-        note = self.notes.get(note_id)
-        if note is not None:
-            self.replace_option_prompt(note_id, self._prompt(note, self._clock()))
+            for note_id in changed:
+                self.replace_option_prompt(note_id, self._prompt(self._notes[note_id], now))
+        self._update_title()
 
     def _prompt(self, note: Note, now: datetime) -> Group:
-        return note_prompt(note, now, self.thens.get(note.note_id))
-
-    def upsert(self, note: Note) -> None:
-        """Add a new note or replace a known one (newest wins; terminal states never revert)."""
-        self.upsert_many([note])
+        return note_prompt(note, now, self._thens.get(note.note_id))
 
     @property
     def highlighted_note(self) -> Note | None:
@@ -161,25 +161,41 @@ class NotesPanel(OptionList):
         option = self.highlighted_option
         if option is None or option.id is None:
             return None
-        return self.notes.get(option.id)
+        return self._notes.get(option.id)
 
     @property
     def pending_notes(self) -> list[Note]:
         """Notes that can still be withdrawn, newest first."""
-        pending = [n for n in self.notes.values() if n.state == NoteState.PENDING]
+        pending = [n for n in self._notes.values() if n.state == NoteState.PENDING]
         return sorted(pending, key=_created_key, reverse=True)
+
+    def withdraw_choice(self) -> Note | list[Note] | str | None:
+        """Which note ``w`` means: the highlighted one while the list has the focus (or why not), else the
+        only pending one; several pending notes to choose from; None when none is pending."""
+        pending, highlighted = self.pending_notes, self.highlighted_note
+        if not pending:
+            return None
+        if self.has_focus and highlighted is not None:
+            if highlighted.state != NoteState.PENDING:
+                return f"Only a pending note can be withdrawn; this one is {highlighted.state}."
+            return highlighted
+        return pending[0] if len(pending) == 1 else pending
 
     def _redraw_aged(self) -> None:
         now = self._clock()
-        for note in self.notes.values():
+        for note_id in self._listed:
+            note = self._notes.get(note_id)
+            if note is None:
+                continue
             words = _time_words(note, now)
-            if self._shown_words.get(note.note_id) != words:
-                self._shown_words[note.note_id] = words
-                self.replace_option_prompt(note.note_id, self._prompt(note, now))
+            if self._shown_words.get(note_id) != words:
+                self._shown_words[note_id] = words
+                self.replace_option_prompt(note_id, self._prompt(note, now))
 
     def _update_title(self) -> None:
-        waiting = sum(1 for n in self.notes.values() if n.state in (NoteState.PENDING, NoteState.CLAIMED))
-        title = f"Notes ({len(self.notes)})"
+        notes = self._notes.values()
+        waiting = sum(1 for n in notes if n.state in (NoteState.PENDING, NoteState.CLAIMED))
+        title = f"Notes ({len(self._notes)})"
         if waiting:
             title += f" · {waiting} waiting"
         self.border_title = title

@@ -21,7 +21,12 @@ tool call                  ``◌ running`` / ``✓ ok`` / ``✗ failed`` / ``⊘
 approval                   ``⏸ approval requested`` / ``✓ approval approved`` / ``✗ approval declined``
 note                       ``✉ note <state>`` with the state's glyph
 unknown event              ``? unknown event <type>`` (dim)
+highlighted (cursor) entry ``▌`` in the first cell of each of its lines, bold on a tint
+find matches               underlined on a tint; the current match's in reverse
 =========================  ==============================================================
+
+The last two are laid over cached lines by :func:`cursor_strip` and :func:`highlight_strip` (the view
+decorates only the lines on screen). :func:`copy_text` is an entry as read, whole, for the clipboard.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from client.timeline import (
     ToolState,
     UnknownEntry,
 )
+from client.views import View
 from widgets.badges import delivery_route
 
 RenderedLine = Text | Strip
@@ -281,7 +287,7 @@ def collapsed_commentary(entry: TextEntry, width: int, count: int) -> Text:
     )
 
 
-def _render_tool(entry: ToolEntry, width: int, wrap: bool = False) -> list[RenderedLine]:
+def _render_tool(entry: ToolEntry, width: int, wrap: bool = False, whole: bool = False) -> list[RenderedLine]:
     icon, word, style = _TOOL_LOOK[entry.state]
     parts: list[tuple[str, Style | None]] = [
         (f"{icon} ", style),
@@ -292,12 +298,14 @@ def _render_tool(entry: ToolEntry, width: int, wrap: bool = False) -> list[Rende
     parts.append(("  " + word, style))
     if entry.duration_ms is not None:
         parts.append((" " + format_duration(entry.duration_ms), STYLE_DIM))
-    if entry.state is not ToolState.COMPLETED and entry.result_summary:
+    if (whole or entry.state is not ToolState.COMPLETED) and entry.result_summary:
         parts.append(("  — " + safe_line(entry.result_summary), STYLE_DIM))
-    return _fit(parts, width, wrap)
+    return _fit(parts, width, wrap or whole)
 
 
-def _render_approval(entry: ApprovalEntry, width: int, wrap: bool = False) -> list[RenderedLine]:
+def _render_approval(
+    entry: ApprovalEntry, width: int, wrap: bool = False, whole: bool = False
+) -> list[RenderedLine]:
     approval = entry.approval
     tool = safe_line(approval.tool_name or "tool") if approval else "tool"
     summary = safe_line(approval.summary or "") if approval else ""
@@ -312,43 +320,45 @@ def _render_approval(entry: ApprovalEntry, width: int, wrap: bool = False) -> li
     status = entry.status
     icon, style = _APPROVAL_LOOK.get(status, ("•", STYLE_DIM))
     parts = [(f"{icon} approval {safe_line(status)}  ", style), (tool, STYLE_NAME)]
+    if whole and summary:
+        parts.append(("  " + summary, None))
     if approval is not None and approval.approver_comment:
         parts.append(("  “" + safe_line(approval.approver_comment) + "”", None))
-    return _fit(parts, width, wrap)
+    return _fit(parts, width, wrap or whole)
 
 
-def _render_note(entry: NoteEntry, width: int) -> list[RenderedLine]:
+def _render_note(entry: NoteEntry, width: int, whole: bool = False) -> list[RenderedLine]:
     icon, style = NOTE_LOOK.get(entry.state, ("•", STYLE_DIM))
     note = entry.note
     state = "sent" if entry.state == "pending" else safe_line(entry.state)
     parts: list[tuple[str, Style | None]] = [(f"✉ note {state} {icon}", style)]
     if note is not None:
-        parts.append(("  “" + safe_line(note.text, 80) + "”", None))
+        parts.append(("  “" + safe_line(note.text, None if whole else 80) + "”", None))
         extra = []
         route = delivery_route(note)
         if route:
             extra.append(route)
         if note.undeliverable_reason:
-            extra.append(safe_line(note.undeliverable_reason, 60))
+            extra.append(safe_line(note.undeliverable_reason, None if whole else 60))
         if extra:
             parts.append(("  " + " · ".join(extra), STYLE_DIM))
-    return [_one_line(parts, width)]
+    return _fit(parts, width, whole)
 
 
-def _render_run(entry: RunEntry, width: int) -> list[RenderedLine]:
+def _render_run(entry: RunEntry, width: int, whole: bool = False) -> list[RenderedLine]:
     icon, word, style = _RUN_LOOK[entry.status]
     parts: list[tuple[str, Style | None]] = [(f"{icon} {word}", style)]
     if entry.detail:
         parts.append(("  " + safe_line(entry.detail), None))
-    return [_one_line(parts, width)]
+    return _fit(parts, width, whole)
 
 
-def _render_session(entry: SessionEntry, width: int) -> list[RenderedLine]:
+def _render_session(entry: SessionEntry, width: int, whole: bool = False) -> list[RenderedLine]:
     if entry.ended:
         parts: list[tuple[str, Style | None]] = [("■ session ended", STYLE_RUN)]
         if entry.reason:
             parts.append(("  " + safe_line(entry.reason), STYLE_DIM))
-        return [_one_line(parts, width)]
+        return _fit(parts, width, whole)
     return [_one_line([("● session started", STYLE_RUN)], width)]
 
 
@@ -364,24 +374,40 @@ def render_marker(count: int, width: int, not_loaded: int = 0) -> Text:
     return _one_line([(" · ".join(parts), STYLE_MARKER)], max(width, MIN_WIDTH))
 
 
+def render_empty_view(view: View, hidden: int, width: int) -> Text:
+    """The one line a view with no entry in it shows: that it is empty on purpose, which view it is, and
+    how many entries the other views hold."""
+    words = f"∅ {view.nothing} · view: {view.label}"
+    if hidden:
+        words += f" · {hidden:,} {'entry' if hidden == 1 else 'entries'} in other views"
+    return _one_line([(words, STYLE_MARKER)], max(width, MIN_WIDTH))
+
+
 def render_entry(
-    entry: TimelineEntry, width: int, *, collapse_commentary: bool = False, wrap: bool = False
+    entry: TimelineEntry,
+    width: int,
+    *,
+    collapse_commentary: bool = False,
+    wrap: bool = False,
+    whole: bool = False,
 ) -> list[RenderedLine]:
     """The lines of one entry at ``width`` cells; the view calls it again when the entry changes.
-    ``wrap`` shows tool, approval and unknown-event lines in full instead of cut to one line."""
+    ``wrap`` shows tool, approval and unknown-event lines in full instead of cut to one line; ``whole``
+    shows every line in full and also what the compact line leaves out (a finished tool's result, the
+    summary of a decided approval, a long note): what find searches, shown for its current match."""
     width = max(width, MIN_WIDTH)
     if isinstance(entry, TextEntry):
-        return _render_text(entry, width, collapse_commentary)
+        return _render_text(entry, width, collapse_commentary and not whole)
     if isinstance(entry, ToolEntry):
-        return _render_tool(entry, width, wrap)
+        return _render_tool(entry, width, wrap, whole)
     if isinstance(entry, ApprovalEntry):
-        return _render_approval(entry, width, wrap)
+        return _render_approval(entry, width, wrap, whole)
     if isinstance(entry, NoteEntry):
-        return _render_note(entry, width)
+        return _render_note(entry, width, whole)
     if isinstance(entry, RunEntry):
-        return _render_run(entry, width)
+        return _render_run(entry, width, whole)
     if isinstance(entry, SessionEntry):
-        return _render_session(entry, width)
+        return _render_session(entry, width, whole)
     if isinstance(entry, DroppedEntry):
         return [render_marker(entry.count, width)]
     assert isinstance(entry, UnknownEntry)
@@ -391,7 +417,78 @@ def render_entry(
     ]
     if entry.summary:
         parts.append(("  " + safe_line(entry.summary), STYLE_DIM))
-    return _fit(parts, width, wrap)
+    return _fit(parts, width, wrap or whole)
+
+
+_COPY_WIDTH = 100_000
+"""Wide enough that no line of an entry is cut: the model caps every one-line field far below it."""
+
+
+def copy_text(entry: TimelineEntry) -> str:
+    """The entry as the operator reads it, plain and whole (not cut to the window, commentary not folded):
+    what copying the highlighted entry puts on the clipboard. Terminal-safe like everything shown."""
+    if isinstance(entry, TextEntry):
+        return safe_text(entry.text).strip("\n").rstrip()
+    lines = render_entry(entry, _COPY_WIDTH, whole=True)
+    return "\n".join(line_plain(line).rstrip() for line in lines)
+
+
+CURSOR_MARK = "▌"
+"""The first cell of every line of the highlighted entry: the cursor without colour (``NO_COLOR``)."""
+
+
+def cursor_strip(strip: Strip, width: int, mark_style: Style, style: Style, pad_style: Style) -> Strip:
+    """A line of the highlighted (cursor) entry: :data:`CURSOR_MARK` in the first cell, the line moved one
+    cell right (cut with ``…`` when it no longer fits), ``style`` laid over it and the rest of the width
+    filled with ``pad_style``, so the highlight is a bar across the view."""
+    room = max(width - 1, 1)
+    if strip.cell_length > room:
+        last = strip.crop(room - 1, room)
+        tail_style = next((seg.style for seg in last), None)
+        strip = Strip.join([strip.crop(0, room - 1), Strip([Segment("…", tail_style)], 1)])
+    body = [
+        Segment(text, style if seg_style is None else seg_style + style, control)
+        for text, seg_style, control in strip
+    ]
+    if strip.cell_length < room:
+        body.append(Segment(" " * (room - strip.cell_length), pad_style))
+    return Strip([Segment(CURSOR_MARK, mark_style), *body], room + 1)
+
+
+def highlight_strip(strip: Strip, spans: list[tuple[int, int]], style: Style, shift: int = 0) -> Strip:
+    """``style`` laid over the characters of ``strip`` in ``spans`` (character offsets into the line's
+    plain text, moved right by ``shift``): how find marks its matches without re-rendering the line."""
+    if not spans:
+        return strip
+    out: list[Segment] = []
+    index = 0
+    position = 0
+    for segment in strip:
+        text, seg_style, control = segment
+        end = position + len(text)
+        if control or index >= len(spans):
+            out.append(segment)
+            position = end
+            continue
+        cut = position
+        while index < len(spans):
+            start, stop = spans[index][0] + shift, spans[index][1] + shift
+            if start >= end:
+                break
+            low, high = max(start, cut), min(stop, end)
+            if low < high:
+                if low > cut:
+                    out.append(Segment(text[cut - position : low - position], seg_style))
+                laid = style if seg_style is None else seg_style + style
+                out.append(Segment(text[low - position : high - position], laid))
+                cut = high
+            if stop > end:
+                break  # the span goes on into the next segment
+            index += 1
+        if cut < end:
+            out.append(Segment(text[cut - position :], seg_style))
+        position = end
+    return Strip(out, strip.cell_length)
 
 
 def line_to_strip(line: RenderedLine, console: Console) -> Strip:

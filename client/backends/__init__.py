@@ -1,32 +1,46 @@
-"""Backends: one package per kind of server, behind one protocol, opened by :func:`open_backend`.
+"""Backends: one package per kind of server, behind one protocol, opened by :func:`connect`.
 
 ::
 
     client/backends/
       base.py         Backend = SessionDesk + NoteDesk + ApprovalDesk + LiveFeed (+ Capabilities)
-      rest.py         the Preloop-shaped REST that local and preloop share
-      local/          our control plane: that REST + our SSE stream            LocalBackend
-      preloop/        a Preloop 0.17.1 server: REST + websocket + polling      PreloopBackend
-      dendrux/        a Dendrux 0.4.1 app: read router + our steer router      DendruxBackend
+      rest.py         RestBackend (what every backend's REST side shares: the connection, paging) and
+                      PreloopRestApi, the Preloop-shaped REST that local and preloop share
+      wire.py         what the mappings share: loose wire values (parse_time, as_str...) and the
+                      Sequencer that numbers mapped events
+      local/          our control plane: that REST + feed.py (our SSE stream)          LocalBackend
+      preloop/        a Preloop 0.17.1 server: that REST + feed.py (websocket, replay,
+                      polls) + mapping.py (Draft -> PreloopMapper)                     PreloopBackend
+      dendrux/        a Dendrux 0.4.1 app: read router + our steer router + feed.py (its SSE
+                      stream, backfilled) + mapping.py (RawEvent -> DendruxMapper)      DendruxBackend
     client/streaming/ the live-feed toolkit every backend uses (decode, order, backoff, refusal, reconnect)
-    client/connection.py  one httpx.AsyncClient per server, and how answers become client.errors
+    client/connection.py  one connection per server: requests (over httpx, or http.client for one-shot
+                      commands), how answers become client.errors, and every SSE stream opened
+                      (httpx-sse's aconnect_sse) and checked: Connection.event_source
+
+Every package has the same shape: its REST in ``__init__`` (inherited from ``rest`` where the server
+speaks Preloop's), its live feed in ``feed.py`` (``feed.follow(backend, session_id, after=...)``), and,
+where the wire is not our vocabulary, its mapping in ``mapping.py`` (pure; one ``<Kind>Mapper`` per
+follow, a :class:`~client.backends.wire.Sequencer`). docs/backends.md says more.
 
 **Adding a backend** (e.g. ``dendrux/``):
 
 1. Make a package ``client/backends/<kind>/`` whose ``__init__`` defines a class implementing
-   :class:`~client.backends.base.Backend`: ``__init__(self, conn: Connection, ...)``, a ``server_kind``
-   and a ``capabilities`` (:class:`~client.backends.base.Capabilities`; methods the server cannot serve
-   raise :class:`client.errors.Unsupported`). Use ``conn.request``/``conn.parse`` for REST so errors read
-   the same everywhere.
-2. Its ``follow()`` is "open, read, map" handed to :func:`client.streaming.reconnect.reconnecting`: one
-   connection's work as an async generator (yield ``Live`` once open, events, ``Ended``; raise ``Retry``
-   or ``Refusal``; call ``link.alive()`` when bytes flow). For a seq-numbered stream,
-   :class:`client.streaming.intake.SeqIntake` (``first_seq=0`` if it counts from 0) does ordering,
-   duplicates, skips and the gap policy; ``client.streaming.sse`` decodes SSE.
+   :class:`~client.backends.base.Backend` on :class:`~client.backends.rest.RestBackend`:
+   ``__init__(self, conn: Connection, ...)``, a ``server_kind`` and a ``capabilities``
+   (:class:`~client.backends.base.Capabilities`; methods the server cannot serve raise
+   :class:`client.errors.Unsupported`). Use ``conn.request``/``conn.parse`` for REST so errors read the
+   same everywhere.
+2. Its ``feed.follow()`` is "open, read, map" handed to :func:`client.streaming.reconnect.reconnecting`:
+   one connection's work as an async generator (yield ``Live`` once open, events, ``Ended``; raise
+   ``Retry`` or ``Refusal``; call ``link.alive()`` when bytes flow). An SSE stream is opened with
+   ``conn.event_source`` and read with httpx-sse's ``aiter_sse``; for a seq-numbered stream in our
+   vocabulary, :class:`client.streaming.intake.SeqIntake` does ordering, duplicates, skips and the gap
+   policy.
 3. Add the kind to :data:`~client.backends.base.ServerKind` (already there for ``dendrux``), a branch in
    :func:`backend_for` below, and detection in :func:`detect_server_kind` if the server can be told apart.
 4. Never import another backend package (an import-linter contract checks it): share through ``base``,
-   ``rest``, ``client.streaming`` or ``client.connection``.
+   ``rest``, ``wire``, ``client.streaming`` or ``client.connection``.
 
 Nothing above ``client/`` may know which backend it talks to; it reads ``backend.capabilities``.
 """
@@ -57,8 +71,8 @@ __all__ = [
     "ServerKind",
     "SessionFilter",
     "backend_for",
+    "connect",
     "detect_server_kind",
-    "open_backend",
     "parse_server_kind",
 ]
 
@@ -107,23 +121,28 @@ async def detect_server_kind(conn: Connection) -> ServerKind:
     return "local" if health.server_kind == "local" else "preloop"
 
 
-def open_backend(settings: Settings, *, server_kind: str | None = None, **options: Any) -> Backend:
-    """The backend for what ``settings`` name (``client.config.resolve_settings``), not yet connected.
+async def connect(settings: Settings, *, server_kind: str | None = None, **options: Any) -> Backend:
+    """The backend for the server ``settings`` name (``client.config.resolve_settings``), its kind known.
 
-    ``server_kind`` (a ``--server-kind`` flag) wins over the profile's; when neither knows, the result
-    asks the server on first use (:class:`client.api.Client`). ``options`` go to :class:`Connection`
-    (timeout, transport, backoff...); its token is read again the way ``settings`` found it when the
-    server stops accepting it (``client.config.token_reader``). Close it with ``await backend.aclose()``
-    or ``async with``.
+    The kind comes from ``server_kind`` (a ``--server-kind`` flag), else the settings (a profile, the
+    local server's file); only when neither knows it is the server asked, once, here. ``options`` go to
+    :class:`~client.connection.Connection` (timeout, transport, keepalive, backoff...); its token is read
+    again the way ``settings`` found it when the server stops accepting it (``client.config.token_reader``).
+    Close the backend with ``await backend.aclose()`` or ``async with``. A server that cannot be reached
+    while its kind is unknown raises :class:`client.errors.ServerUnreachable` (nothing else could be told
+    about it).
     """
     from client.config import token_reader
 
     options.setdefault("token_source", token_reader(settings))
-    kind = parse_server_kind(server_kind) or settings.server_kind
-    if kind is None:
-        from client.api import Client
-
-        return Client(settings.url, settings.token, **options)
     from client.connection import Connection
 
-    return backend_for(kind, Connection(settings.url, settings.token, **options))
+    kind = parse_server_kind(server_kind) or settings.server_kind
+    conn = Connection(settings.url, settings.token, **options)
+    if kind is None:
+        try:
+            kind = await detect_server_kind(conn)
+        except BaseException:
+            await conn.aclose()
+            raise
+    return backend_for(kind, conn)

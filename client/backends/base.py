@@ -14,13 +14,12 @@ a :class:`NoteDesk`, a follower needs a :class:`LiveFeed`).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
-if TYPE_CHECKING:
-    # Annotations only: importing the wire models means pydantic (~0.3 s), which the CLI's fast path for
-    # scripted listings (client.quick) never loads; the event vocabulary is built only by a process that
-    # streams (~0.1 s of pydantic).
+if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here without any model)
     from client.events import Event
     from client.models import (
         ActivityItem,
@@ -35,19 +34,17 @@ if TYPE_CHECKING:
     from client.status import StreamStatus
 
 ServerKind = Literal["local", "preloop", "dendrux"]
-"""The kinds of server the client knows; ``client.backends.open_backend`` maps each to its backend."""
+"""The kinds of server the client knows; ``client.backends.backend_for`` maps each to its backend."""
 
 SERVER_KINDS: tuple[ServerKind, ...] = ("local", "preloop", "dendrux")
 
 API_PREFIX = "/api/v1"
-"""Where the Preloop-shaped REST lives (``client.backends.rest``, and ``client.quick``: the CLI fast path)."""
+"""Where the Preloop-shaped REST lives (``client.backends.rest``)."""
 
 
-class Capabilities(NamedTuple):
-    """What a backend's server can do, so the UI gates keys on it instead of failing after a key press.
-
-    (This module's records are NamedTuples and plain classes, not dataclasses: the CLI's fast path imports
-    it, and dataclasses cost it ~30 ms of start-up; see ``client.errors.FieldError``.)"""
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend's server can do, so the UI gates keys on it instead of failing after a key press."""
 
     notes: bool = True
     """Operator notes can be sent and listed."""
@@ -57,9 +54,13 @@ class Capabilities(NamedTuple):
     """Pending approvals are listed and can be approved or declined."""
     end_session: bool = True
     """A session can be ended from the client."""
+    approve_comment: bool = True
+    """An approval can carry a comment (a decline always can): a Dendrux app's approve takes no reason,
+    so a front end refuses the comment up front instead of the server dropping it."""
 
 
-class SessionFilter(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
     """Filters of ``GET /api/v1/runtime-sessions``, as the server names them."""
 
     status: Literal["all", "active", "ended"] | None = None
@@ -71,8 +72,7 @@ class SessionFilter(NamedTuple):
     flow_execution_id: str | None = None
 
     def params(self, *, limit: int, offset: int) -> dict[str, Any]:
-        """The query of one page of ``GET /api/v1/runtime-sessions``, unset filters left out (one spelling
-        for the REST backend and the CLI's fast path)."""
+        """The query of one page of ``GET /api/v1/runtime-sessions``, unset filters left out."""
         query: dict[str, Any] = {
             "status": self.status,
             "active_within_minutes": self.active_within_minutes,
@@ -87,24 +87,12 @@ class SessionFilter(NamedTuple):
         return {key: value for key, value in query.items() if value is not None}
 
 
+@dataclass(frozen=True, slots=True)
 class ApprovalPage:
     """A page of approvals; the server sends a bare array and the total in ``X-Total-Count``."""
 
-    __slots__ = ("items", "total")
-
-    def __init__(self, items: list[Approval] | None = None, total: int | None = None) -> None:
-        self.items: list[Approval] = [] if items is None else items
-        self.total = total
-
-    def __repr__(self) -> str:
-        return f"ApprovalPage(items={self.items!r}, total={self.total!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ApprovalPage):
-            return NotImplemented
-        return (self.items, self.total) == (other.items, other.total)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+    items: list[Approval] = field(default_factory=list)
+    total: int | None = None
 
 
 class SessionDesk(Protocol):
@@ -211,4 +199,15 @@ class Backend(SessionDesk, NoteDesk, ApprovalDesk, LiveFeed, AttentionFeed, Prot
         """What the server can do: the UI gates keys on it."""
         ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Close the connection pool; open streams end."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

@@ -1,8 +1,14 @@
-"""The Preloop-shaped REST API (``/api/v1``) that a Preloop server and our local control plane both speak.
+"""The REST side of the backends: what every one shares, and the Preloop-shaped API two of them speak.
 
-The local and the Preloop backend share it and differ only where the servers do (the live channel, a few
-quirks); a backend for a server with another API (a Dendrux app) does not use it. Every answer is validated
-by a pydantic model, and every failure is a :mod:`client.errors` exception (via :class:`Connection`).
+* :class:`RestBackend`: what a backend's REST side is whatever the server's routes: one
+  :class:`~client.connection.Connection` (closed with the backend, ``async with``), a repr that never shows
+  the token, and sessions paged across ``list_sessions`` pages. Every backend class derives from it.
+* :class:`PreloopRestApi`: the Preloop-shaped REST (``/api/v1``) that a Preloop server and our local
+  control plane both speak; the local and the Preloop backend differ only where the servers do (the live
+  channel, a few quirks). A Dendrux app has other routes (``client.backends.dendrux``).
+
+Every answer is validated by a pydantic model, and every failure is a :mod:`client.errors` exception (via
+:class:`Connection`).
 """
 
 from __future__ import annotations
@@ -12,13 +18,20 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Self
 
-import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
-from client.connection import Connection
-from client.errors import ClientError, InvalidResponse, NoteOutcomeUnknown, SessionEnded, UsageError
-from client.ids import match_prefix, normalise_prefix, require_note_id, require_uuid, short_id
+from client.connection import Connection, Reply
+from client.errors import (
+    ClientError,
+    InvalidResponse,
+    NoteOutcomeUnknown,
+    SessionEnded,
+    Timeout,
+    TransportError,
+    UsageError,
+)
+from client.ids import match_id, normalise_prefix, require_note_id, require_uuid, short_id
 from client.models import (
     ActivityItem,
     ActivityList,
@@ -32,9 +45,9 @@ from client.models import (
     SessionDetail,
     SessionList,
 )
-from client.notetext import NOTE_EMPTY, note_text_problem
+from client.notetext import require_sendable
 
-__all__ = ["API_PREFIX", "PreloopRestApi"]
+__all__ = ["API_PREFIX", "PreloopRestApi", "RestBackend"]
 
 _approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
 
@@ -43,13 +56,8 @@ _LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", 
 _RESOLVE_LIMIT = 10_000
 
 
-class PreloopRestApi:
-    """Sessions, notes and approvals over Preloop's REST shapes, on a shared :class:`Connection`.
-
-    Subclasses hook :meth:`_changed` to learn about a change the server will not push (a note sent or
-    withdrawn, an approval decided), and :meth:`_before_note` to refuse a note the server would accept but
-    never deliver.
-    """
+class RestBackend:
+    """What every backend shares, whatever its server's routes: its connection, and paging sessions."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -68,6 +76,42 @@ class PreloopRestApi:
     ) -> None:
         await self.aclose()
 
+    async def aclose(self) -> None:
+        """Close the connection; open streams end."""
+        await self.conn.aclose()
+
+    async def list_sessions(
+        self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
+    ) -> SessionList:
+        """One page of sessions (each backend reads its server's own listing)."""
+        raise NotImplementedError
+
+    async def iter_sessions(
+        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
+    ) -> AsyncIterator[Session]:
+        """Every session matching ``filters`` across pages, up to ``max_items``, following ``has_more``."""
+        offset = 0
+        seen = 0
+        while seen < max_items:
+            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
+            for item in page.items:
+                yield item
+                seen += 1
+                if seen >= max_items:
+                    return
+            if not page.has_more or not page.items:
+                return
+            offset += len(page.items)
+
+
+class PreloopRestApi(RestBackend):
+    """Sessions, notes and approvals over Preloop's REST shapes, on a shared :class:`Connection`.
+
+    Subclasses hook :meth:`_changed` to learn about a change the server will not push (a note sent or
+    withdrawn, an approval decided), and :meth:`_before_note` to refuse a note the server would accept but
+    never deliver.
+    """
+
     async def _request(
         self,
         method: str,
@@ -76,7 +120,7 @@ class PreloopRestApi:
         what: str = "",
         params: dict[str, Any] | None = None,
         json: Any = None,
-    ) -> httpx.Response:
+    ) -> Reply:
         return await self.conn.request(method, API_PREFIX + path, what=what, params=params, json=json)
 
     def _changed(self, session_id: str | None) -> None:
@@ -101,23 +145,6 @@ class PreloopRestApi:
         params = (filters or SessionFilter()).params(limit=limit, offset=offset)
         response = await self._request("GET", "/runtime-sessions", params=params)
         return self.conn.parse(response, SessionList)
-
-    async def iter_sessions(
-        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
-    ) -> AsyncIterator[Session]:
-        """Every session matching ``filters`` across pages, up to ``max_items``, following ``has_more``."""
-        offset = 0
-        seen = 0
-        while seen < max_items:
-            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
-            for item in page.items:
-                yield item
-                seen += 1
-                if seen >= max_items:
-                    return
-            if not page.has_more or not page.items:
-                return
-            offset += len(page.items)
 
     async def _session_detail(self, session_id: str) -> Session:
         sid = require_uuid(session_id)
@@ -147,14 +174,8 @@ class PreloopRestApi:
         if len(text) == 36:
             return require_uuid(text)
         prefix = normalise_prefix(text)
-        candidates: list[str] = []
-        sessions = self.iter_sessions(
-            SessionFilter(status="all"), max_items=_RESOLVE_LIMIT, page_size=page_size
-        )
-        async for row in sessions:
-            if row.id.lower().startswith(prefix):
-                candidates.append(row.id.lower())
-        return match_prefix(prefix, candidates)
+        rows = self.iter_sessions(SessionFilter(status="all"), max_items=_RESOLVE_LIMIT, page_size=page_size)
+        return match_id(prefix, [row.id.lower() async for row in rows])
 
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         """What happened in a session, newest first (Preloop's history; no total)."""
@@ -190,9 +211,7 @@ class PreloopRestApi:
         targets = [t for t in (session_id, agent_id, execution_id) if t]
         if len(targets) != 1:
             raise UsageError("a note needs exactly one target: a session, an agent or an execution")
-        problem = note_text_problem(text)
-        if problem is not None:
-            raise UsageError(f"{problem}: type something to send" if problem == NOTE_EMPTY else problem)
+        require_sendable(text)
         body = NoteCreate(
             text=text,
             runtime_session_id=require_uuid(session_id) if session_id else None,
@@ -207,20 +226,11 @@ class PreloopRestApi:
         url = API_PREFIX + "/operator-notes"
         what = f"session {short_id(session_id)}" if session_id else "the note's target"
         try:
-            response = await self.conn.http.post(url, json=body.model_dump(exclude_none=True))
-        except (
-            httpx.ConnectError,
-            httpx.ConnectTimeout,
-            httpx.PoolTimeout,
-            httpx.UnsupportedProtocol,
-        ) as exc:
-            # Nothing left this machine: safe to say "not sent".
-            err = self.conn.transport_error(exc, "POST", url)
-            raise type(err)(f"{err.hint}; the note was not sent") from None
-        except httpx.TransportError as exc:
-            reason = (
-                "no answer in time" if isinstance(exc, httpx.TimeoutException) else "the connection broke"
-            )
+            response = await self.conn.send("POST", url, json=body.model_dump(exclude_none=True))
+        except TransportError as err:
+            if not err.sent:  # nothing left this machine: safe to say "not sent"
+                raise type(err)(f"{err.hint}; the note was not sent") from None
+            reason = "no answer in time" if isinstance(err, Timeout) else "the connection broke"
             raise NoteOutcomeUnknown(cid, reason) from None
         if response.status_code in (502, 504):
             # a proxy gave up waiting: the server behind it may well have created the note
@@ -323,7 +333,3 @@ class PreloopRestApi:
         approval = self.conn.parse(response, Approval)
         self._changed(approval.runtime_session_id)
         return approval
-
-    async def aclose(self) -> None:
-        """Close the connection; open streams end."""
-        await self.conn.aclose()

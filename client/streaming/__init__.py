@@ -1,8 +1,10 @@
 """The streaming toolkit every backend's live feed is built from; pure parts tested without a network.
 
+SSE streams are opened and parsed by httpx-sse (``client.connection.Connection.event_source``,
+``EventSource.aiter_sse``); this package takes over from the parsed frames:
+
 =====================  =====================================================================
-``sse``                SSE bytes → frames (pure decoder, chunks may split anywhere)
-``decode``             frames → events, a chunk's frames validated in one pydantic call
+``decode``             a frame → an event (our vocabulary), or why it is not one
 ``order``              :class:`EventOrderer`: seq order, once each, gaps held (configurable first seq)
 ``intake``             :class:`SeqIntake`: order + skip counting + end detection + the gap policy
 ``policy``             :func:`backoff_delay` (jittered) and :func:`refuses` (when to stop for good)

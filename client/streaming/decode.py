@@ -1,31 +1,27 @@
-"""Frames to events: validate a whole chunk's frames in one pydantic call, and fall back frame by frame.
+"""SSE frames to events, one frame at a time (pure, no I/O).
 
-Pure (no I/O). Every backend whose server sends our event vocabulary as SSE frames uses it; a backend with
-another vocabulary maps its frames itself and hands events to :mod:`client.streaming.order`.
+A frame is whatever the SSE parser dispatched (httpx-sse's ``ServerSentEvent``: ``event``, ``data``,
+``id``). A feed whose server sends our event vocabulary (the local server's stream, the attention feed)
+decodes with it; a backend with another vocabulary (Dendrux) maps its frames itself and hands events to
+:mod:`client.streaming.order`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from operator import attrgetter
-from typing import Protocol, cast
+from typing import Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
-from client.events import Event, EventDecodeError, KnownEvent, parse_event
+from client.events import Event, KnownEvent, parse_event
 
-__all__ = ["Frame", "decode_batch", "decode_frame", "decode_frames", "frame_seq"]
+__all__ = ["Frame", "decode_frame", "frame_seq"]
 
 _known: TypeAdapter[KnownEvent] = TypeAdapter(KnownEvent)
-_known_list: TypeAdapter[list[KnownEvent]] = TypeAdapter(list[KnownEvent])
-_frame_data = attrgetter("data")  # C-level field access: these run once per event
-_frame_event = attrgetter("event")
-_event_type = attrgetter("type")
 
 
 class Frame(Protocol):
-    """One dispatched SSE event, as any decoder gives it (``event`` is ``""`` when the server named none)."""
+    """One dispatched SSE event (``event`` is ``"message"`` or ``""`` when the server named none)."""
 
     @property
     def event(self) -> str: ...
@@ -51,35 +47,6 @@ def decode_frame(frame: Frame) -> Event:
     if name and name != event.type:
         return parse_event(frame.data, name)
     return event
-
-
-def decode_batch(frames: Sequence[Frame]) -> list[Event] | None:
-    """Validate a chunk's frames in one pydantic call (2-3x faster than one call each), or None when any
-    frame is odd (unknown type, bad JSON, a type that disagrees with its SSE event name): then
-    :func:`decode_frames` takes them one by one, so a bad frame costs speed, never the others."""
-    if not frames:
-        return []
-    try:
-        events = cast("list[Event]", _known_list.validate_json(f"[{','.join(map(_frame_data, frames))}]"))
-    except ValidationError:
-        return None
-    if len(events) == len(frames) and list(map(_frame_event, frames)) == list(map(_event_type, events)):
-        return events
-    return None
-
-
-def decode_frames(frames: Sequence[Frame]) -> list[Event | EventDecodeError]:
-    """Every frame as an event, or the EventDecodeError saying why it is not one (same order)."""
-    batch = decode_batch(frames)
-    if batch is not None:
-        return list(batch)
-    out: list[Event | EventDecodeError] = []
-    for frame in frames:
-        try:
-            out.append(decode_frame(frame))
-        except EventDecodeError as exc:
-            out.append(exc)
-    return out
 
 
 def frame_seq(frame: Frame) -> int | None:

@@ -1,13 +1,13 @@
-"""One session's numbered events, chunk by chunk, to what a follower yields: the shared middle of every
-seq-numbered live feed (our SSE stream, a Dendrux app's).
+"""One session's numbered events, as they arrive, to what a follower yields: the shared middle of a
+seq-numbered live feed in our event vocabulary (the local server's SSE stream).
 
-:class:`SeqIntake` takes a chunk's worth of frames (or already mapped events), decodes them in one batch,
-orders them (:class:`~client.streaming.order.EventOrderer`), counts what could not be decoded
-(``Skipped``), stops at ``session.ended`` and decides what a gap means:
+:class:`SeqIntake` takes one SSE frame at a time (or already mapped events), decodes it, orders it
+(:class:`~client.streaming.order.EventOrderer`), counts what could not be decoded (``Skipped``), stops at
+``session.ended`` and decides what a gap means:
 
-* a gap is only acted on when **this chunk** brought a seq past the next expected one (the connection
-  skipped something). A chunk with no event in it (a ``retry:`` line, a keep-alive) says nothing about the
-  gap, so a freshly reopened stream is given the time to send the missing events;
+* a gap is only acted on when **the last frame** brought a seq past the next expected one (the connection
+  skipped something). Something without an event in it (a ``retry:`` line, a keep-alive) says nothing
+  about the gap, so a freshly reopened stream is given the time to send the missing events;
 * acting means :class:`~client.streaming.reconnect.Retry` at once, resuming after the last contiguous seq
   (or the backend's own backfill: see ``SeqIntake.check_gap``'s caller), at most ``max_refills`` times
   for the same cursor; then the gap is given up: ``Missed(n)`` and the held events go out.
@@ -15,12 +15,11 @@ orders them (:class:`~client.streaming.order.EventOrderer`), counts what could n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import cast
 
 from client.events import Event, EventDecodeError
 from client.status import Missed, Skipped, StreamStatus
-from client.streaming.decode import Frame, decode_batch, decode_frames, frame_seq
+from client.streaming.decode import Frame, decode_frame, frame_seq
 from client.streaming.order import EventOrderer, through_end
 from client.streaming.reconnect import Retry
 
@@ -56,26 +55,22 @@ class SeqIntake:
         """The last contiguous seq: where a reopened stream resumes (``Last-Event-ID``)."""
         return self.order.last_seq
 
-    def frames(self, frames: Sequence[Frame]) -> Items:
-        """One chunk's SSE frames in our event vocabulary: decoded in one batch, then :meth:`events`."""
-        batch = decode_batch(frames)
-        if batch is not None:  # the common case: all good, in one pydantic call
-            return self.events(batch)
-        out: Items = []
-        for frame, decoded in zip(frames, decode_frames(frames), strict=True):
-            if isinstance(decoded, EventDecodeError):
-                out.append(self.skip(str(decoded)))
-                seq = frame_seq(frame)
-                if seq is None:
-                    continue
-                released, ended = through_end(self.order.push(seq, None))
-            else:
-                released, ended = through_end(self.order.push(decoded.seq, decoded))
-            out += released
-            if ended:
-                self.ended = True
-                return out
-        return out
+    def frame(self, frame: Frame) -> Items:
+        """One SSE frame in our event vocabulary: the events it releases (none while a gap holds them),
+        or ``Skipped`` when it cannot be decoded (its seq, when it can be told, still counts as seen)."""
+        if self.ended:
+            return []
+        try:
+            event = decode_frame(frame)
+        except EventDecodeError as exc:
+            skipped: Items = [self.skip(str(exc))]
+            seq = frame_seq(frame)
+            if seq is None:
+                return skipped
+            released, self.ended = through_end(self.order.push(seq, None))
+            return skipped + cast("Items", released)
+        released, self.ended = through_end(self.order.push(event.seq, event))
+        return cast("Items", released)
 
     def events(self, events: list[Event]) -> Items:
         """Mapped events in arrival order: what is releasable, up to a session end."""
@@ -90,7 +85,7 @@ class SeqIntake:
         return Skipped(reason, self.skipped)
 
     def check_gap(self) -> Items:
-        """After a chunk: raise :class:`Retry` (immediate) to refill a gap this chunk revealed, or, after
+        """After a frame: raise :class:`Retry` (immediate) to refill a gap that frame revealed, or, after
         ``max_refills`` refills that brought nothing, give it up and return ``Missed`` and the held events."""
         jumped = self.order.jumps != self._jumps_seen
         self._jumps_seen = self.order.jumps

@@ -7,12 +7,13 @@ import json
 
 import pytest
 
-from client.api import Client
-from tui.cli import main
+from cli.main import main
+from client.backends import connect
+from client.config import Settings
 
 
 async def _wait_pending(url: str, token: str, count: int) -> list[str]:
-    async with Client(url, token) as client:
+    async with await connect(Settings(url, token)) as client:
         for _ in range(600):
             page = await client.list_approvals(status="pending")
             if len(page.items) >= count:
@@ -49,9 +50,14 @@ async def test_list_approve_by_short_id_and_decline_with_comment(
         verdict = await asyncio.wait_for(first, 30)
         assert verdict.decision == "allow"
 
-        assert await asyncio.to_thread(main, ["approvals", "approve", approval_id]) == 1
-        err = capsys.readouterr().err
-        assert err.startswith("preloop: bad request:") and "already" in err
+        # Again, by its full id or its short one (issue 18: the short id said "no such approval"): the
+        # same answer, what happened to it and by whom.
+        for typed in (approval_id, approval_id[:6]):
+            assert await asyncio.to_thread(main, ["approvals", "approve", typed]) == 1
+            err = capsys.readouterr().err
+            said = f"preloop: already approved: approval {approval_id[:8]} (Bash) was approved"
+            assert err.startswith(said)
+            assert "by an operator" in err
 
         second = asyncio.create_task(agent.permission_check("Bash", {"command": "git push --force"}))
         [other] = await _wait_pending(live_server.url, live_server.token, 1)
@@ -72,6 +78,6 @@ async def test_list_approve_by_short_id_and_decline_with_comment(
 
 def test_unknown_approval_is_refused(live_server, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["approvals", "approve", "abcd"]) == 1
-    assert "no pending approval starts with 'abcd'" in capsys.readouterr().err
+    assert "no approval starts with 'abcd'" in capsys.readouterr().err
     assert main(["approvals", "decline", "3f6c1a52-0000-4000-8000-000000000000"]) == 1
     assert "not found" in capsys.readouterr().err

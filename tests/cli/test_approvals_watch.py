@@ -6,14 +6,19 @@ quiet exit when the reader of the pipe goes away.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
+import io
 import json
 import os
 import signal
 from pathlib import Path
 from typing import Any
 
-from client.api import Client
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP, preloop
 from tests.conftest import LiveServer
@@ -41,7 +46,7 @@ def ask(session: HarnessSession, command: str) -> asyncio.Task[Any]:
     return asyncio.create_task(session.permission_check("Bash", {"command": command}, ask=True))
 
 
-async def pending(client: Client, n: int) -> None:
+async def pending(client: Backend, n: int) -> None:
     for _ in range(1500):
         if len((await client.list_approvals(status="pending")).items) >= n:
             return
@@ -50,7 +55,10 @@ async def pending(client: Client, n: int) -> None:
 
 
 async def test_watch_json_is_ndjson_of_changes_and_ctrl_c_exits_130(live_server: LiveServer) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         one = await harness.start_session(agent_name="builder")
         two = await harness.start_session(agent_name="tester")
         first = ask(one, "git push origin main")
@@ -83,7 +91,10 @@ async def test_watch_json_is_ndjson_of_changes_and_ctrl_c_exits_130(live_server:
 async def test_watch_human_lines_and_a_closed_pipe_ends_quietly(
     live_server: LiveServer, tmp_path: Path
 ) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         agent = await harness.start_session(agent_name="builder")
         first = ask(agent, "make deploy")
         await pending(client, 1)
@@ -143,7 +154,60 @@ async def test_watch_says_a_refused_token_once_and_goes_on_with_a_new_one(live_s
             err.count("preloop: the server refused the token (401): run `preloop login` in another terminal")
             == 1
         )
-        async with Client(live_server.url, new) as client:
+        async with await connect(Settings(live_server.url, new)) as client:
             for approval in (await client.list_approvals(status="pending")).items:
                 await client.approve(approval.id)
         await waiting
+
+
+async def test_watch_says_approved_declined_or_expired_never_gone_or_expired_elsewhere(
+    live_server: LiveServer,
+) -> None:
+    """Issue 18: an expiry was printed "✓ expired (elsewhere)" and, after a reconnect, an approval decided
+    meanwhile "✓ gone (elsewhere)". An expiry is no one's decision; an approval seen to go without its
+    final record (the snapshot after a reconnect still had the pending copy) is read once, so the line
+    says approved, by whom, with the comment."""
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("approvals", "list", "--all-sessions", "--watch")
+        decided = ask(agent, "make deploy")
+        assert "⚑ pending" in await _line(proc.stdout)
+        expiring = asyncio.create_task(
+            agent.permission_check("Read", {"path": "README.md"}, ask=True, timeout_seconds=1)
+        )
+        assert "⚑ pending" in await _line(proc.stdout)
+        expired = await _line(proc.stdout)
+        assert "⌛ expired" in expired and "Read" in expired and "elsewhere" not in expired, expired
+        await asyncio.wait_for(expiring, 10)
+        proc.send_signal(signal.SIGINT)
+        await asyncio.wait_for(proc.wait(), 30)
+
+        # The inbox's view after a reconnect: the approval vanished from the snapshot, its last record the
+        # pending one; meanwhile another operator approved it.
+        from cli.commands.approvals import _emit
+        from client.inbox import ApprovalGone, Inbox
+        from client.models import AttentionSnapshot
+        from client.steering import Steering
+
+        (stale,) = (await client.list_approvals(status="pending")).items
+        await client.approve(stale.id, "ship it")
+        inbox = Inbox()
+        inbox.reset(AttentionSnapshot(approvals=[stale]))
+        (gone,) = inbox.reset(AttentionSnapshot(approvals=[]))
+        assert isinstance(gone, ApprovalGone) and gone.approval.pending
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            await _emit(argparse.Namespace(json=False), gone, None, Steering(client))
+            await _emit(argparse.Namespace(json=True), gone, None, Steering(client))
+        human, machine = out.getvalue().splitlines()
+        assert "✓ approved (elsewhere)" in human and "by an operator" in human and '"ship it"' in human
+        record = json.loads(machine)
+        assert (record["status"], record["elsewhere"], record["decided_by"]["kind"]) == (
+            "approved",
+            True,
+            "human",
+        )
+        assert (await asyncio.wait_for(decided, 10)).decision == "allow"

@@ -16,10 +16,11 @@ from collections.abc import Callable
 
 import pytest
 
-from client.api import Client
+from cli.main import main
+from client.backends import connect
+from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP
-from tui.cli import main
 
 LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+)\s+(.*)$")
 
@@ -149,7 +150,10 @@ async def _read_until_count(stream: asyncio.StreamReader | None, count: int) -> 
 
 
 async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         agent = await harness.start_session(agent_name="builder")
         proc = await _spawn(
             "sessions", "attach", agent.session_id[:8], "--plain", "--since", "0s", stdin=True
@@ -189,7 +193,10 @@ async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server
 
 
 async def test_read_only_never_reads_stdin(live_server) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         agent = await harness.start_session(agent_name="builder")
         proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--read-only", stdin=True)
         assert proc.stdin is not None and proc.stderr is not None
@@ -258,7 +265,7 @@ async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approve
     async with live_server.harness() as harness:
         agent = await harness.start_session(agent_name="builder")
         verdict = asyncio.create_task(agent.permission_check("Bash", {"command": "git push origin main"}))
-        async with Client(live_server.url, live_server.token) as client:
+        async with await connect(Settings(live_server.url, live_server.token)) as client:
             async with asyncio.timeout(30):
                 while not (await client.list_approvals(session_id=agent.session_id)).items:  # noqa: ASYNC110
                     await asyncio.sleep(0.05)
@@ -314,10 +321,10 @@ async def test_plain_attach_says_a_refused_token_once_and_resumes_after_a_new_on
     line says so whatever the retries, and the attach goes on by itself once a new token can be read."""
     import io
 
-    from client.backends import open_backend
+    from cli.plain import follow_plain
+    from client.backends import connect
     from client.config import resolve_settings, token_reader
     from server.embedded import write_local_server_file
-    from tui.plain import follow_plain
 
     out, err = io.StringIO(), io.StringIO()
     reads: list[str | None] = []
@@ -327,10 +334,10 @@ async def test_plain_attach_says_a_refused_token_once_and_resumes_after_a_new_on
         reads.append(read_again())
         return reads[-1]
 
-    backend = open_backend(
+    backend = await connect(
         resolve_settings(), server_kind="local", backoff_initial=0.05, backoff_max=0.2, token_source=source
     )
-    async with live_server.harness() as harness, backend:  # type: ignore[attr-defined]
+    async with live_server.harness() as harness, backend:
         agent = await harness.start_session(agent_name="night-shift")
         attach = asyncio.create_task(
             follow_plain(
@@ -359,3 +366,25 @@ async def test_plain_attach_says_a_refused_token_once_and_resumes_after_a_new_on
     assert notices.count("refused the token (401): run `preloop login` in another terminal") == 1
     assert notices.count("-- live") == 2  # then live again, without a restart
     assert "refused (401)" not in notices
+
+
+async def test_a_plain_line_over_the_limit_is_not_sent_and_is_printed_back(live_server) -> None:
+    """Issue 18: a typed line longer than 4096 characters is refused by the client with the limit (never
+    asked of the server, which answered "invalid request"), printed back, and the attach goes on."""
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--since", "0s", stdin=True)
+        assert proc.stdin is not None and proc.stderr is not None
+        await _read_until(proc.stderr, "-- live")
+        proc.stdin.write(b"w" * 5000 + b"\nshort one\n")
+        await proc.stdin.drain()
+        said = await _read_until(proc.stderr, "your note was NOT sent")
+        assert "bad input: the note is 5,000 characters long and the limit is 4,096" in said[-2], said[-2:]
+        assert "w" * 5000 in (await proc.stderr.readline()).decode()
+        await _read_until(proc.stderr, "sent (pending)")
+        assert [n.text for n in (await client.list_notes(session_id=agent.session_id)).notes] == ["short one"]
+        await agent.end()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0

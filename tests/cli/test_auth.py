@@ -12,9 +12,9 @@ import stat
 
 import pytest
 
+from cli.main import main
 from client import paths
 from tests.cli.helpers import preloop
-from tui.cli import main
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.plain_input import Decide, LineJoiner, Quit, Refuse, SendNote, ShowHelp, Withdraw, parse_input
+from cli.plain_input import Decide, LineJoiner, Quit, Refuse, SendNote, ShowHelp, Withdraw, parse_input
 
 
 def test_plain_text_is_a_note() -> None:

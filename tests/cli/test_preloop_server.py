@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from cli.main import main
 from tests.fake_preloop import MAIN_SESSION, TOKEN, running_fake_preloop
-from tui.cli import main
 
 
 def test_list_and_send_against_preloop(isolated_dirs, capsys: pytest.CaptureFixture[str]) -> None:

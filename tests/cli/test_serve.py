@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from server.store import SCHEMA_VERSION
 from tests.cli.helpers import PRELOOP, preloop
-from tui.cli import main
 
 
 def test_serve_then_use_it_then_ctrl_c(isolated_dirs: Path) -> None:
@@ -106,3 +106,24 @@ def test_demo_on_a_database_from_a_newer_version_says_so(isolated_dirs: Path) ->
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert "the demo server did not start" in done.stderr and "schema version 99" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "demo"])
+def test_without_the_server_extra_serve_and_demo_name_what_to_install(
+    command: str, isolated_dirs: Path
+) -> None:
+    """A base install (no FastAPI, uvicorn or aiosqlite) is a terminal client: ``preloop serve`` and
+    ``preloop demo`` exit 2 naming the extra instead of failing on an import."""
+    import sys
+
+    code = (
+        "import sys\n"
+        "for name in ('fastapi', 'uvicorn', 'aiosqlite'):\n"
+        "    sys.modules[name] = None  # as if not installed\n"
+        "from cli.main import main\n"
+        f"sys.exit(main([{command!r}, '--port', '0']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'preloop-steer[server]'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -10,7 +10,8 @@ from pathlib import Path
 import jsonschema
 from markdown_it import MarkdownIt
 
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from server.harness_client import HarnessClient
 from tests.cli.helpers import preloop, run, with_sessions
 from tests.cli.test_approvals import _wait_pending
@@ -20,7 +21,7 @@ SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").
 
 async def _incident(url: str, token: str) -> str:
     """An agent narrates, runs a tool, reads a note, changes course, is declined, answers and ends."""
-    async with HarnessClient(url, token) as harness, Client(url, token) as client:
+    async with HarnessClient(url, token) as harness, await connect(Settings(url, token)) as client:
         agent = await harness.start_session(agent_name="builder", title="Fix the flaky build")
         await agent.run_started("fix the build")
         await agent.narrate(1, ["I will clean ", "the build folder."])
@@ -71,6 +72,24 @@ def test_export_a_session_to_json_and_markdown(live_server, tmp_path: Path) -> N
     fences = [t.content for t in tokens if t.type == "fence"]
     assert "Running the tests first.\n" in fences and "Tests pass; nothing removed.\n" in fences
     assert "| declined |" in md and "not \\| now" in md and "run \\| the tests first, no rm" in md
+
+
+def test_the_operator_who_wrote_the_notes_is_named_for_the_decisions_too(live_server) -> None:
+    """Issue 18: the export said notes were by "Local Operator" and the approval by "an operator", the
+    same person. Our server gives an account one operator, so both tables, and the timeline, name the
+    person the server names as the notes' author, in the JSON and the Markdown alike."""
+    session_id = run(_incident(live_server.url, live_server.token))
+    done = preloop("sessions", "export", session_id, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    [note], [approval] = doc["notes"], doc["approvals"]
+    assert note["author"] == "Local Operator"
+    assert approval["decided_by"] == {"kind": "human", "detail": "Local Operator"}
+    md = preloop("sessions", "export", session_id, "--format", "md").stdout
+    assert "declined by Local Operator" in md and "an operator" not in md
+    [row] = [line for line in md.splitlines() if line.startswith("| ") and "| declined |" in line]
+    assert "| Local Operator |" in row
 
 
 def test_export_refuses_a_folder_and_an_unknown_session(live_server, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """A scripted SSE transport for the faults a real server cannot produce on demand.
 
 Each connection attempt takes the next script: a status code, byte chunks (cut wherever the test likes),
-pauses, or a hang (a stall). The requests are recorded so tests can check ``Last-Event-ID``.
+pauses, or a hang (a stall: it ends in ``httpx.ReadTimeout`` once the request's read timeout passes, as
+on a real connection). The requests are recorded so tests can check ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -50,16 +51,22 @@ class Script:
     content_type: str = "text/event-stream"
 
 
-class _Stream(httpx.AsyncByteStream):
-    def __init__(self, steps: list[bytes | Hang | Pause]) -> None:
+class ScriptedBody(httpx.AsyncByteStream):
+    """The scripted body; a wait longer than the request's read timeout raises ``httpx.ReadTimeout``
+    after that timeout, as a real connection does (the follower's stall detection is that timeout)."""
+
+    def __init__(self, steps: list[bytes | Hang | Pause], read_timeout: float | None) -> None:
         self.steps = steps
+        self.read_timeout = read_timeout
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for step in self.steps:
-            if isinstance(step, Hang):
-                await asyncio.sleep(3600)
-            elif isinstance(step, Pause):
-                await asyncio.sleep(step.seconds)
+            if isinstance(step, Hang | Pause):
+                seconds = 3600.0 if isinstance(step, Hang) else step.seconds
+                if self.read_timeout is not None and seconds > self.read_timeout:
+                    await asyncio.sleep(self.read_timeout)
+                    raise httpx.ReadTimeout("no byte within the read timeout")
+                await asyncio.sleep(seconds)
             else:
                 yield step
 
@@ -84,8 +91,12 @@ class ScriptedSSE(httpx.AsyncBaseTransport):
             return httpx.Response(
                 script.status, content=script.body, headers={"content-type": "application/json"}
             )
+        read_timeout = request.extensions.get("timeout", {}).get("read")
         return httpx.Response(
-            200, headers={"content-type": script.content_type}, stream=_Stream(script.steps), request=request
+            200,
+            headers={"content-type": script.content_type},
+            stream=ScriptedBody(script.steps, read_timeout),
+            request=request,
         )
 
 

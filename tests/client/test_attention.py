@@ -12,13 +12,17 @@ from typing import Any
 import httpx
 import pytest
 
-from client.api import Client
 from client.attention_live import AttentionItem, poll_attention
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from client.events import ApprovalDecided, ApprovalRequested, NoteEvent
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, NoteFailed
 from client.models import Approval, AttentionSnapshot, Note
 from client.status import Live, LoginNeeded, Reconnecting
+from client.steering import Decisions
 from server.harness_client import HarnessClient, HarnessSession
+from tests.client.faults import FreezingProxy
 from tests.conftest import LiveServer
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -86,14 +90,23 @@ def test_events_are_applied_once_and_a_decided_approval_never_comes_back() -> No
 
 
 def test_a_decision_made_here_is_not_reported_as_elsewhere() -> None:
-    inbox = Inbox()
-    inbox.reset(AttentionSnapshot(approvals=[approval(1), approval(2)]))
+    """Decided through this process's one record of decisions (client.steering.Decisions): its answer
+    and its echo are "here"; one lost to another operator is "elsewhere", with the row that won."""
+    decisions = Decisions()
+    inbox = Inbox(decisions=decisions)
+    inbox.reset(AttentionSnapshot(approvals=[approval(1), approval(2), approval(3)]))
+    decisions.start(approval(1).id)
+    decisions.finish(approval(1).id, decided=True)
     mine = inbox.decided(approval(1, status="declined"))
     assert mine == [ApprovalGone(approval(1, status="declined"), elsewhere=False)]
     assert inbox.apply(decided(approval(1), "declined")) == []  # the echo
-    inbox.deciding(approval(2).id)
+    decisions.start(approval(2).id)  # on its way: its echo may come first
     echo = inbox.apply(decided(approval(2)))
     assert len(echo) == 1 and isinstance(echo[0], ApprovalGone) and not echo[0].elsewhere
+    decisions.start(approval(3).id)
+    decisions.finish(approval(3).id, decided=False)  # lost the race
+    lost = inbox.decided(approval(3, status="approved"))
+    assert lost == [ApprovalGone(approval(3, status="approved"), elsewhere=True)]
 
 
 def test_failed_notes_count_until_seen_and_leave_with_the_window() -> None:
@@ -116,9 +129,11 @@ def test_failed_notes_count_until_seen_and_leave_with_the_window() -> None:
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(
-        live_server.url, live_server.token, server_kind="local", backoff_initial=0.05, backoff_max=0.3
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"),
+        backoff_initial=0.05,
+        backoff_max=0.3,
     ) as c:
         yield c
 
@@ -137,7 +152,7 @@ async def wait_for(condition: Any, what: str, seconds: float = 30.0) -> None:
 
 
 async def test_snapshot_lists_every_sessions_pending_approvals_oldest_first_and_failed_notes(
-    live_server: LiveServer, harness: HarnessClient, client: Client
+    live_server: LiveServer, harness: HarnessClient, client: Backend
 ) -> None:
     one = await harness.start_session(agent_name="builder")
     two = await harness.start_session(agent_name="tester")
@@ -191,7 +206,7 @@ async def next_of(feed: AsyncIterator[AttentionItem], kind: type, seconds: float
 
 
 async def test_watch_attention_pushes_approvals_of_any_session_and_resyncs_after_a_restart(
-    live_server: LiveServer, harness: HarnessClient, client: Client
+    live_server: LiveServer, harness: HarnessClient, client: Backend
 ) -> None:
     feed = client.watch_attention(notes_window=timedelta(hours=1)).__aiter__()
     inbox = Inbox()
@@ -220,8 +235,47 @@ async def test_watch_attention_pushes_approvals_of_any_session_and_resyncs_after
     await feed.aclose()
 
 
+async def test_an_approval_decided_while_the_stream_was_away_comes_back_with_its_final_record(
+    live_server: LiveServer, harness: HarnessClient, client: Backend
+) -> None:
+    """The push of a decision is lost with a dead connection; the fresh snapshot after the reconnect just
+    lacks the approval. It went out as "gone" with the stale pending copy; the decided row is fetched, so
+    the inbox says declined, with the comment."""
+    host, port = live_server.url.removeprefix("http://").split(":")
+    proxy = await FreezingProxy(host, int(port)).start()
+    session = await harness.start_session(agent_name="builder")
+    try:
+        # the fixture's server sends a keep-alive every 0.5 s, so 1.5 s of silence is a stall
+        async with await connect(
+            Settings(proxy.url, live_server.token, server_kind="local"), stall_timeout=1.5, backoff_max=0.3
+        ) as watching:
+            feed = watching.watch_attention(notes_window=timedelta(hours=1)).__aiter__()
+            inbox = Inbox()
+            inbox.reset(await next_of(feed, AttentionSnapshot))
+            task = await ask(session, "git push origin main")
+            asked = await next_of(feed, ApprovalRequested)
+            assert [type(c) for c in inbox.apply(asked)] == [ApprovalAdded]
+            proxy.freeze_open_connections()  # the decision's push never arrives on this connection
+            await client.decline(asked.approval.id, "not on a Friday")
+            await next_of(feed, Reconnecting)
+            decided = await next_of(feed, ApprovalDecided)
+            assert decided.approval.id == asked.approval.id
+            final = decided.approval
+            assert (final.status, final.approver_comment) == ("declined", "not on a Friday")
+            assert decided.approval.resolved_at is not None
+            (gone,) = inbox.apply(decided)
+            assert isinstance(gone, ApprovalGone) and gone.elsewhere and gone.approval.status == "declined"
+            assert inbox.reset(await next_of(feed, AttentionSnapshot)) == []  # already settled
+            await feed.aclose()  # type: ignore[attr-defined]
+    finally:
+        await proxy.close()
+    assert (await task).decision == "deny"
+
+
 async def test_a_bad_token_is_waited_out_not_a_refusal(live_server: LiveServer) -> None:
-    async with Client(live_server.url, "plo_not-a-token", server_kind="local", backoff_initial=0.01) as bad:
+    async with await connect(
+        Settings(live_server.url, "plo_not-a-token", server_kind="local"), backoff_initial=0.01
+    ) as bad:
         feed = bad.watch_attention().__aiter__()
         first = await next_of(feed, LoginNeeded)
         second = await next_of(feed, LoginNeeded)
@@ -230,7 +284,7 @@ async def test_a_bad_token_is_waited_out_not_a_refusal(live_server: LiveServer) 
     assert "refused the token (401)" in first.reason
 
 
-async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client: Client) -> None:
+async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client: Backend) -> None:
     session = await harness.start_session(agent_name="builder")
     await client.send_note("too late", session_id=session.session_id)
     task = await ask(session, "deploy")
@@ -254,7 +308,7 @@ async def test_polling_feed_works_on_any_backend(harness: HarnessClient, client:
 
 
 async def test_polling_starts_a_round_every_interval_however_long_the_rounds_take(
-    harness: HarnessClient, client: Client, monkeypatch: pytest.MonkeyPatch
+    harness: HarnessClient, client: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A poller whose server takes 0.4 s to list the approvals and 1.2 s more for the notes still starts a
     round every 3 s (it waits the interval minus the round, so a change shows within one interval, not one
@@ -302,3 +356,18 @@ async def test_polling_starts_a_round_every_interval_however_long_the_rounds_tak
     # 5 (approvals, then notes), 6 (slow), 7 (slow, at once; approvals first)
     assert shown == pytest.approx([1.6, 3.4, 6.4, 7.6, 9.4, 12.4, 13.6, 18.5, 22.0])
     assert min(waits) == 0.0
+
+
+def test_an_approval_crossing_the_last_minute_is_reported_once_and_an_arrival_that_close_is_not() -> None:
+    """The inbox tells of an approval about to expire once, when it comes within a minute of expiring;
+    one that arrives already that close was news by arriving (its own alert), not again a second later."""
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    inbox = Inbox()
+    roomy = Approval(id="a1", status="pending", requested_at=now, expires_at=now + timedelta(seconds=90))
+    tight = Approval(id="a2", status="pending", requested_at=now, expires_at=now + timedelta(seconds=30))
+    inbox.reset(AttentionSnapshot(at=now, approvals=[roomy, tight]))
+    assert inbox.expiring(now) == []  # first look: a1 has 90 s, a2 arrived with 30 s
+    assert inbox.expiring(now + timedelta(seconds=10)) == []
+    crossing = inbox.expiring(now + timedelta(seconds=40))  # a1: 50 s left
+    assert [(e.approval.id, e.left) for e in crossing] == [("a1", timedelta(seconds=50))]
+    assert inbox.expiring(now + timedelta(seconds=45)) == []  # once

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import stat
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import keyring
@@ -175,7 +176,7 @@ def test_settings_repr_masks_the_token() -> None:
     s = config.Settings(url=URL, token=TOKEN, token_source="flag")
     assert TOKEN not in repr(s)
     assert TOKEN not in str(s)
-    assert TOKEN not in f"{s}" and TOKEN not in repr([s]) and TOKEN not in repr(s._replace(profile="p"))
+    assert TOKEN not in f"{s}" and TOKEN not in repr([s]) and TOKEN not in repr(replace(s, profile="p"))
     assert "***" in repr(s)
 
 
@@ -233,25 +234,31 @@ def test_scripted_commands_with_a_token_at_hand_never_import_the_keyring(isolate
         assert done.stdout.strip() == expected, done.stderr
 
 
-def test_local_server_settings_only_for_the_local_kind_and_never_from_the_keyring(isolated: Path) -> None:
-    """The CLI's fast path asks this: the settings resolve_settings gives, when they name our local server
-    without a request and the token needs no keyring; None otherwise (the full path then decides)."""
-    write_local_server(isolated, token="local-tok")
-    counting = CountingKeyring()
-    keyring.set_keyring(counting)
-    local = config.local_server_settings(None, None, None, None)
-    assert local == config.resolve_settings()
-    assert local is not None and local.server_kind == "local" and local.token == "local-tok"
-    # A profile that remembered another kind, or a flag naming one, is not the local server.
-    config.save_profile("work", "https://preloop.example", server_kind="preloop")
-    assert config.local_server_settings(None, "t", "work", None) is None
-    assert config.local_server_settings(None, "t", None, "preloop") is None
-    # The flag names the kind; the token comes from the flag, never the keyring.
-    flagged = config.local_server_settings("https://preloop.example", "t", None, "local")
-    assert flagged is not None and (flagged.url, flagged.token) == ("https://preloop.example", "t")
-    # A token only the keyring could give, an unknown profile, a bad URL: not decided here.
-    config.save_profile("mine", URL, server_kind="local")
-    assert config.local_server_settings(None, None, "mine", None) is None
-    assert config.local_server_settings(None, None, "nope", None) is None
-    assert config.local_server_settings("ftp://x", "t", None, "local") is None
-    assert counting.lookups == 0
+def test_an_unreachable_server_is_asked_about_by_the_command_that_serves_it(isolated: Path) -> None:
+    """The question after "cannot reach X:" names what brings X back: the command the local-server file
+    says started the last local server there, else the usual ports; nothing of ours for a remote server."""
+    from server.embedded import write_local_server_file
+
+    assert config.how_to_start("http://127.0.0.1:8766") == (
+        "is the server running? (`preloop demo` serves this address)"
+    )
+    assert config.how_to_start("http://127.0.0.1:8765") == (
+        "is the server running? (`preloop serve` starts a local one)"
+    )
+    assert config.how_to_start("https://preloop.example.com") == "is the server running?"
+    assert config.how_to_start("http://127.0.0.1:41234") == "is the server running?"
+    write_local_server_file("http://127.0.0.1:41234", "t", started_by="demo")
+    assert config.how_to_start("http://127.0.0.1:41234/") == (
+        "is `preloop demo --port 41234` running? (it was the last local server here)"
+    )
+    write_local_server_file("http://127.0.0.1:8766", "t", started_by="demo")
+    assert config.how_to_start("http://127.0.0.1:8766") == (
+        "is `preloop demo` running? (it was the last local server here)"
+    )
+    write_local_server_file("http://127.0.0.1:8765", "t", started_by="serve")
+    assert config.how_to_start("http://127.0.0.1:8765") == (
+        "is `preloop serve` running? (it was the last local server here)"
+    )
+    assert config.how_to_start("http://127.0.0.1:8766") == (  # the file names another server
+        "is the server running? (`preloop demo` serves this address)"
+    )

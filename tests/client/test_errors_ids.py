@@ -133,22 +133,29 @@ def test_prefix_matching() -> None:
         normalise_prefix("zzzz")
 
 
-def test_a_token_that_cannot_be_a_header_is_refused_without_echoing_it() -> None:
-    from client.api import Client
+async def test_a_token_that_cannot_be_a_header_is_refused_without_echoing_it() -> None:
+    from client.backends import connect
+    from client.config import Settings
 
     for bad in ("abc def-SECRET", "tok\nSECRET", "tök-SECRET"):
         with pytest.raises(UsageError) as info:
-            Client("http://127.0.0.1:1", bad)
+            await connect(Settings("http://127.0.0.1:1", bad, server_kind="local"))
         assert "SECRET" not in str(info.value)
-    client = Client("http://127.0.0.1:1", "  padded-token\n")
-    assert client.auth_headers() == {"Authorization": "Bearer padded-token"}
-    assert "padded-token" not in repr(client)
+    async with await connect(
+        Settings("http://127.0.0.1:1", "  padded-token\n", server_kind="local")
+    ) as backend:
+        assert "padded-token" not in repr(backend)
+        from client.backends.local import LocalBackend
+
+        assert isinstance(backend, LocalBackend)
+        assert backend.conn.auth_headers() == {"Authorization": "Bearer padded-token"}
 
 
 async def test_a_gateway_timeout_or_garbled_answer_to_a_note_is_outcome_unknown() -> None:
     import httpx
 
-    from client.api import Client
+    from client.backends import connect
+    from client.config import Settings
     from client.errors import NoteOutcomeUnknown, ServerError
 
     sent: list[bytes] = []
@@ -158,7 +165,8 @@ async def test_a_gateway_timeout_or_garbled_answer_to_a_note_is_outcome_unknown(
         sent.append(request.content)
         return next(answers)
 
-    async with Client("http://test", "t", transport=httpx.MockTransport(handler)) as c:
+    local = Settings("http://test", "t", server_kind="local")
+    async with await connect(local, transport=httpx.MockTransport(handler)) as c:
         sid = "5e55e55e-0000-4000-8000-000000000001"
         with pytest.raises(NoteOutcomeUnknown, match="a proxy answered 504"):
             await c.send_note("hi", session_id=sid, correlation_id="c-1")
@@ -174,7 +182,8 @@ async def test_a_gateway_timeout_or_garbled_answer_to_a_note_is_outcome_unknown(
 async def test_a_token_cut_by_the_length_limit_of_a_non_json_error_page_does_not_leak_its_start() -> None:
     import httpx
 
-    from client.api import Client
+    from client.backends import connect
+    from client.config import Settings
 
     token = "tok-" + "s3cr3t" * 6
     page = "x" * 270 + f" echoed {token} back"  # an HTML error page that quotes the request, past the cut
@@ -182,7 +191,8 @@ async def test_a_token_cut_by_the_length_limit_of_a_non_json_error_page_does_not
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(502, text=page, headers={"content-type": "text/html"})
 
-    async with Client("http://test", token, transport=httpx.MockTransport(handler)) as client:
+    local = Settings("http://test", token, server_kind="local")
+    async with await connect(local, transport=httpx.MockTransport(handler)) as client:
         with pytest.raises(ServerError) as info:
             await client.list_sessions()
     message = str(info.value)

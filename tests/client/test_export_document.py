@@ -230,3 +230,42 @@ def test_md_inline_and_block_escape_what_github_would_render() -> None:
     block = "\n".join(md_block("a ``` b\n`````"))
     assert block.startswith("``````text\n") and block.endswith("\n``````")
     assert md_inline(None) == "" and md_inline("abcdef", limit=4) == "abc…"
+
+
+def test_list_items_carry_no_html_and_the_operator_is_named_the_same_in_both_tables() -> None:
+    """Issue 18: a two-line note in the timeline's list read "stop | now<br>..."; its notes were by
+    "Ana <ops>" while the approval she declined from this very app was by "an operator". A list item's
+    line breaks are plain text, and an approval decided here is by the operator the server names as its
+    notes' author (elsewhere, the server does not say who: "an operator" still)."""
+    timeline = incident()
+    [decided] = timeline.approvals
+    doc = build_export(
+        SID,
+        timeline,
+        exported_at=NOW,
+        decided_here=lambda approval_id: approval_id == decided,
+        operator="Ana <ops>",
+    )
+    validate(doc)
+    [n1], [a1] = doc["notes"], doc["approvals"]
+    assert a1["decided_by"] == {"kind": "human", "detail": n1["author"]}
+    md = to_markdown(doc)
+    items = [line for line in md.splitlines() if line.startswith("- ")]
+    assert any("stop \\| now ↵ \\<img" in line for line in items), items
+    assert not any("<br>" in line for line in items)
+    elsewhere = build_export(SID, incident(), exported_at=NOW, decided_here=lambda _id: False, operator="Ana")
+    assert elsewhere["approvals"][0]["decided_by"] == {"kind": "human", "detail": "an operator"}
+
+
+def test_a_server_with_one_operator_per_account_names_them_for_every_human_decision() -> None:
+    """``sole_operator`` (our local server): every human decision is by the notes' author, decided here
+    or not; with no note to name them, "the operator", never "an operator" beside a named author."""
+    doc = build_export(SID, incident(), exported_at=NOW, sole_operator=True)
+    validate(doc)
+    humans = [a["decided_by"] for a in doc["approvals"] if a["decided_by"]["kind"] == "human"]
+    assert humans and all(who == {"kind": "human", "detail": "Ana <ops>"} for who in humans)
+    bare = incident()
+    bare.notes.clear()
+    doc = build_export(SID, bare, exported_at=NOW, sole_operator=True)
+    assert doc["notes"] == []
+    assert doc["approvals"][0]["decided_by"] == {"kind": "human", "detail": "the operator"}

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import random
 
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from client.events import Event, ModelDelta, SessionEnded, UnknownEvent
 from client.status import Connecting, Ended, Live, Missed, Reconnecting, Refused, Skipped, StreamStatus
 from client.streaming.order import EventOrderer
@@ -22,7 +23,9 @@ async def run(
     transport = ScriptedSSE(scripts)
     opts = {"backoff_initial": 0.01, "backoff_max": 0.05, "stall_timeout": 5.0} | options
     items: list[Event | StreamStatus] = []
-    async with Client("http://test", "tok", transport=transport, server_kind="local", **opts) as client:
+    async with await connect(
+        Settings("http://test", "tok", server_kind="local"), transport=transport, **opts
+    ) as client:
         async for item in client.follow(SID, after=after):
             items.append(item)
             if len(items) > 200:
@@ -293,3 +296,45 @@ async def test_a_zero_retry_field_does_not_make_reconnects_a_busy_loop() -> None
     delays = [i.delay for i in items if isinstance(i, Reconnecting)]
     assert len(delays) == 3
     assert all(d >= 0.01 for d in delays)  # before the fix every delay was 0: reconnects back to back
+
+
+def _crlf(data: bytes) -> bytes:
+    return data.replace(b"\n", b"\r\n")
+
+
+async def test_any_line_ending_and_any_cut_give_the_same_events() -> None:
+    """What the old decoder's tests covered, through the public path: CRLF and lone-CR line ends, a BOM, a
+    comment, a lone ``retry:``, one event's JSON over two ``data:`` lines, each stream cut at every byte
+    offset (inside lines, inside a CRLF pair, inside a multi-byte character): the same events, in order."""
+    two_lines = event_json(2)
+    split = json.dumps(two_lines, ensure_ascii=False).replace(", ", ",\ndata: ", 1)
+    stream = (
+        b"\xef\xbb\xbf: keep-alive\r\n"
+        + b"retry: 2500\r\n\r\n"
+        + _crlf(frame(1))
+        + f"id: 2\nevent: model.delta\ndata: {split}\n\n".encode()
+        + frame(3).replace(b"\n", b"\r")
+        + frame(4, "session.ended")
+    )
+    offsets = range(1, len(stream))
+    transport = ScriptedSSE([Script(steps=[stream[:cut], stream[cut:]]) for cut in offsets])
+    settings = Settings("http://test", "tok", server_kind="local")
+    async with await connect(settings, transport=transport, backoff_initial=0.01) as client:
+        for cut in offsets:
+            items = [item async for item in client.follow(SID)]
+            assert seqs(items) == [1, 2, 3, 4], cut
+            assert [i.text for i in items if isinstance(i, ModelDelta)] == [f"chunk {n} ✓" for n in (1, 2, 3)]
+            assert not [i for i in items if isinstance(i, Reconnecting | Skipped)], cut
+
+
+async def test_comments_alone_keep_a_quiet_stream_open() -> None:
+    """A stream resumed at its end sends only keep-alive comments (no event, no id yet): that is a live
+    stream, not a stall, however long it lasts (the stall is the stream's read timeout: bytes, not
+    events)."""
+    steps: list[bytes | Hang | Pause] = []
+    for _ in range(6):
+        steps += [b": keep-alive\n\n", Pause(0.1)]
+    steps.append(frame(1, "session.ended"))
+    items, transport = await run([Script(steps=steps)], stall_timeout=0.25)
+    assert seqs(items) == [1]
+    assert len(transport.requests) == 1 and not any(isinstance(i, Reconnecting) for i in items)

@@ -1,4 +1,4 @@
-"""The Client against the real local control plane over loopback: every method and every error it can
+"""The Backend against the real local control plane over loopback: every method and every error it can
 produce, and the live stream (order, resume across a server restart, refusals)."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.api import Client
-from client.backend import SessionFilter
+from client.backend import Backend, SessionFilter
+from client.backends import connect
+from client.config import Settings
 from client.errors import (
     AuthError,
     BadRequest,
@@ -66,8 +67,10 @@ class LoseTheAnswer(httpx.AsyncHTTPTransport):
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(live_server.url, live_server.token, backoff_initial=0.05, backoff_max=0.5) as c:
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    async with await connect(
+        Settings(live_server.url, live_server.token), backoff_initial=0.05, backoff_max=0.5
+    ) as c:
         yield c
 
 
@@ -76,7 +79,7 @@ async def new_session(harness: HarnessClient, name: str = "agent-a", **kw: Any) 
 
 
 async def collect(
-    client: Client, session_id: str, *, after: int = 0, until_ended: bool = True, limit: int = 500
+    client: Backend, session_id: str, *, after: int = 0, until_ended: bool = True, limit: int = 500
 ) -> list[Event | StreamStatus]:
     items: list[Event | StreamStatus] = []
     async for item in client.follow(session_id, after=after):
@@ -93,22 +96,18 @@ def event_seqs(items: list[Event | StreamStatus]) -> list[int]:
 # ------------------------------------------------------------------------------------------------ basics
 
 
-async def test_health_says_local_and_detection_remembers_it(client: Client) -> None:
-    assert not client.server_kind_known
+async def test_connecting_asks_the_kind_once_and_never_shows_the_token(
+    client: Backend, live_server: LiveServer
+) -> None:
+    """Settings that do not say which kind of server it is: connecting asks /health, once."""
+    assert client.server_kind == "local"
     health = await client.health()
     assert health.server_kind == "local"
-    assert await client.detect_server_kind() == "local"
-    assert client.server_kind == "local" and client.server_kind_known
-    assert live_token_absent(repr(client), client)
-
-
-def live_token_absent(text: str, client: Client) -> bool:
-    header = client.auth_headers()["Authorization"]
-    return header.split(" ", 1)[1] not in text
+    assert live_server.token not in repr(client)
 
 
 async def test_sessions_list_filters_paging_detail_and_end(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     a = await new_session(harness, "alpha", cwd="/work/a")
     b = await new_session(harness, "beta")
@@ -135,7 +134,7 @@ async def test_sessions_list_filters_paging_detail_and_end(
     assert (await client.get_session(a.session_id)).ended
 
 
-async def test_every_session_filter_reaches_the_server(client: Client, harness: HarnessClient) -> None:
+async def test_every_session_filter_reaches_the_server(client: Backend, harness: HarnessClient) -> None:
     parent = await new_session(harness, "lead", agent_kind="codex")
     child = await new_session(
         harness, "helper", parent_session_id=parent.session_id, flow_execution_id="flow-7"
@@ -158,7 +157,7 @@ async def test_every_session_filter_reaches_the_server(client: Client, harness: 
 
 
 async def test_short_ids_resolve_across_pages(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     sessions = [await new_session(harness, f"agent-{n}") for n in range(3)]
     for s in sessions:
@@ -173,7 +172,7 @@ async def test_short_ids_resolve_across_pages(
 
 
 async def test_activity_shows_tool_calls(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     await agent.run_started("list files")
@@ -187,7 +186,7 @@ async def test_activity_shows_tool_calls(
 
 
 async def test_notes_send_list_get_withdraw(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     note = await client.send_note("Run the tests first.", session_id=agent.session_id)
@@ -208,7 +207,7 @@ async def test_notes_send_list_get_withdraw(
 
 
 async def test_same_correlation_id_returns_the_same_note(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     cid = uuid.uuid4().hex
@@ -219,10 +218,12 @@ async def test_same_correlation_id_returns_the_same_note(
 
 
 async def test_lost_answer_is_outcome_unknown_and_a_deliberate_retry_finds_the_note(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
-    async with Client(live_server.url, live_server.token, transport=LoseTheAnswer()) as flaky:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"), transport=LoseTheAnswer()
+    ) as flaky:
         with pytest.raises(NoteOutcomeUnknown) as info:
             await flaky.send_note("did this arrive?", session_id=agent.session_id)
     err = info.value
@@ -240,17 +241,17 @@ async def test_note_to_a_dead_server_says_not_sent(harness: HarnessClient, live_
     agent = await new_session(harness)
     url, token = live_server.url, live_server.token
     await asyncio.to_thread(live_server.stop)
-    async with Client(url, token) as c:
+    async with await connect(Settings(url, token, server_kind="local")) as c:
         with pytest.raises(ServerUnreachable, match="the note was not sent"):
             await c.send_note("hello", session_id=agent.session_id)
-        with pytest.raises(ServerUnreachable, match="is the server running"):
-            await c.health()
+        with pytest.raises(ServerUnreachable, match=r"is `preloop serve --port \d+` running\?"):
+            await c.health()  # the command that started the last local server there, named
 
 
 # ------------------------------------------------------------------------------------------------ approvals
 
 
-async def wait_for_pending(client: Client, session_id: str, count: int) -> list[str]:
+async def wait_for_pending(client: Backend, session_id: str, count: int) -> list[str]:
     for _ in range(1500):
         page = await client.list_approvals(session_id=session_id)
         if len(page.items) >= count:
@@ -261,7 +262,7 @@ async def wait_for_pending(client: Client, session_id: str, count: int) -> list[
 
 
 async def test_approve_and_decline_with_comments(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     check = asyncio.create_task(agent.permission_check("Bash", {"command": "git push"}, reasoning="ship it"))
@@ -289,23 +290,23 @@ async def test_approve_and_decline_with_comments(
 
 async def test_bad_or_missing_token_is_an_auth_error_without_the_token(live_server: LiveServer) -> None:
     secret = "definitely-not-valid-" + uuid.uuid4().hex
-    async with Client(live_server.url, secret) as c:
+    async with await connect(Settings(live_server.url, secret)) as c:
         with pytest.raises(AuthError) as info:
             await c.list_sessions()
     assert info.value.status == 401
     assert "run `preloop login`" in str(info.value) and secret not in str(info.value)
-    async with Client(live_server.url, None) as c:
+    async with await connect(Settings(live_server.url, None)) as c:
         with pytest.raises(AuthError, match="PRELOOP_TOKEN"):
             await c.list_sessions()
 
 
 async def test_unknown_and_foreign_sessions_are_not_found(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     with pytest.raises(NotFound, match="session 00000000 does not exist"):
         await client.get_session("00000000-0000-4000-8000-000000000000")
     agent = await new_session(harness)
-    async with Client(live_server.url, live_server.other_token) as other:
+    async with await connect(Settings(live_server.url, live_server.other_token)) as other:
         with pytest.raises(NotFound):
             await other.get_session(agent.session_id)
         with pytest.raises(NotFound):
@@ -318,7 +319,9 @@ async def test_unknown_and_foreign_sessions_are_not_found(
 
 async def test_malformed_ids_never_reach_the_server(live_server: LiveServer) -> None:
     transport = CountingTransport()
-    async with Client(live_server.url, live_server.token, transport=transport) as c:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"), transport=transport
+    ) as c:
         for call in (
             c.get_session("not-a-uuid"),
             c.session_activity("1234"),
@@ -335,7 +338,7 @@ async def test_malformed_ids_never_reach_the_server(live_server: LiveServer) -> 
 
 
 async def test_422_carries_the_field_messages(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     with pytest.raises(ValidationFailed) as info:
@@ -346,13 +349,13 @@ async def test_422_carries_the_field_messages(
     assert "greater than or equal to 60" in err.fields[0].message
 
 
-async def test_400_for_a_note_list_without_target(client: Client) -> None:
+async def test_400_for_a_note_list_without_target(client: Backend) -> None:
     with pytest.raises(BadRequest, match="Name an agent_id, runtime_session_id or execution_id"):
         await client.list_notes()
 
 
 async def test_21st_note_in_an_hour_is_rate_limited_with_the_servers_sentence(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     for n in range(20):
@@ -373,7 +376,9 @@ async def test_an_unreadable_answer_is_invalid_response_not_a_traceback() -> Non
             )
         return httpx.Response(200, json={"items": [{"id": 42, "started_at": "yesterday"}]})
 
-    async with Client("http://test", "t", transport=httpx.MockTransport(handler)) as c:
+    async with await connect(
+        Settings("http://test", "t", server_kind="local"), transport=httpx.MockTransport(handler)
+    ) as c:
         with pytest.raises(
             InvalidResponse, match=r"answer to GET /api/v1/health could not be read \(not JSON\)"
         ):
@@ -389,7 +394,7 @@ async def test_an_unreadable_answer_is_invalid_response_not_a_traceback() -> Non
 
 
 async def test_follow_delivers_a_live_session_in_order_then_ends(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     items: list[Event | StreamStatus] = []
@@ -416,7 +421,7 @@ async def test_follow_delivers_a_live_session_in_order_then_ends(
 
 
 async def test_follow_after_skips_what_was_seen(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     await agent.run_started("t")
@@ -429,7 +434,7 @@ async def test_follow_after_skips_what_was_seen(
 
 
 async def test_follow_with_a_tail_starts_at_the_newest_events_without_calling_the_rest_a_gap(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     """Attaching to a long session reads only its newest events: the first ones are no gap to refill,
     nothing is reported missed, and after a reconnect it resumes where it was (no second tail)."""
@@ -464,7 +469,7 @@ async def test_follow_with_a_tail_starts_at_the_newest_events_without_calling_th
 
 
 async def test_resume_after_a_server_restart_mid_stream_loses_and_repeats_nothing(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     items: list[Event | StreamStatus] = []
@@ -499,7 +504,7 @@ async def test_resume_after_a_server_restart_mid_stream_loses_and_repeats_nothin
 
 
 async def test_follow_refusals_stop_with_the_reason(
-    harness: HarnessClient, client: Client, live_server: LiveServer
+    harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     items = await collect(client, "00000000-0000-4000-8000-000000000000")
@@ -507,12 +512,16 @@ async def test_follow_refusals_stop_with_the_reason(
     assert "does not exist" in items[-1].reason  # type: ignore[union-attr]
 
     # A refused token is not a refusal: the follower waits for one the server accepts, trying again.
-    async with Client(live_server.url, "wrong-token", server_kind="local", backoff_initial=0.01) as bad:
+    async with await connect(
+        Settings(live_server.url, "wrong-token", server_kind="local"), backoff_initial=0.01
+    ) as bad:
         items = await collect(bad, agent.session_id, limit=4)
     assert [type(i) for i in items] == [Connecting, LoginNeeded, Connecting, LoginNeeded]
     assert "refused the token (401): run `preloop login` in another terminal" in items[1].reason  # type: ignore[union-attr]
 
-    async with Client(live_server.url, live_server.other_token, server_kind="local") as other:
+    async with await connect(
+        Settings(live_server.url, live_server.other_token, server_kind="local")
+    ) as other:
         last = (await collect(other, agent.session_id))[-1]
     assert isinstance(last, Refused) and last.status == 404
 
@@ -521,7 +530,7 @@ async def test_follow_refusals_stop_with_the_reason(
 
 
 async def test_following_an_ended_session_from_its_end_just_ends(
-    client: Client, harness: HarnessClient
+    client: Backend, harness: HarnessClient
 ) -> None:
     agent = await new_session(harness)
     await agent.end()
@@ -534,18 +543,16 @@ async def test_following_an_ended_session_from_its_end_just_ends(
 async def test_server_errors_never_carry_credentials_from_the_url(live_server: LiveServer) -> None:
     url = live_server.url.replace("http://", "http://user:hunter2@")
     await asyncio.to_thread(live_server.stop)
-    async with Client(url + "/?key=abc", "tok") as c:
-        with pytest.raises(ServerUnreachable) as info:
-            await c.health()
+    with pytest.raises(ServerUnreachable) as info:  # its kind unknown: asked on connecting
+        await connect(Settings(url + "/?key=abc", "tok"))
     assert "hunter2" not in str(info.value) and "abc" not in str(info.value)
 
 
 async def test_a_dead_server_is_retried_with_growing_backoff_until_it_returns(
-    client: Client, harness: HarnessClient, live_server: LiveServer
+    client: Backend, harness: HarnessClient, live_server: LiveServer
 ) -> None:
     agent = await new_session(harness)
     await agent.end()
-    await client.detect_server_kind()
     await asyncio.to_thread(live_server.stop)
     items: list[Event | StreamStatus] = []
     three_failures = asyncio.Event()
@@ -579,8 +586,8 @@ async def test_a_stalled_connection_to_the_real_server_is_detected_and_resumed(
     three = asyncio.Event()
     try:
         # the fixture's server sends a keep-alive every 0.5 s, so 1.5 s of silence is a stall
-        async with Client(
-            proxy.url, live_server.token, server_kind="local", stall_timeout=1.5, backoff_max=0.5
+        async with await connect(
+            Settings(proxy.url, live_server.token, server_kind="local"), stall_timeout=1.5, backoff_max=0.5
         ) as c:
 
             async def consume() -> None:
@@ -622,7 +629,7 @@ async def test_real_frames_cut_into_tiny_pieces_and_a_corrupted_one_over_loopbac
         await agent.delta(text, 1)
     await agent.end()
     try:
-        async with Client(proxy.url, live_server.token, server_kind="local") as c:
+        async with await connect(Settings(proxy.url, live_server.token, server_kind="local")) as c:
             items = await collect(c, agent.session_id)
     finally:
         await proxy.close()

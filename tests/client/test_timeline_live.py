@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from client.api import Client
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from client.events import Event
 from client.status import Ended
 from client.timeline import (
@@ -26,7 +28,7 @@ from client.timeline import (
 )
 
 
-async def follow_to_end(client: Client, session_id: str) -> list[Event]:
+async def follow_to_end(client: Backend, session_id: str) -> list[Event]:
     events: list[Event] = []
     async for item in client.follow(session_id):
         if isinstance(item, Ended):
@@ -38,7 +40,10 @@ async def follow_to_end(client: Client, session_id: str) -> list[Event]:
 
 
 async def test_a_recorded_session_reads_as_a_timeline(live_server: Any) -> None:
-    async with live_server.harness() as harness, Client(live_server.url, live_server.token) as client:
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
         agent = await harness.start_session(agent_name="demo", title="fix the tests")
         follower = asyncio.create_task(follow_to_end(client, agent.session_id))
 

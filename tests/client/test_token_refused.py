@@ -2,7 +2,7 @@
 server-side (``LiveServer.rotate_token``) while the client follows a session, and the client carries on
 once a valid token can be read again, without a restart and without losing an event.
 
-The client is made as the CLI and the app make it (``open_backend(resolve_settings())``), so the token it
+The client is made as the CLI and the app make it (``connect(resolve_settings())``), so the token it
 reads again is the one in the local server's file, exactly what a restarted server or ``preloop login``
 (the keyring) changes under a running app.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from client.backend import Backend
-from client.backends import open_backend
+from client.backends import connect
 from client.config import read_local_server, resolve_settings, token_reader
 from client.errors import AuthError
 from client.events import ModelDelta
@@ -52,10 +52,10 @@ def source(live_server: LiveServer) -> CountingSource:
 
 @pytest.fixture
 async def backend(live_server: LiveServer, source: CountingSource) -> AsyncIterator[Backend]:
-    backend = open_backend(
+    backend = await connect(
         resolve_settings(), server_kind="local", backoff_initial=0.05, backoff_max=0.2, token_source=source
     )
-    async with backend:  # type: ignore[attr-defined]
+    async with backend:
         yield backend
 
 

@@ -17,8 +17,10 @@ from tests.dendrux_app.server import DendruxAppServer
 def _model_text_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every Dendrux backend of these tests, the CLI's included, waits up to 60 s (not 3) for a model
     step's text to land in ``/traces``. The app writes it after the step's event, and on a loaded machine
-    its SQLite writes can wait seconds on a lock; past ``trace_wait`` the step is shown without its text
-    for good, which is how a full run once lost the app's commentary. The text still has to arrive."""
+    its SQLite writes can wait seconds on a lock; past ``trace_wait`` the step goes out without its text
+    and again with it once it lands (test_dendrux_rest_faults.py), which would make the exact sequence of
+    events and ``--plain`` lines these tests compare depend on the machine's load. A backend given its
+    own ``trace_wait`` keeps it."""
     monkeypatch.setitem(DendruxBackend.__init__.__kwdefaults__, "trace_wait", 60.0)
 
 

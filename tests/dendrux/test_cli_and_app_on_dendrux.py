@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
 from client.status import Live
 from tests.dendrux.conftest import run_status, wait_for
 from tests.dendrux_app.server import DendruxAppServer
 from tui.app import PreloopApp
-from tui.cli import main
 from tui.screens.attach import AttachScreen
 from widgets.timeline_view import TimelineView
 
@@ -222,3 +222,36 @@ async def test_the_backend_keeps_the_routers_reason_and_a_409_stays_a_conflict(
             await backend.send_note("too late", session_id=run_id)
         assert ended.value.status == 409 and ended.value.detail.startswith("RunAlreadyTerminalError")
         assert isinstance(ended.value, Conflict)
+
+
+def test_approve_with_a_comment_is_refused_up_front_and_decided_approvals_are_listed(
+    dendrux_app: DendruxAppServer, flags: list[str]
+) -> None:
+    """Dendrux's approve takes no reason: `--comment` with approve exits 2 before anything is decided
+    (it was dropped silently). Decided approvals are listed by `--status declined|approved|all` with who
+    decided and the comment (they listed nothing: only the pause a run waits in was asked)."""
+    run_id = dendrux_app.start_run("refund voucher=yes: order A-17 arrived broken; refund it.")
+    wait_for(lambda: run_status(dendrux_app, run_id) == "waiting_approval", what="the approval pause")
+    listed = Run(["approvals", "list", "--session", run_id, "-o", "id", *flags])()
+    refund, voucher = listed.out.getvalue().split()
+    refused = Run(["approvals", "approve", refund, "--comment", "fine by me", *flags])()
+    assert refused.code == 2, refused.err.getvalue()
+    assert "takes no comment with an approval" in refused.err.getvalue() and refused.out.getvalue() == ""
+    pending = Run(["approvals", "list", "--session", run_id, "--json", *flags])()
+    assert [a["status"] for a in json.loads(pending.out.getvalue())["items"]] == ["pending", "pending"]
+
+    assert Run(["approvals", "decline", refund, "--comment", "Needs a manager.", *flags])().code == 0
+    assert Run(["approvals", "approve", voucher, *flags])().code == 0
+    wait_for(lambda: run_status(dendrux_app, run_id) == "success", what="the resumed run")
+    for status, expected in (
+        ("declined", [(refund, "declined", "Needs a manager.")]),
+        ("approved", [(voucher, "approved", None)]),
+        ("all", [(refund, "declined", "Needs a manager."), (voucher, "approved", None)]),
+    ):
+        shown = Run(["approvals", "list", "--status", status, "--json", *flags])()
+        assert shown.code == 0, shown.err.getvalue()
+        items = json.loads(shown.out.getvalue())["items"]
+        assert [(a["id"], a["status"], a["approver_comment"]) for a in items] == expected, status
+        assert all(a["resolved_at"] and a["decided_by_human"] for a in items)
+    table = Run(["approvals", "list", "--status", "declined", *flags])()
+    assert table.code == 0 and "declined" in table.out.getvalue() and "refund_order" in table.out.getvalue()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from client.backends.dendrux import DendruxBackend
-from client.backends.dendrux.feed import FeedStats, follow_dendrux
+from client.backends.dendrux.feed import FeedStats, follow
 from client.connection import Connection
 from client.errors import Unsupported
 from client.events import (
@@ -43,7 +43,7 @@ class Follower:
         self._task = asyncio.create_task(self._run(backend, run_id))
 
     async def _run(self, backend: DendruxBackend, run_id: str) -> None:
-        async for item in follow_dendrux(backend, run_id, stats=self.stats):
+        async for item in follow(backend, run_id, stats=self.stats):
             self.items.append(item)
 
     @property
@@ -211,7 +211,7 @@ async def test_what_a_dendrux_app_cannot_do_is_said_not_attempted(
 async def test_unknown_run_is_refused_once_the_start_grace_is_over(dendrux_app: DendruxAppServer) -> None:
     conn = Connection(dendrux_app.url, dendrux_app.token, backoff_initial=0.05, backoff_max=0.1)
     async with DendruxBackend(conn, run_grace=3.0) as b:  # the first 404s come well within 3 s
-        items = [item async for item in follow_dendrux(b, "01M8P3TR0QRQVHABBEDAPX4Y8X")]
+        items = [item async for item in follow(b, "01M8P3TR0QRQVHABBEDAPX4Y8X")]
     assert any(isinstance(i, Reconnecting) and "not visible yet" in i.reason for i in items)
     assert isinstance(items[-1], Refused) and items[-1].status == 404
 
@@ -221,7 +221,7 @@ async def test_an_app_without_the_steer_router_is_followed_and_says_it_takes_no_
         conn = Connection(app.url, app.token, backoff_initial=0.05, backoff_max=0.5)
         async with DendruxBackend(conn) as b:
             run_id = await _start(app, "answer: hello")
-            items = [item async for item in follow_dendrux(b, run_id)]
+            items = [item async for item in follow(b, run_id)]
             assert isinstance(items[-1], Ended)
             assert _of(RunCompleted)(items)[0].answer == "Nothing to do: here is the answer. Notes seen: 0."
             with pytest.raises(Unsupported, match="no steer router"):

@@ -30,6 +30,7 @@ from client.events import (
     ToolStarted,
     UnknownEvent,
 )
+from client.timeline import TextEntry, Timeline, ToolEntry, ToolState
 
 CAPTURES = Path(__file__).parent / "captures"
 
@@ -100,6 +101,30 @@ def test_a_trace_row_not_there_yet_is_asked_for() -> None:
     assert not mapper.needs_trace(llm)
     step = next(e for e in mapper.map(llm) if isinstance(e, ModelStep))
     assert step.text == "Let me look up order A-17 first."
+
+
+def test_a_step_mapped_before_its_trace_row_is_sent_again_with_its_text_once_the_row_is_learnt() -> None:
+    """The step goes out empty and owed; its call finished before the row landed, so the late text
+    brings the step's text but no start for that call (a start now would show a finished call running)."""
+    run = _load("rest_run.json")
+    mapper = DendruxMapper(run_id=run["run_id"], run=run)
+    items = _load("rest_events.json")["items"]
+    early = [e for item in items[:3] for e in mapper.map(raw_event(item))]  # run.started, llm, tool done
+    assert [(s.iteration, s.text) for s in early if isinstance(s, ModelStep)] == [(1, "")]
+    assert list(mapper.owed) == [1] and mapper.fill() == []
+    mapper.learn_traces(_load("rest_traces.json")["items"])
+    late = mapper.fill()
+    assert [(e.type, getattr(e, "text", None)) for e in late] == [
+        ("model.step", "Let me look up order A-17 first.")
+    ]
+    assert late[0].seq == early[-1].seq + 1 and not mapper.owed and mapper.fill() == []
+    timeline = Timeline()
+    timeline.apply_many([*early, *late])
+    shown = [e for e in timeline if isinstance(e, TextEntry | ToolEntry)]
+    assert [(e.text if isinstance(e, TextEntry) else (e.name, e.state)) for e in shown] == [
+        "Let me look up order A-17 first.",
+        ("lookup_order", ToolState.COMPLETED),
+    ]
 
 
 def test_tools_start_from_the_trace_and_a_declined_call_ends_denied() -> None:

@@ -78,6 +78,13 @@ def test_per_call_decisions_wait_for_every_gated_call_then_resume(dendrux_app: D
         ]
         again = http.post(f"/runs/{run_id}/approvals", json={"decisions": {voucher: {"approved": True}}})
         assert again.status_code == 409
+        # the run's approvals stay listed once decided, as Dendrux recorded them
+        history = http.get(f"/runs/{run_id}/approvals").json()["items"]
+        assert [(i["call_id"], i["status"], i["reason"]) for i in history] == [
+            (refund, "declined", "Refunds over $40 need a manager."),
+            (voucher, "approved", None),
+        ]
+        assert all(i["resolved_at"] and i["requested_at"] and i["params"] for i in history)
 
 
 def test_the_steer_router_imports_without_the_tui() -> None:
@@ -85,7 +92,7 @@ def test_the_steer_router_imports_without_the_tui() -> None:
     import sys
 
     code = (
-        "import sys, server.dendrux_steer; "
+        "import sys, preloop_steer.dendrux; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tui', 'widgets', 'textual')); "
         "print(bad); sys.exit(1 if bad else 0)"
     )

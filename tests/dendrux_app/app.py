@@ -1,7 +1,7 @@
 """The Dendrux app the tests attach to, built the way a Dendrux user builds one.
 
 The three lines an app adds to steer its runs from ``preloop`` are the two ``include_router`` calls and the
-import of :func:`server.dendrux_steer.make_steer_router`; everything else here is an ordinary app::
+import of :func:`preloop_steer.dendrux.make_steer_router`; everything else here is an ordinary app::
 
     app.include_router(make_read_router(store=store, authorize=authorize))
     if steer:
@@ -35,7 +35,7 @@ from dendrux.types import LLMResponse, Message, Role, ToolCall, ToolDef, UsageSt
 from fastapi import FastAPI, Header, HTTPException
 from pydantic import BaseModel
 
-from server.dendrux_steer import make_steer_router
+from preloop_steer.dendrux import make_steer_router
 
 AGENT_NAME = "refund_desk"
 _SCRIPT = re.compile(r"^(?P<name>[a-z_]+)(?P<opts>(?:\s+[a-z]+=\S+)*)\s*:")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from client.backends.preloop import PreloopBackend
-from client.backends.preloop.live import PreloopTiming
+from client.backends.preloop.feed import PreloopTiming
 from client.connection import Connection
 from client.events import BaseEvent, Event
 from client.status import StreamStatus

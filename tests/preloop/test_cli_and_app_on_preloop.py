@@ -1,7 +1,7 @@
 """The ``preloop`` command line and the full-screen app against the fake Preloop, as a user runs them.
 
 No ``--server-kind``: the kind is detected on first contact, exactly as with a real Preloop URL. The
-commands are run in-process (``tui.cli.main``), the attach in a thread while the test drives the fake.
+commands are run in-process (``cli.main.main``), the attach in a thread while the test drives the fake.
 """
 
 from __future__ import annotations
@@ -10,19 +10,23 @@ import asyncio
 import io
 import json
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cli.main import main
 from client import config
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from client.status import Live
+from tests.cli.helpers import PRELOOP
 from tests.fake_preloop import FOREIGN_SESSION, MAIN_SESSION, RATE_SESSION, TOKEN, FakePreloop
 from tui.app import PreloopApp
-from tui.cli import main
 from tui.screens.attach import AttachScreen
 from widgets.timeline_view import TimelineView
 
@@ -214,12 +218,10 @@ def test_approvals_list_and_approve_by_short_id(fake: FakePreloop, flags: list[s
     output.read()
     assert f'Approval {approval_id} (Bash) approved with comment "go ahead".' in output.out
     assert fake.approvals[approval_id]["status"] == "approved"
-    assert main(["approvals", "decline", approval_id, *flags]) == 1  # decided already: the server says so
+    assert main(["approvals", "decline", approval_id, *flags]) == 1  # decided already: said what happened
     output.read()
-    assert output.err.endswith(
-        "preloop: bad request: Request already approved; "
-        "`preloop approvals list --status all` shows its decision\n"
-    )
+    assert output.err.startswith(f"preloop: already approved: approval {approval_id[:8]} (Bash) was approved")
+    assert output.err.endswith(', comment "go ahead"\n')
     assert main(["approvals", "list", *flags]) == 0
     output.read()
     assert output.out.endswith("No pending approvals.\n")
@@ -247,7 +249,7 @@ async def test_the_app_attached_through_the_real_client_shows_a_pushed_tool_call
     base_url: str, fake: FakePreloop
 ) -> None:
     """The same app as for the local server: the client detects Preloop and follows its websocket."""
-    async with Client(base_url, TOKEN) as client:
+    async with await connect(Settings(base_url, TOKEN)) as client:
         app = PreloopApp(client, start_session_id=MAIN_SESSION, refresh_interval=0)
         async with app.run_test(size=(110, 30)) as pilot:
 
@@ -407,7 +409,7 @@ async def test_the_app_keeps_a_note_for_an_ended_session_in_the_box_with_the_rea
 
     from widgets.composer import Composer
 
-    async with Client(base_url, TOKEN) as client:
+    async with await connect(Settings(base_url, TOKEN)) as client:
         app = PreloopApp(client, start_session_id=MAIN_SESSION, refresh_interval=0, attention=False)
         async with app.run_test(size=(110, 30)) as pilot:
 
@@ -428,3 +430,40 @@ async def test_the_app_keeps_a_note_for_an_ended_session_in_the_box_with_the_rea
             assert "Not sent, your text is kept" in str(error_line.render())
             assert screen.query_one(Composer).text == "stop after the deploy"
             assert fake.notes == {}
+
+
+async def test_watch_json_reports_a_decision_made_elsewhere_with_its_final_record(
+    fake: FakePreloop, flags: list[str]
+) -> None:
+    """A Preloop server pushes no approval changes: the watch polls, and an approval decided elsewhere
+    only disappears from the pending list. It was reported as ``"status": "gone"`` with the stale pending
+    copy (``resolved_at: null``); the decided row is fetched, so the record says declined, with the
+    comment and when."""
+    approval_id = fake.request_approval("git push origin main")
+    proc = await asyncio.create_subprocess_exec(
+        PRELOOP, "approvals", "list", "--all-sessions", "--watch", "--json", *flags,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+
+    async def record() -> dict[str, Any]:
+        async with asyncio.timeout(60):
+            line = await proc.stdout.readline()  # type: ignore[union-attr]
+        assert line, (await proc.stderr.read()).decode()  # type: ignore[union-attr]
+        result: dict[str, Any] = json.loads(line)
+        return result
+
+    try:
+        first = await record()
+        assert first["type"] == "approval.pending" and first["approval"]["id"] == approval_id
+        assert fake.decide(approval_id, "decline", "Not on a Friday.")[0] == 200  # another operator
+        resolved = await record()
+        assert resolved["type"] == "approval.resolved" and resolved["elsewhere"] is True
+        assert resolved["status"] == "declined"
+        approval = resolved["approval"]
+        assert (approval["id"], approval["status"]) == (approval_id, "declined")
+        assert approval["approver_comment"] == "Not on a Friday."
+        assert approval["resolved_at"] is not None and approval["decided_by_human"] is True
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 30) == 130

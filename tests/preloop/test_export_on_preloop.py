@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from cli.main import main
 from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
-from tui.cli import main
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
 

@@ -9,9 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from client.api import Client
+from client.backends import connect
 from client.backends.preloop import PreloopBackend
-from client.backends.preloop.live import follow_preloop
+from client.backends.preloop.feed import follow
+from client.config import Settings
 from client.connection import Connection
 from client.events import BaseEvent, NoteEvent, SessionEnded, ToolCompleted, ToolStarted
 from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
@@ -36,7 +37,7 @@ def _tool_names(w: Watch) -> list[str]:
 async def test_replay_then_live_tool_calls(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     # The recorded history: session start, a warning, Bash and Read, oldest first.
     assert [e.type for e in w.events] == [
@@ -63,7 +64,7 @@ async def test_recorded_frames_after_replay_are_not_shown_twice(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     """The recorded conversation's first two tool calls are already in the replayed activity list."""
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     for phase in (
         "permission_check_pre_tool_use_allow",
@@ -91,7 +92,7 @@ async def test_note_delivery_is_shown_from_the_pushed_event(
 ) -> None:
     """Note polling is slowed to 30 s here, so the delivery can only come from the websocket."""
     slow_notes = replace(FAST, note_poll=30.0, note_idle_poll=30.0)
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=slow_notes))
+    w = watch(follow(client, MAIN_SESSION, timing=slow_notes))
     await w.until(lambda w: bool(w.statuses(Live)))
     note = await client.send_note("Please run the unit tests before committing.", session_id=MAIN_SESSION)
     assert fake.deliver_notes() == [note.note_id]
@@ -100,12 +101,22 @@ async def test_note_delivery_is_shown_from_the_pushed_event(
     assert delivered.note.note_id == note.note_id
     assert delivered.note.text == "Please run the unit tests before committing."
     assert delivered.note.author.display == "Alice Operator"
+    # The push has no sent time and no delivery event; the note is shown whole all the same (it showed
+    # "sent -" and "hook" without "(pre_tool_use)" until re-attached, as the poll saw no state change).
+    assert delivered.note.created_at == note.created_at is not None
+    assert (delivered.note.delivery_channel, delivered.note.delivery_event) == ("hook", "pre_tool_use")
+    # Attached afterwards, the replay (the activity list knows as little as the push) shows it whole too.
+    again = watch(follow(client, MAIN_SESSION, timing=slow_notes))
+    await again.until(lambda w: bool(w.statuses(Live)))
+    (replayed,) = again.of_type("note.delivered")
+    assert replayed.note.created_at == note.created_at
+    assert replayed.note.delivery_event == "pre_tool_use"
 
 
 async def test_a_note_sent_is_delivered_and_another_withdrawn(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     keep = await client.send_note("Run the unit tests first.", session_id=MAIN_SESSION)
     drop = await client.send_note("Actually, stop touching the migrations.", session_id=MAIN_SESSION)
@@ -139,7 +150,7 @@ async def test_a_note_sent_is_delivered_and_another_withdrawn(
 async def test_an_expired_note_is_seen_by_polling(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     note = await client.send_note("This one will expire.", session_id=MAIN_SESSION, expires_in_seconds=60)
     await w.until(lambda w: bool(w.of_type("note.created")))
@@ -151,7 +162,7 @@ async def test_an_expired_note_is_seen_by_polling(
 async def test_an_approval_appears_by_polling_and_is_approved(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     approval_id = fake.request_approval("git push origin main")
     await w.until(lambda w: bool(w.of_type("approval.requested")))
@@ -174,7 +185,7 @@ async def test_an_approval_appears_by_polling_and_is_approved(
 async def test_a_declined_approval_is_shown_declined(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     approval_id = fake.request_approval("rm -rf build/")
     await w.until(lambda w: bool(w.of_type("approval.requested")))
     await client.decline(approval_id, "no, keep the build dir")
@@ -186,7 +197,7 @@ async def test_a_declined_approval_is_shown_declined(
 async def test_session_end_is_the_last_event_and_pending_notes_turn_undeliverable(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     note = await client.send_note("Left pending until the session ends.", session_id=MAIN_SESSION)
     await w.until(lambda w: bool(w.of_type("note.created")))
@@ -206,7 +217,7 @@ async def test_session_end_is_the_last_event_and_pending_notes_turn_undeliverabl
 async def test_session_end_by_idle_sweep_is_found_by_polling(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     fake.end_session(push=False)  # Preloop's idle sweep pushes nothing
     await w.done()
@@ -218,7 +229,7 @@ async def test_attaching_to_an_ended_session_replays_and_ends(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
     fake.end_session(push=False)
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.done()
     assert not w.statuses(Live)
     assert isinstance(w.items[-1], Ended)
@@ -229,7 +240,7 @@ async def test_attaching_to_an_ended_session_replays_and_ends(
 async def test_unknown_session_is_refused_4404_without_retry(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, UNKNOWN_SESSION, timing=FAST))
+    w = watch(follow(client, UNKNOWN_SESSION, timing=FAST))
     await w.done()
     assert w.items == [Connecting(1), Refused("Runtime session not found", 4404)]
     assert fake.ws_attaches == 0
@@ -242,7 +253,7 @@ async def test_a_token_refused_4401_is_waited_out_and_read_again_before_each_att
     attach (the upgrade is not an httpx request), and follows once the token is good."""
     tokens = ["wrong-token"]
     async with PreloopBackend(Connection(base_url, "wrong-token", token_source=lambda: tokens[0])) as bad:
-        w = watch(follow_preloop(bad, MAIN_SESSION, timing=FAST))
+        w = watch(follow(bad, MAIN_SESSION, timing=FAST))
         await w.until(lambda w: len(w.statuses(LoginNeeded)) >= 2)
         assert w.items[:2] == [
             Connecting(1),
@@ -257,7 +268,7 @@ async def test_a_token_refused_4401_is_waited_out_and_read_again_before_each_att
 async def test_a_non_uuid_session_id_never_reaches_the_server(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, "not-a-uuid", timing=FAST))
+    w = watch(follow(client, "not-a-uuid", timing=FAST))
     await w.done()
     assert len(w.items) == 1 and isinstance(w.items[0], Refused)
     assert "not a session id" in w.items[0].reason
@@ -267,7 +278,7 @@ async def test_a_non_uuid_session_id_never_reaches_the_server(
 async def test_reconnect_counts_the_events_missed_while_away(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     fake.hold_connections()
     fake.drop_sockets()
@@ -291,7 +302,7 @@ async def test_reconnect_counts_the_events_missed_while_away(
 async def test_a_silent_connection_is_declared_dead_and_replaced(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     await w.until(lambda w: any(m == {"type": "ping"} for m in fake.ws_received), within=20.0)
     fake.muted = True  # no pong, no push: the connection is alive but says nothing
@@ -305,7 +316,7 @@ async def test_a_silent_connection_is_declared_dead_and_replaced(
 async def test_model_calls_become_steps(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     fake.model_call("Let me look at the failing test.", tool_calls=1)
     fake.model_call("The fix is in; all tests pass.")
@@ -322,7 +333,7 @@ async def test_model_calls_become_steps(
 async def test_after_hides_what_was_already_seen(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, after=4, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, after=4, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     assert [e.seq for e in w.events] == [5, 6]
 
@@ -330,7 +341,7 @@ async def test_after_hides_what_was_already_seen(
 async def test_client_follow_detects_preloop_and_uses_the_websocket(
     base_url: str, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    async with Client(base_url, TOKEN) as detecting:
+    async with await connect(Settings(base_url, TOKEN)) as detecting:
         w = watch(detecting.follow(UNKNOWN_SESSION))
         await w.done()
         assert detecting.server_kind == "preloop"
@@ -341,7 +352,7 @@ async def test_client_follow_detects_preloop_and_uses_the_websocket(
 async def test_unreadable_frames_are_skipped_and_counted(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     fake.push(MAIN_SESSION, RawText("{not json"))
     fake.push(
@@ -375,7 +386,7 @@ def test_nothing_above_the_client_layer_knows_about_preloop() -> None:
 async def test_the_token_travels_in_the_header_only(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=FAST))
     await w.until(lambda w: bool(w.statuses(Live)))
     assert fake.ws_upgrades == [("", f"Bearer {TOKEN}")]
 
@@ -383,13 +394,13 @@ async def test_the_token_travels_in_the_header_only(
 async def test_changes_made_through_the_client_show_at_once_not_at_the_next_poll(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    """Preloop pushes neither new notes, withdrawals nor decisions: the Client makes the follower poll now.
+    """Preloop pushes neither new notes, withdrawals nor decisions: the Backend makes the follower poll now.
 
-    The poll timers here are a minute long, so only the Client's own nudge can make these appear in time
+    The poll timers here are a minute long, so only the Backend's own nudge can make these appear in time
     (within 20 s: generous for a loaded machine, still a third of a poll).
     """
     slow = replace(FAST, note_poll=60.0, note_idle_poll=60.0, approval_poll=60.0)
-    w = watch(follow_preloop(client, MAIN_SESSION, timing=slow))
+    w = watch(follow(client, MAIN_SESSION, timing=slow))
     await w.until(lambda w: bool(w.statuses(Live)))
     note = await client.send_note("Use the staging database.", session_id=MAIN_SESSION)
     await w.until(lambda w: bool(w.of_type("note.created")), within=20.0)

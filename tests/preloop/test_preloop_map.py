@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from client.backends.preloop.live import PreloopTiming, is_session_id, websocket_url
+from client.backends.preloop.feed import PreloopTiming, is_session_id, websocket_url
 from client.backends.preloop.mapping import (
     Draft,
-    Sequencer,
+    PreloopMapper,
     approval_decided_draft,
     approval_requested_draft,
     args_summary,
@@ -50,11 +50,11 @@ def _activity(name: str) -> ActivityList:
 
 
 def _admit_all(drafts: list[Draft | None]) -> list[Any]:
-    seq = Sequencer(SID)
+    seq = PreloopMapper(SID)
     events: list[Any] = []
     for draft in drafts:
         if draft is not None:
-            events.extend(seq.admit(draft))
+            events.extend(seq.map(draft))
     return events
 
 
@@ -144,22 +144,22 @@ def test_activity_replay_is_oldest_first_and_ends_with_the_end() -> None:
 
 def test_replayed_and_live_copies_of_the_same_fact_are_shown_once() -> None:
     """The activity list and the socket both carry tool calls and note deliveries: keys match."""
-    seq = Sequencer(SID)
+    seq = PreloopMapper(SID)
     replayed = [
         e
         for d in replay_drafts(SID, _activity("116_runtime_session_activity_final").items)
-        for e in seq.admit(d)
+        for e in seq.map(d)
     ]
-    live = [e for f in _frames() if (d := from_envelope(SID, f)) is not None for e in seq.admit(d)]
+    live = [e for f in _frames() if (d := from_envelope(SID, f)) is not None for e in seq.map(d)]
     assert live == []
     assert seq.last_seq == len(replayed)
 
 
 def test_live_then_replay_also_dedupes() -> None:
-    seq = Sequencer(SID)
-    live = [e for f in _frames()[:2] if (d := from_envelope(SID, f)) is not None for e in seq.admit(d)]
+    seq = PreloopMapper(SID)
+    live = [e for f in _frames()[:2] if (d := from_envelope(SID, f)) is not None for e in seq.map(d)]
     replayed = [
-        e for d in replay_drafts(SID, _activity("018_runtime_session_activity").items) for e in seq.admit(d)
+        e for d in replay_drafts(SID, _activity("018_runtime_session_activity").items) for e in seq.map(d)
     ]
     assert len(live) == 4
     assert [e.type for e in replayed] == ["session.started", "preloop.session_warning"]
@@ -172,7 +172,7 @@ def test_frames_of_another_session_are_ignored() -> None:
 
 
 def test_model_call_words_are_commentary_when_it_called_tools_else_final_answer() -> None:
-    seq = Sequencer(SID)
+    seq = PreloopMapper(SID)
 
     def envelope(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -205,7 +205,7 @@ def test_model_call_words_are_commentary_when_it_called_tools_else_final_answer(
             "conversation_preview": [{"source": "response", "content": [{"text": "All green."}]}],
         },
     )
-    out = [e for env in (started, first, second) if (d := from_envelope(SID, env)) for e in seq.admit(d)]
+    out = [e for env in (started, first, second) if (d := from_envelope(SID, env)) for e in seq.map(d)]
     assert [type(e) for e in out] == [ModelDelta, ModelStep, ModelDelta, ModelStep]
     delta1, step1, delta2, step2 = out
     assert delta1.text == "I will run the tests."
@@ -270,7 +270,7 @@ def test_a_session_warning_activity_is_kept_as_unknown() -> None:
     warning = next(i for i in items if i.activity_type == "session_warning")
     draft = from_activity(SID, warning)
     assert draft is not None
-    (event,) = Sequencer(SID).admit(draft)
+    (event,) = PreloopMapper(SID).map(draft)
     assert isinstance(event, UnknownEvent)
     assert "no MCP tools" in event.raw["summary"]
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from srv_helpers import auth, read_stream
 
-from client.harness import MAX_EVENT_BYTES
+from server.harness import MAX_EVENT_BYTES
 from server.harness_client import HarnessClient, HarnessSession
 from server.http_input import MAX_BODY_BYTES
 

@@ -33,9 +33,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from client.harness import AGENT_EVENT_TYPES
 from server.app import create_app
 from server.embedded import EmbeddedServer
+from server.harness import AGENT_EVENT_TYPES
 from server.harness_client import HarnessClient
 
 EXAMPLES = int(os.environ.get("PRELOOP_FUZZ_EXAMPLES", "8"))

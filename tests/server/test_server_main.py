@@ -1,4 +1,5 @@
-"""``serve()`` (what ``preloop serve`` runs): prints the URL and a masked token, answers, stops on SIGTERM."""
+"""``serve()`` (what ``preloop serve`` runs, waiting in the command's event loop): prints the URL and a
+masked token, answers, stops on SIGTERM."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ def test_serve_prints_url_and_masked_token_and_stops_cleanly(isolated_dirs: Path
         [
             sys.executable,
             "-c",
-            f"from server.main import serve; serve('127.0.0.1', 0, __import__('pathlib').Path({str(db)!r}))",
+            "import asyncio, pathlib\n"
+            "from cli.commands.serve import until_stopped\n"
+            "from server.main import serve\n"
+            f"asyncio.run(serve('127.0.0.1', 0, pathlib.Path({str(db)!r}), until_stopped))",
         ],
         cwd=ROOT,
         env=dict(os.environ),

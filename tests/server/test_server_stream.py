@@ -152,7 +152,8 @@ async def test_a_reader_too_far_behind_is_cut_off_and_resumes_by_last_event_id_l
     """The live queue holds 64 KiB here; a commit of 100 events of 1 KiB overflows it at once. The
     reader's stream ends there (the server lets go of what was queued), and a reconnection with
     Last-Event-ID gets every event after it, once, in order; so does the client's own follower."""
-    from client.api import Client
+    from client.backends import connect
+    from client.config import Settings
 
     server = EmbeddedServer(
         isolated_dirs / "lag.sqlite3", keepalive_seconds=0.5, subscriber_queue_bytes=64 * 1024
@@ -167,8 +168,10 @@ async def test_a_reader_too_far_behind_is_cut_off_and_resumes_by_last_event_id_l
             follower_items: list[Any] = []
 
             async def follow() -> None:
-                async with Client(
-                    server.url, server.token, server_kind="local", backoff_initial=0.05, backoff_max=0.2
+                async with await connect(
+                    Settings(server.url, server.token, server_kind="local"),
+                    backoff_initial=0.05,
+                    backoff_max=0.2,
                 ) as client:
                     async for item in client.follow(agent.session_id):
                         follower_items.append(item)

@@ -14,7 +14,7 @@ from typing import Any
 from textual.notifications import SeverityLevel
 from textual.widgets import Static
 
-from client.backends import open_backend
+from client.backends import connect
 from client.config import resolve_settings, token_reader
 from client.status import Live, LoginNeeded
 from server.embedded import write_local_server_file
@@ -66,7 +66,7 @@ async def test_a_revoked_token_is_said_once_keeps_the_screen_and_draft_and_resum
         reads.append(read_again())
         return reads[-1]
 
-    backend = open_backend(
+    backend = await connect(
         resolve_settings(),
         server_kind="local",
         backoff_initial=0.05,
@@ -107,7 +107,7 @@ async def test_a_revoked_token_is_said_once_keeps_the_screen_and_draft_and_resum
                 "here is kept and resumes by itself"
             ]  # one notice for two feeds and all their retries
             assert app.screen is screen and screen.unavailable is None
-            assert not screen.has_class("-no-composer") and composer.display
+            assert screen.note_box.display and composer.display
             assert composer.text == "stop after this and summarise"
             assert "refused the token" in screen.query_one("#banner", Banner).message
             assert "token refused" in screen.header.connection_text().plain  # not "connecting" per retry
@@ -140,7 +140,9 @@ async def test_a_session_opened_while_the_token_is_refused_is_not_unwatchable(
         agent = await harness.start_session(agent_name="night-shift")
         await agent.narrate(1, ["Looking at the certificates."])
         new = live_server.rotate_token()
-        backend = open_backend(resolve_settings(), server_kind="local", backoff_initial=0.05, backoff_max=0.2)
+        backend = await connect(
+            resolve_settings(), server_kind="local", backoff_initial=0.05, backoff_max=0.2
+        )
         app = RecordingApp(backend, start_session_id=agent.session_id, close_backend=True, attention=False)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
@@ -151,7 +153,7 @@ async def test_a_session_opened_while_the_token_is_refused_is_not_unwatchable(
             )
             banner = screen.query_one("#banner", Banner)
             await until(pilot, lambda: "refused the token" in banner.message, "the banner")
-            assert screen.unavailable is None and not screen.has_class("-no-composer")
+            assert screen.unavailable is None and screen.note_box.display
             await pilot.press(*"hello")
             assert screen.query_one(Composer).text == "hello"
             write_local_server_file(live_server.url, new)

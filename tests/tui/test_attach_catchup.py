@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from client.api import Client
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from client.status import Live, Missed
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import attach_screen, until
@@ -20,13 +22,13 @@ from widgets.timeline_view import TimelineView
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(live_server.url, live_server.token, server_kind="local") as c:
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as c:
         yield c
 
 
 async def test_a_long_session_opens_at_its_newest_events_and_keeps_what_is_pending(
-    client: Client, live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
+    client: Backend, live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(attach_module, "HISTORY_EVENTS", 12)
     async with live_server.harness() as harness:

@@ -11,9 +11,11 @@ from typing import Any
 from textual import events
 from textual.widgets import DataTable, Static
 
-from client.api import Client
+from client.backend import Backend
 from client.drafts import DraftStore
+from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
+from tests.conftest import LiveServer
 from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, attached, note_states, plain, until
 from tui.app import PreloopApp, confirm_risks_from_env
@@ -29,7 +31,7 @@ def _messages(app: PreloopApp) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def test_withdraw_targets_the_newest_pending_note(client: Client, agent: HarnessSession) -> None:
+async def test_withdraw_targets_the_newest_pending_note(client: Backend, agent: HarnessSession) -> None:
     """Note A withdrawn, then note B sent: w offers and withdraws B (the old selection was A, cancelled)."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -58,7 +60,7 @@ async def test_withdraw_targets_the_newest_pending_note(client: Client, agent: H
         assert app.screen is screen
 
 
-async def test_withdraw_asks_which_when_several_are_pending(client: Client, agent: HarnessSession) -> None:
+async def test_withdraw_asks_which_when_several_are_pending(client: Backend, agent: HarnessSession) -> None:
     """Two pending notes: w lists both (newest highlighted); Enter withdraws the highlighted one only."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -91,7 +93,7 @@ async def _tools(agent: HarnessSession, count: int, tag: str) -> None:
 
 
 async def test_paused_following_says_how_much_is_new_and_end_resumes(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """PageUp pauses following: a "↓ N new · End to follow" line counts what arrives below; End resumes."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -119,7 +121,7 @@ DRAFT = ("Stop: the migration must run on staging first. " * 90)[:4195] + " END.
 
 
 async def test_a_long_draft_survives_leaving_and_reattaching(
-    client: Client, agent: HarnessSession, tmp_path: Path
+    client: Backend, agent: HarnessSession, tmp_path: Path
 ) -> None:
     """A 4,200-character unsent draft: Esc → list → Enter finds it again, so does q (detach) → Enter with
     a new screen, and it is on disk (0600)."""
@@ -163,7 +165,7 @@ async def test_a_long_draft_survives_leaving_and_reattaching(
 
 
 async def test_risky_approvals_ask_first_and_low_risk_stays_one_key(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """`rm -rf dist/` (Bash: risk danger) asks before a approves; n keeps it pending. A caution-level tool
     is approved by the one key. With no levels configured, danger is one key too."""
@@ -213,7 +215,7 @@ def test_confirm_risk_levels_come_from_the_environment(monkeypatch: Any) -> None
 
 
 async def test_header_says_waiting_for_approval_and_toasts_leave_the_box_alone(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """A session blocked on an approval reads "⚑ waiting for approval", not idle; a notice (toast) never
     covers the note box, the keys or the newest timeline lines."""
@@ -238,7 +240,7 @@ async def test_header_says_waiting_for_approval_and_toasts_leave_the_box_alone(
 
 
 async def test_narrow_terminals_stack_the_panels_and_too_small_says_so(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """At 60×20 approvals sit under the timeline at full width with whole button labels, the notes list is
     one count line until p; at 40×12 one notice replaces the crushed layout and q still detaches."""
@@ -284,3 +286,65 @@ async def test_narrow_terminals_stack_the_panels_and_too_small_says_so(
         await pilot.press("q")
         await until(pilot, lambda: app.return_value is not None or not app.is_running, "q detaches")
     task.cancel()
+
+
+async def test_a_not_sent_line_goes_once_it_is_no_longer_true(
+    client: Backend, agent: HarnessSession, live_server: LiveServer
+) -> None:
+    """Issue 18: "✗ Not sent, your text is kept" stayed after the reconnect and after the session ended.
+    Sent while the server is down, the line says why; once the stream is live again that is no longer
+    why (the text is still in the box: Enter sends it). A note refused for itself (a NUL in it) keeps its
+    line until the session ends, when the box itself says that nothing can be sent any more."""
+    app = PreloopApp(client, start_session_id=agent.session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        line = screen.query_one("#send-error", Static)
+        await asyncio.to_thread(live_server.stop)
+        await until(pilot, lambda: isinstance(screen.status, Reconnecting), "the stream lost", seconds=15)
+        await pilot.press(*"after the restart", "enter")
+        await until(pilot, lambda: "Not sent" in str(line.render()), "the failure above the box")
+        await asyncio.to_thread(live_server.start)
+        await until(pilot, lambda: isinstance(screen.status, Live), "live again", seconds=30)
+        await until(pilot, lambda: not line.has_class("-shown"), "the line gone with its reason")
+        assert screen.composer.text == "after the restart"
+
+        screen.composer.load_text("a\x00b")
+        await pilot.press("enter")
+        await until(pilot, lambda: "NUL" in str(line.render()), "the note's own refusal")
+        await agent.end("finished its shift")
+        await until(pilot, lambda: screen.ended, "the end")
+        await until(pilot, lambda: not line.has_class("-shown"), "the line gone at the end")
+        assert "Session ended" in str(screen.composer.border_title)
+
+
+async def test_notices_are_not_stacked_twice_and_leave_the_panels_alone(
+    client: Backend, agent: HarnessSession
+) -> None:
+    """Issue 18: pressing e several times stacked one notice per press down over the screen. The same
+    notice is shown once while it is on screen (and ``e`` again rewrites the same file); notices never
+    cover the approvals or notes panel, wide (side column) or narrow (under the timeline)."""
+    task = asyncio.create_task(agent.permission_check("Read", {"path": "README.md"}))
+    for size in ((100, 30), (80, 24)):
+        app = PreloopApp(client, start_session_id=agent.session_id)
+        async with app.run_test(size=size, notifications=True) as pilot:
+            screen = await attached(pilot, app)
+            await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")  # noqa: B023
+            await pilot.press("escape", *"eeeee")
+            await until(pilot, lambda: bool(screen.query("Toast")), "the export notice")  # noqa: B023
+            await pilot.pause(0.5)
+            exported = [n for n in app._notifications if n.title == "Session exported"]
+            assert len(exported) == 1 and len(screen.query("Toast")) == 1, exported
+            for n in range(6):  # different notices, as many as fit and more
+                screen.notify(f"notice {n}: " + "words " * 12, markup=False)
+            await pilot.pause(0.5)
+            for panel in (screen.approvals_panel, screen.notes_panel):  # what is painted on each cell
+                region = panel.region
+                over = {
+                    type(screen.get_widget_at(x, y)[0]).__name__
+                    for y in range(region.y, region.bottom)
+                    for x in range(region.x, region.right)
+                }
+                assert not over & {"Toast", "ToastHolder"}, (size, region, over)
+            assert any(t.region.x <= 2 for t in screen.query("Toast"))  # top-left, over the oldest lines
+    await client.decline((await client.list_approvals(session_id=agent.session_id)).items[0].id)
+    await task

@@ -9,7 +9,8 @@ import os
 import signal
 import time
 
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from client.paths import state_dir
 from tests.conftest import LiveServer
 from tests.tui.test_terminal_keys import Pty
@@ -60,7 +61,7 @@ async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> Non
     finally:
         await asyncio.to_thread(again.close)
     assert path.read_text(encoding="utf-8") == DRAFT + "ok!"
-    async with Client(live_server.url, live_server.token, server_kind="local") as client:
+    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as client:
         assert (await client.list_notes(session_id=agent.session_id)).notes == []
 
 

@@ -1,7 +1,7 @@
 """Pilot tests of the attention inbox and alerts against the real local control plane over loopback.
 
 Agents raise approvals with ``server.harness_client`` (a blocking permission check, as a coding agent's
-hook does); the app runs on the real ``client.api.Client`` and its live attention feed.
+hook does); the app runs on a real backend (``client.backends.connect``) and its live attention feed.
 """
 
 from __future__ import annotations
@@ -12,14 +12,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from textual.widgets import DataTable
 
 from client.alerts import AlertSettings
-from client.api import Client
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from client.present import relative_time
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
-from tests.tui.test_pilot import SIZE, attached, until
+from tests.tui.test_pilot import SIZE, attached, plain, until
 from tui.app import PreloopApp
+from tui.screens.arguments import ArgumentsScreen
 from tui.screens.attach import AttachScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
@@ -29,8 +33,10 @@ from widgets.inbox_view import InboxApprovals, InboxBadge
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
+    ) as c:
         yield c
 
 
@@ -53,7 +59,7 @@ def inbox_rows(app: PreloopApp) -> list[str]:
 
 
 async def test_inbox_shows_every_sessions_approvals_and_decides_them(
-    client: Client, harness: HarnessClient
+    client: Backend, harness: HarnessClient
 ) -> None:
     """Approvals from two sessions reach the header count and the inbox (oldest first); a approves the
     first, d with a comment declines the second; the agents get the decisions."""
@@ -92,7 +98,7 @@ async def test_inbox_shows_every_sessions_approvals_and_decides_them(
 
 
 async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
-    client: Client, harness: HarnessClient, live_server: LiveServer
+    client: Backend, harness: HarnessClient, live_server: LiveServer
 ) -> None:
     """Another operator approves while the inbox is open: the row leaves and a line says so; a note that
     becomes undeliverable appears in the notes section, live."""
@@ -103,7 +109,7 @@ async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
         await pilot.press("i")
         task = ask(session, "make deploy")
         await until(pilot, lambda: len(inbox_rows(app)) == 1, "the approval")
-        async with Client(live_server.url, live_server.token, server_kind="local") as other:
+        async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
             approval_id = app.inbox.approvals[0].id
             await other.approve(approval_id, "ship it")
             await other.send_note("stop after the deploy", session_id=session.session_id)
@@ -117,7 +123,7 @@ async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
         assert app.inbox_count == 0  # seen: the inbox is open
 
 
-async def test_inbox_from_an_attach_screen_and_back(client: Client, harness: HarnessClient) -> None:
+async def test_inbox_from_an_attach_screen_and_back(client: Backend, harness: HarnessClient) -> None:
     """i (outside the note box) opens the inbox from a session; Enter opens another session's approval,
     Escape there comes back to the inbox, Escape again to the first session."""
     watched, other = await start(harness, "builder"), await start(harness, "tester")
@@ -145,7 +151,7 @@ async def test_inbox_from_an_attach_screen_and_back(client: Client, harness: Har
 
 
 async def test_alerts_ring_for_other_sessions_once_per_interval(
-    client: Client, harness: HarnessClient
+    client: Backend, harness: HarnessClient
 ) -> None:
     """A new approval in another session rings once (bell + OSC 9); a second one right after is held
     back by the rate limit; one in the session on screen never rings."""
@@ -179,7 +185,7 @@ async def test_alerts_ring_for_other_sessions_once_per_interval(
 
 
 async def test_an_arrival_leaves_the_rows_the_cursor_and_the_footer_alone(
-    client: Client, harness: HarnessClient, live_server: LiveServer
+    client: Backend, harness: HarnessClient, live_server: LiveServer
 ) -> None:
     """The operator reads the 2nd of three approvals when one arrives on another session, then another
     operator settles the 1st: the cursor stays on the approval being read, the rows already there are the
@@ -224,7 +230,7 @@ async def test_an_arrival_leaves_the_rows_the_cursor_and_the_footer_alone(
         assert kept_rows(table, rows) == list(rows)  # the same rows, not new ones
         assert footer_checks == [] and list(screen.query("FooterKey")) == footer_keys
 
-        async with Client(live_server.url, live_server.token, server_kind="local") as other:
+        async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
             await other.approve(app.inbox.approvals[0].id, "fine")
             await until(pilot, lambda: len(inbox_rows(app)) == 3, "the first one settled elsewhere")
             await pilot.pause()
@@ -273,3 +279,81 @@ def kept_rows(table: InboxApprovals, before: dict[str | None, Any]) -> list[str 
     """The approval ids whose row is still the very row (the same key object) it was ``before``."""
     now = {key.value: key for key in table.rows}
     return [value for value, key in before.items() if now.get(value) is key]
+
+
+async def test_an_approval_decided_on_an_attach_screen_is_not_approved_elsewhere_in_the_inbox(
+    client: Backend, harness: HarnessClient
+) -> None:
+    """Issue 18: approved with ``a`` on the session's own screen, the inbox then said "approved
+    elsewhere". The app keeps one record of what it decided, for every screen and the inbox."""
+    session = await start(harness, "builder")
+    app = PreloopApp(client, start_session_id=session.session_id, alert_settings=AlertSettings(enabled=False))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        task = asyncio.create_task(session.permission_check("Read", {"path": "README.md"}, ask=True))
+        await until(pilot, lambda: screen.approvals_panel.count == 1 and app.inbox_count == 1, "the approval")
+        await pilot.press("escape", "a")  # low risk: one key
+        assert (await asyncio.wait_for(task, 10)).decision == "allow"
+        await until(pilot, lambda: app.inbox_count == 0, "the inbox emptied by the echo")
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await pilot.pause(0.2)
+        recent = app.screen.query_one("#inbox-recent")
+        assert not recent.display and "elsewhere" not in str(recent.render())
+
+
+async def test_the_sessions_list_counts_what_the_inbox_counts(
+    client: Backend, harness: HarnessClient
+) -> None:
+    """Issue 18: the header said "⚑ 1 waiting" while every PENDING cell said 0 until the list's next
+    refresh. The PENDING column follows the live inbox (here with no refresh at all)."""
+    session = await start(harness, "builder")
+    app = PreloopApp(client, refresh_interval=0, alert_settings=AlertSettings(enabled=False))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
+        table = app.screen.query_one(DataTable)
+        await until(pilot, lambda: table.row_count == 1 and app.inbox.synced, "the row and the inbox")
+
+        def pending_cell() -> str:
+            return str(table.get_cell(session.session_id, "pending"))
+
+        assert pending_cell() == "0"
+        task = ask(session, "git push origin main")
+        await until(pilot, lambda: app.inbox_count == 1, "the header's count")
+        await until(pilot, lambda: pending_cell() == "⚑ 1", "the PENDING cell saying the same")
+        await client.decline(app.inbox.approvals[0].id)
+        await until(pilot, lambda: pending_cell() == "0", "and 0 again once decided")
+        await task
+
+
+async def test_the_whole_arguments_of_an_approval_are_one_key_away(
+    client: Backend, harness: HarnessClient
+) -> None:
+    """Issue 18: at 80 columns the ARGUMENTS column read `{ "co`, cut with no sign of it. It ends in "…"
+    where it is cut, ``x`` shows the whole call (and decides nothing), Enter still opens the session."""
+    session = await start(harness, "builder")
+    command = "git push --force-with-lease origin hotfix/discount-order && make deploy ENV=production"
+    app = PreloopApp(client, refresh_interval=0, alert_settings=AlertSettings(enabled=False))
+    async with app.run_test(size=(80, 24)) as pilot:
+        task = ask(session, command)
+        await until(pilot, lambda: app.inbox_count == 1, "the approval")
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        table = app.screen.query_one(InboxApprovals)
+        await until(pilot, lambda: inbox_rows(app) and inbox_rows(app)[0].endswith("…"), "the cut cell")
+        (shown,) = inbox_rows(app)
+        columns = list(table.columns.values())
+        assert sum(c.get_render_width(table) for c in columns) <= table.size.width  # nothing cut at the edge
+        assert command not in shown
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, ArgumentsScreen), "the whole call")
+        whole = app.screen
+        assert isinstance(whole, ArgumentsScreen) and command in plain(whole.card, 200)
+        await pilot.press("a")  # decides nothing here
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "back to the list")
+        assert app.inbox_count == 1 and not task.done()
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, AttachScreen), "Enter opens the session")
+        await client.decline(app.inbox.approvals[0].id)
+        await task

@@ -1,8 +1,8 @@
 """Pilot tests: the app against the real local control plane over loopback, driven by a harness agent.
 
 Each test starts a session with ``server.harness_client`` (what a coding agent's hooks do), runs the app
-with ``run_test`` on the real ``client.api.Client``, presses keys like a user and checks both what the
-screen shows and what the server recorded.
+with ``run_test`` on a real backend (``client.backends.connect``), presses keys like a user and checks
+both what the screen shows and what the server recorded.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from textual.command import Command, CommandList, CommandPalette
 from textual.widgets import DataTable, Static
 from textual.worker import WorkerState
 
-from client.api import Client
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from client.models import NoteState
 from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
@@ -41,8 +43,10 @@ SIZE = (100, 30)
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
+    ) as c:
         yield c
 
 
@@ -134,7 +138,7 @@ def note_states(screen: AttachScreen) -> list[str]:
     return [n.state for n in screen.query_one(NotesPanel).notes.values()]
 
 
-async def test_sessions_list_then_attach_and_back(client: Client, agent: HarnessSession) -> None:
+async def test_sessions_list_then_attach_and_back(client: Backend, agent: HarnessSession) -> None:
     """The list shows the running session; Enter attaches, Escape returns (still following), q detaches
     (stops following), q quits."""
     app = PreloopApp(client, refresh_interval=0.5)
@@ -164,7 +168,7 @@ async def test_sessions_list_then_attach_and_back(client: Client, agent: Harness
 
 async def test_sessions_server_down_banner_and_retry(live_server: LiveServer) -> None:
     """With the server stopped the list shows the reason and a retry key; after a restart, r loads it."""
-    async with Client(live_server.url, live_server.token, server_kind="local") as client:
+    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as client:
         live_server.stop()
         app = PreloopApp(client, refresh_interval=0)
         async with app.run_test(size=SIZE) as pilot:
@@ -183,7 +187,7 @@ async def test_server_going_down_keeps_the_rows_and_lets_them_age(
     """The server dies after a good refresh: the rows stay under a banner that says they are the last
     known ones, and a session not heard of for minutes no longer reads "live" (times keep ageing)."""
     now = [datetime.now(UTC)]
-    async with Client(live_server.url, live_server.token, server_kind="local") as client:
+    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as client:
         app = PreloopApp(client, refresh_interval=0, clock=lambda: now[0])
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions screen")
@@ -202,7 +206,7 @@ async def test_server_going_down_keeps_the_rows_and_lets_them_age(
 
 
 async def test_note_sent_with_enter_goes_pending_then_delivered(
-    client: Client, agent: HarnessSession, live_server: LiveServer
+    client: Backend, agent: HarnessSession, live_server: LiveServer
 ) -> None:
     """Enter sends; the note shows pending, then delivered once the agent's next call picks it up."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -223,7 +227,7 @@ async def test_note_sent_with_enter_goes_pending_then_delivered(
 
 
 async def test_shift_enter_and_ctrl_j_insert_newlines_and_paste_never_sends(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """Shift+Enter (both encodings) and Ctrl+J insert line breaks; a multi-line paste inserts; Enter sends."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -245,7 +249,7 @@ async def test_shift_enter_and_ctrl_j_insert_newlines_and_paste_never_sends(
 
 
 async def test_empty_note_is_not_sent_and_a_failed_send_keeps_the_text(
-    client: Client, agent: HarnessSession, live_server: LiveServer
+    client: Backend, agent: HarnessSession, live_server: LiveServer
 ) -> None:
     """Blank text is refused locally; with the server down the text stays in the box with the reason."""
     app = PreloopApp(client, start_session_id=agent.session_id, follow=False)
@@ -287,7 +291,7 @@ async def test_empty_note_is_not_sent_and_a_failed_send_keeps_the_text(
         assert not error_line.has_class("-shown")
 
 
-async def test_withdraw_a_pending_note_after_confirmation(client: Client, agent: HarnessSession) -> None:
+async def test_withdraw_a_pending_note_after_confirmation(client: Backend, agent: HarnessSession) -> None:
     """w on a pending note asks first; y withdraws it and the badge turns cancelled."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -303,7 +307,7 @@ async def test_withdraw_a_pending_note_after_confirmation(client: Client, agent:
         assert claimed.notes == []
 
 
-async def test_refused_withdraw_says_why(client: Client, agent: HarnessSession) -> None:
+async def test_refused_withdraw_says_why(client: Backend, agent: HarnessSession) -> None:
     """A note the agent already picked up cannot be withdrawn: the app says it was already delivered."""
     app = PreloopApp(client, start_session_id=agent.session_id, follow=False)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -320,7 +324,7 @@ async def test_refused_withdraw_says_why(client: Client, agent: HarnessSession) 
         assert any("already delivered" in m for m in messages), messages
 
 
-async def test_approve_and_decline_with_comment(client: Client, agent: HarnessSession) -> None:
+async def test_approve_and_decline_with_comment(client: Backend, agent: HarnessSession) -> None:
     """a approves the pending tool call; d asks for a comment and declines; the agent gets both verdicts."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -352,7 +356,7 @@ async def test_approve_and_decline_with_comment(client: Client, agent: HarnessSe
 
 
 async def test_approval_decided_elsewhere_disappears_with_a_notice(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """Another operator approves first: the approval leaves this panel and a notice says so."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -371,12 +375,12 @@ async def test_approval_decided_elsewhere_disappears_with_a_notice(
         )
 
 
-async def test_read_only_hides_composer_and_refuses_decisions(client: Client, agent: HarnessSession) -> None:
+async def test_read_only_hides_composer_and_refuses_decisions(client: Backend, agent: HarnessSession) -> None:
     """Read-only: no composer, a/d do nothing, the approval stays pending on the server."""
     app = PreloopApp(client, start_session_id=agent.session_id, read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
-        assert not screen.query_one(Composer).display or screen.has_class("-no-composer")
+        assert not screen.note_box.display
         panel = screen.query_one(ApprovalsPanel)
         task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
         await until(pilot, lambda: panel.count == 1, "the approval")
@@ -389,7 +393,7 @@ async def test_read_only_hides_composer_and_refuses_decisions(client: Client, ag
         await asyncio.wait_for(task, 30)
 
 
-async def test_session_end_closes_the_composer_and_q_detaches(client: Client, agent: HarnessSession) -> None:
+async def test_session_end_closes_the_composer_and_q_detaches(client: Backend, agent: HarnessSession) -> None:
     """The agent ends the session: the banner says so; the note box (it had the focus) closes, keeps the
     focus and says so; Escape puts it away; q leaves saying it ended (not "running")."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -402,13 +406,13 @@ async def test_session_end_closes_the_composer_and_q_detaches(client: Client, ag
         await pilot.press("q")  # typed into the closed box, not a detach
         assert app.is_running and screen.composer.text == "q"
         await pilot.press("escape")
-        assert screen.has_class("-no-composer")
+        assert not screen.note_box.display
         await pilot.press("q")
     assert app.return_value is not None
     assert "has ended" in app.return_value and "keeps running" not in app.return_value
 
 
-async def test_approve_and_expand_by_mouse(client: Client, agent: HarnessSession) -> None:
+async def test_approve_and_expand_by_mouse(client: Backend, agent: HarnessSession) -> None:
     """The panel's buttons work with a mouse: expand shows every argument, Approve lets the call run."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -430,7 +434,7 @@ async def test_approve_and_expand_by_mouse(client: Client, agent: HarnessSession
 
 
 async def test_sessions_filter_active_only_and_cursor_survives_refresh(
-    client: Client, live_server: LiveServer
+    client: Backend, live_server: LiveServer
 ) -> None:
     """/ filters, a hides ended sessions, and the timed refresh keeps the cursor on the same session."""
     harness = live_server.harness()
@@ -469,7 +473,7 @@ async def test_sessions_filter_active_only_and_cursor_survives_refresh(
 
 
 async def test_attach_survives_a_server_restart(
-    client: Client, agent: HarnessSession, live_server: LiveServer
+    client: Backend, agent: HarnessSession, live_server: LiveServer
 ) -> None:
     """The server goes away: the header and banner say reconnecting; it comes back: live, nothing lost."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -487,7 +491,7 @@ async def test_attach_survives_a_server_restart(
         await until(pilot, lambda: screen.banner.level is None, "the reconnecting banner to go")
 
 
-async def test_command_palette_offers_what_the_screen_allows(client: Client, agent: HarnessSession) -> None:
+async def test_command_palette_offers_what_the_screen_allows(client: Backend, agent: HarnessSession) -> None:
     """Ctrl+P lists the attach screen's actions; choosing "Withdraw" asks for confirmation like w does."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -514,7 +518,7 @@ async def test_command_palette_offers_what_the_screen_allows(client: Client, age
         assert note_states(screen) == ["pending"]
 
 
-async def test_decline_by_mouse_through_the_comment_dialog(client: Client, agent: HarnessSession) -> None:
+async def test_decline_by_mouse_through_the_comment_dialog(client: Backend, agent: HarnessSession) -> None:
     """A mouse user clicks Decline, types a comment and clicks the dialog's Decline: the agent is denied."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -534,7 +538,7 @@ async def test_decline_by_mouse_through_the_comment_dialog(client: Client, agent
 
 
 async def test_cancel_in_the_comment_dialog_leaves_the_approval_pending(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """Cancel (mouse) closes the dialog and decides nothing: the approval is still pending on the server."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -556,7 +560,7 @@ async def test_cancel_in_the_comment_dialog_leaves_the_approval_pending(
         await asyncio.wait_for(task, 30)
 
 
-async def test_unknown_session_is_refused_plainly(client: Client, agent: HarnessSession) -> None:
+async def test_unknown_session_is_refused_plainly(client: Backend, agent: HarnessSession) -> None:
     """An id the server does not know: one banner says so, no stream runs, no note box; q does not claim
     the session "keeps running"."""
     missing = "00000000-0000-4000-8000-000000000000"
@@ -570,7 +574,7 @@ async def test_unknown_session_is_refused_plainly(client: Client, agent: Harness
         # The note box had the focus: it closes (nothing can be sent) instead of vanishing under the keys.
         assert screen.composer.closed is not None and screen.composer.has_focus
         await pilot.press("escape")
-        assert screen.has_class("-no-composer")
+        assert not screen.note_box.display
 
         # The stream was asked for beside the session row; the row's refusal stops it.
         def streaming() -> bool:
@@ -586,7 +590,7 @@ async def test_unknown_session_is_refused_plainly(client: Client, agent: Harness
 
 
 async def test_sessions_rows_fit_80_columns_and_titles_use_the_room(
-    client: Client, live_server: LiveServer
+    client: Backend, live_server: LiveServer
 ) -> None:
     """At 80 columns no row runs off the edge; a short agent name leaves its spare columns to the title."""
     async with live_server.harness() as harness:
@@ -611,7 +615,7 @@ async def test_sessions_rows_fit_80_columns_and_titles_use_the_room(
 
 
 async def test_sessions_move_with_j_k_g_shift_g_and_keep_the_titles_end_at_80_columns(
-    client: Client, live_server: LiveServer
+    client: Backend, live_server: LiveServer
 ) -> None:
     """Issue 10 item 8: j/k/g/G move as in less and k9s; titles that differ only at their end stay told
     apart at 80 columns; newest start first, as `preloop sessions list`."""
@@ -645,7 +649,9 @@ async def test_sessions_move_with_j_k_g_shift_g_and_keep_the_titles_end_at_80_co
             assert table.cursor_row == 0
 
 
-async def test_command_palette_puts_this_screens_actions_first(client: Client, agent: HarnessSession) -> None:
+async def test_command_palette_puts_this_screens_actions_first(
+    client: Backend, agent: HarnessSession
+) -> None:
     """Ctrl+P with nothing typed: the sessions screen's own actions head the list, before Textual's
     generic entries (Keys, Maximize, Screenshot, Theme)."""
     app = PreloopApp(client, refresh_interval=0)
@@ -670,7 +676,7 @@ async def test_command_palette_puts_this_screens_actions_first(client: Client, a
 
 
 async def test_footer_fits_80_columns_and_regains_the_palette_hint_when_wider(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """At 80 columns the footer is compact and drops ``^p palette`` (help lists Ctrl+P) so ``? Help`` fits;
     widened to 200 columns, the hint comes back, and goes again when narrowed."""
@@ -690,7 +696,7 @@ async def test_footer_fits_80_columns_and_regains_the_palette_hint_when_wider(
         await until(pilot, lambda: not palette_hint(), "the hint gone again at 80 columns")
 
 
-async def test_help_from_the_note_box_with_f1(client: Client, agent: HarnessSession) -> None:
+async def test_help_from_the_note_box_with_f1(client: Backend, agent: HarnessSession) -> None:
     """In the note box ? is text; F1 (shown in the footer while typing) opens help, and Escape returns
     with the draft intact. Outside the box F1 still opens help."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -710,7 +716,7 @@ async def test_help_from_the_note_box_with_f1(client: Client, agent: HarnessSess
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help from outside the box")
 
 
-async def test_notices_show_an_agents_tool_name_literally(client: Client, agent: HarnessSession) -> None:
+async def test_notices_show_an_agents_tool_name_literally(client: Backend, agent: HarnessSession) -> None:
     """A tool name is the agent's text: in a notice its brackets are shown, never read as markup (an
     unbalanced tag used to take the app down; a click tag could have run an action)."""
     hostile = "[@click=app.quit]Bash[/] [/]"
@@ -734,7 +740,7 @@ async def test_notices_show_an_agents_tool_name_literally(client: Client, agent:
 
 
 async def test_approving_twice_quickly_decides_once_and_says_nothing_false(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """A second ``a`` before the first answer arrives must not report the approval as decided elsewhere."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -745,8 +751,8 @@ async def test_approving_twice_quickly_decides_once_and_says_nothing_false(
         await until(pilot, lambda: panel.count == 1, "the approval")
         approval = panel.selected
         assert approval is not None
-        screen.decide(approval, "approve", None)
-        screen.decide(approval, "approve", None)
+        screen.decider.decide(approval, "approve", None)
+        screen.decider.decide(approval, "approve", None)
         assert (await asyncio.wait_for(task, 30)).decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
         await pilot.pause(0.5)

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import DataTable, OptionList
 from textual.worker import WorkerState
 
-from client.api import Client
+from client.backend import Backend
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
 from tests.tui import test_pilot
@@ -69,7 +69,7 @@ async def shown(pilot: object, app: PreloopApp, words: str) -> AttachScreen:
 
 
 async def test_switching_keeps_each_sessions_scroll_folds_and_draft(
-    client: Client, agents: list[HarnessSession]
+    client: Backend, agents: list[HarnessSession]
 ) -> None:
     alpha_id, beta_id = agents[0].session_id, agents[1].session_id
     app = PreloopApp(client, refresh_interval=0)

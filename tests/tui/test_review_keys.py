@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from client.api import Client
+from client.backend import Backend
 from client.paths import exports_dir
 from server.harness_client import HarnessSession
 from tests.tui import test_pilot
@@ -20,7 +20,7 @@ agent = test_pilot.agent
 
 
 async def test_a_read_note_shows_what_the_agent_did_next_and_t_jumps_there(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -57,7 +57,7 @@ def _notices(app: PreloopApp) -> str:
     return " ".join(str(n.message) for n in app._notifications)
 
 
-async def test_e_exports_the_session_as_markdown(client: Client, agent: HarnessSession) -> None:
+async def test_e_exports_the_session_as_markdown(client: Backend, agent: HarnessSession) -> None:
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         await attached(pilot, app)

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from client.api import Client
+from client.backends import connect
+from client.config import Settings
 from tests.conftest import LiveServer
 
 PRELOOP = str(Path(sys.executable).parent / "preloop")
@@ -77,7 +78,7 @@ async def test_shift_enter_ctrl_j_and_paste_as_terminal_bytes(live_server: LiveS
         await asyncio.to_thread(term.pump, 0.5)
         for chunk in KEYS:
             await asyncio.to_thread(term.type, chunk)
-        async with Client(live_server.url, live_server.token, server_kind="local") as client:
+        async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as client:
             assert (await client.list_notes(session_id=agent.session_id)).notes == [], "sent before Enter"
             await asyncio.to_thread(term.type, b"\r")  # Enter sends
             texts: list[str] = []

@@ -14,13 +14,14 @@ from textual.pilot import Pilot
 from textual.widgets import Footer, Input, TextArea
 
 from client.errors import ServerUnreachable
-from client.models import Session
+from client.models import AttentionSnapshot, Session
 from client.status import Ended, Live, Reconnecting
 from tests.tui import data
-from tests.tui.fakes import FakeBackend, frozen_clock
+from tests.tui.fakes import NOW, FakeBackend, frozen_clock
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from widgets.composer import Composer
+from widgets.keys_line import KeysLine
 from widgets.timeline_view import TimelineView
 
 
@@ -46,7 +47,7 @@ def _quiet(app: PreloopApp) -> bool:
         streamed
         and not screen._buffer
         and not screen._flush_scheduled
-        and not screen._bindings_refresh_scheduled
+        and not any(keys.checking for keys in screen.query(KeysLine))
         and bool(screen.query(Footer))  # the keys line is mounted after the first frame
     )
 
@@ -89,14 +90,29 @@ def _attach_app(script: list[Any], **kwargs: Any) -> PreloopApp:
 # ------------------------------------------------------------------ sessions screen
 
 
+def _waiting(sessions: list[Session]) -> list[AttentionSnapshot]:
+    """The attention feed of a server whose rows say what waits: one pending approval per row that counts
+    one (the PENDING column follows the live inbox, as the header's count does)."""
+    pending = [
+        data.approval(id=f"ap-{row.id[:8]}", runtime_session_id=row.id)
+        for row in sessions
+        if row.pending_approval_count
+    ]
+    return [AttentionSnapshot(at=NOW, approvals=pending)]
+
+
+def _listing(sessions: list[Session]) -> FakeBackend:
+    return FakeBackend(sessions=sessions, attention=_waiting(sessions))
+
+
 def test_sessions_list_with_data(snap_compare: Any) -> None:
     """Three sessions: live with a pending approval (highlighted), idle with a fallback title, ended."""
-    assert snap_compare(_app(FakeBackend(sessions=data.sessions())), run_before=_settle)
+    assert snap_compare(_app(_listing(data.sessions())), run_before=_settle)
 
 
 def test_sessions_list_wide(snap_compare: Any) -> None:
     """The same list at 200×50."""
-    app = _app(FakeBackend(sessions=data.sessions()))
+    app = _app(_listing(data.sessions()))
     assert snap_compare(app, run_before=_settle, terminal_size=(200, 50))
 
 
@@ -129,13 +145,13 @@ def test_sessions_list_at_80_columns_keeps_what_tells_titles_apart(snap_compare:
         await pilot.press("j", "j")
         await pilot.pause()
 
-    app = _app(FakeBackend(sessions=_demo_like_sessions()))
+    app = _app(_listing(_demo_like_sessions()))
     assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
 
 
 def test_sessions_list_at_60_columns(snap_compare: Any) -> None:
     """60×20: the same rows, still one line each, the distinguishing ends kept."""
-    app = _app(FakeBackend(sessions=_demo_like_sessions()))
+    app = _app(_listing(_demo_like_sessions()))
     assert snap_compare(app, run_before=_settle, terminal_size=(60, 20))
 
 

@@ -19,7 +19,9 @@ import pytest
 from textual.widgets import Static
 
 from client.alerts import AlertSettings
-from client.api import Client
+from client.backend import Backend
+from client.backends import connect
+from client.config import Settings
 from client.present import short_id
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
@@ -62,8 +64,10 @@ async def type_keys(pilot: Any, clock: TypingClock, keys: str | list[str], pace:
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Client]:
-    async with Client(live_server.url, live_server.token, server_kind="local", keepalive_interval=0.5) as c:
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
+    ) as c:
         yield c
 
 
@@ -78,7 +82,7 @@ def ask(session: HarnessSession, tool: str, args: dict[str, Any], **kwargs: Any)
     return asyncio.create_task(session.permission_check(tool, args, ask=True, **kwargs))
 
 
-async def statuses(client: Client, session: HarnessSession) -> list[str]:
+async def statuses(client: Backend, session: HarnessSession) -> list[str]:
     page = await client.list_approvals(session_id=session.session_id, status=None)
     return sorted(a.status for a in page.items)
 
@@ -89,7 +93,7 @@ def messages(app: PreloopApp) -> list[str]:
 
 @pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
 async def test_typing_on_after_the_session_ends_decides_nothing_anywhere(
-    client: Client, harness: HarnessClient, pace: float
+    client: Backend, harness: HarnessClient, pace: float
 ) -> None:
     """The session ends while the operator types "i am ready" in its note box; another session waits on
     a danger call and a one-key (low-risk) call. The box stays, keeps the focus and every letter typed
@@ -117,14 +121,14 @@ async def test_typing_on_after_the_session_ends_decides_nothing_anywhere(
         assert await statuses(client, other) == ["pending", "pending"]
         assert not danger.done() and not one_key.done()
         await pilot.press("escape")  # the operator leaves the box: only now do letters act
-        assert screen.has_class("-no-composer")
+        assert not screen.note_box.display
         assert app.drafts.get(mine.session_id) == "i am ready ya d y"
     await other.end()
     await asyncio.gather(danger, one_key)
 
 
 async def test_the_inbox_ignores_a_decision_key_typed_as_it_opens(
-    client: Client, harness: HarnessClient
+    client: Backend, harness: HarnessClient
 ) -> None:
     """``i`` then ``a`` at a person's pace does not approve the low-risk call on top of the inbox (one
     notice says why); an ``a`` typed 0.8 s later, after the operator could read it, does."""
@@ -148,7 +152,7 @@ async def test_the_inbox_ignores_a_decision_key_typed_as_it_opens(
 
 @pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
 async def test_the_attach_screen_ignores_a_and_d_right_after_the_note_box_is_left(
-    client: Client, agent: HarnessSession, pace: float
+    client: Backend, agent: HarnessSession, pace: float
 ) -> None:
     """Escape (leaving the note box) then ``a`` at a person's pace approves nothing; typed after a
     moment, it approves. The same holds for the screen being shown again."""
@@ -172,7 +176,7 @@ async def test_the_attach_screen_ignores_a_and_d_right_after_the_note_box_is_lef
 
 @pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
 async def test_are_you_sure_names_what_it_decides_and_ignores_a_yes_typed_as_it_opens(
-    client: Client, agent: HarnessSession, pace: float
+    client: Backend, agent: HarnessSession, pace: float
 ) -> None:
     """``a`` on a danger call asks, naming the session, the tool and the arguments; a ``y`` typed right
     after the ``a`` answers nothing; a ``y`` typed 0.8 s after it approves."""
@@ -198,7 +202,9 @@ async def test_are_you_sure_names_what_it_decides_and_ignores_a_yes_typed_as_it_
         assert (await asyncio.wait_for(danger, 10)).decision == "allow"
 
 
-async def test_the_decline_box_ignores_enter_typed_as_it_opens(client: Client, agent: HarnessSession) -> None:
+async def test_the_decline_box_ignores_enter_typed_as_it_opens(
+    client: Backend, agent: HarnessSession
+) -> None:
     """``d`` opens the comment box; "no" and Enter at a person's pace decline nothing (the box says to
     press Enter again); Enter 0.8 s later declines with the comment."""
     call = ask(agent, "Bash", {"command": "make deploy"})
@@ -222,7 +228,7 @@ async def test_the_decline_box_ignores_enter_typed_as_it_opens(client: Client, a
 
 
 async def test_a_decline_comment_whose_approval_was_decided_elsewhere_becomes_a_draft_note(
-    client: Client, agent: HarnessSession, live_server: LiveServer
+    client: Backend, agent: HarnessSession, live_server: LiveServer
 ) -> None:
     """While the operator types a decline comment, another operator approves: the dialog says so and
     decides nothing; what is still typed lands in it; Enter closes it and the comment is in the note box
@@ -239,8 +245,8 @@ async def test_a_decline_comment_whose_approval_was_decided_elsewhere_becomes_a_
         dialog = app.screen
         assert isinstance(dialog, DeclineCommentScreen)
         await type_keys(pilot, clock, "not on prod")
-        async with Client(live_server.url, live_server.token, server_kind="local") as other:
-            await other.approve(screen.approvals_panel.approvals.popitem()[0], "ship it")
+        async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
+            await other.approve(next(iter(screen.approvals_panel.approvals)), "ship it")
         assert (await asyncio.wait_for(call, 10)).decision == "allow"
         await until(pilot, lambda: dialog.settled is not None, "the dialog to say it was approved elsewhere")
         assert "approved elsewhere" in (dialog.settled or "")
@@ -256,7 +262,7 @@ async def test_a_decline_comment_whose_approval_was_decided_elsewhere_becomes_a_
 
 
 async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_as_a_draft(
-    client: Client, harness: HarnessClient
+    client: Backend, harness: HarnessClient
 ) -> None:
     """From the inbox: the approval expires while the comment is typed; the dialog says so, keeps the
     keys, and closing it keeps the comment as the session's draft note (the inbox has no note box)."""
@@ -284,7 +290,7 @@ async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_a
 
 
 async def test_an_approval_about_to_expire_raises_one_alert(
-    client: Client, harness: HarnessClient, monkeypatch: pytest.MonkeyPatch
+    client: Backend, harness: HarnessClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An approval with a minute left rings once (not every second after), before it expires."""
     monkeypatch.delenv("TMUX", raising=False)
@@ -339,7 +345,9 @@ async def test_letters_typed_while_a_note_is_on_its_way_stay_text(
     one_key = ask(agent, "Read", {"path": "README.md"})
     transport = SlowNotes()
     clock = TypingClock()
-    async with Client(live_server.url, live_server.token, server_kind="local", transport=transport) as slow:
+    async with await connect(
+        Settings(live_server.url, live_server.token, server_kind="local"), transport=transport
+    ) as slow:
         app = PreloopApp(slow, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
         async with app.run_test(size=SIZE) as pilot:
             screen = await attached(pilot, app)
@@ -358,7 +366,7 @@ async def test_letters_typed_while_a_note_is_on_its_way_stay_text(
 
 
 async def test_nothing_takes_the_focus_while_the_operator_types(
-    client: Client, harness: HarnessClient, live_server: LiveServer
+    client: Backend, harness: HarnessClient, live_server: LiveServer
 ) -> None:
     """While the operator types a note: an approval arrives here and in another session (panel, inbox
     count, alert), a note changes state, a toast shows. The box keeps the focus and every letter; no
@@ -376,7 +384,9 @@ async def test_nothing_takes_the_focus_while_the_operator_types(
         await until(
             pilot, lambda: screen.approvals_panel.count == 1 and app.inbox_count == 2, "the approvals"
         )
-        async with Client(live_server.url, live_server.token, server_kind="local") as elsewhere:
+        async with await connect(
+            Settings(live_server.url, live_server.token, server_kind="local")
+        ) as elsewhere:
             await elsewhere.send_note("from a colleague", session_id=mine.session_id)
         screen.notify("a toast")
         await type_keys(pilot, clock, "third")
@@ -399,7 +409,7 @@ async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
 
 
 async def test_a_terminal_too_small_to_show_the_approval_decides_nothing(
-    client: Client, agent: HarnessSession
+    client: Backend, agent: HarnessSession
 ) -> None:
     """Shrunk below the smallest readable size, the screen hides everything (the note box included, so
     keys reach the screen for q): a and d then decide nothing, since the operator cannot see what."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from client.inbox import ApprovalGone
 from client.models import Approval
 from widgets.approvals_panel import approval_prompt
+from widgets.inbox_view import args_cell, decided_elsewhere_text
 
 
 def _plain(approval: Approval, *, expanded: bool) -> str:
@@ -25,3 +27,25 @@ def test_internal_fields_are_not_shown_as_arguments() -> None:
         text = _plain(approval, expanded=expanded)
         assert "git push" in text and "/srv/app" in text
         assert "_preloop_source" not in text and "claude_code" not in text
+
+
+def test_an_expiry_is_not_told_as_a_decision_made_elsewhere() -> None:
+    """Issue 18: the inbox said "expired elsewhere". An expiry is no one's decision; a decision made by
+    another operator is "elsewhere"; one that vanished without its final record is "no longer pending"."""
+    expired = Approval(id="a1", tool_name="Bash", status="expired", runtime_session_id="s1")
+    approved = Approval(id="a2", tool_name="Write", status="approved", runtime_session_id="s1")
+    vanished = Approval(id="a3", tool_name="Read", status="pending", runtime_session_id="s1")
+    lines = decided_elsewhere_text(
+        [ApprovalGone(a, elsewhere=True) for a in (expired, approved, vanished)]
+    ).plain.splitlines()
+    assert "Bash" in lines[0] and "expired before anyone decided" in lines[0] and "elsewhere" not in lines[0]
+    assert "was approved elsewhere" in lines[1]
+    assert "is no longer pending" in lines[2] and "gone" not in lines[2]
+
+
+def test_the_inbox_arguments_end_in_an_ellipsis_where_they_are_cut() -> None:
+    """Issue 18: at 60-80 columns the ARGUMENTS cell read `{ "co`, cut with no sign of it."""
+    approval = Approval(id="a1", tool_name="Bash", tool_args={"command": "git push origin hotfix/discount"})
+    cell = args_cell(approval, 14)
+    assert cell.plain == '{ "command": …' and cell.cell_len == 14
+    assert args_cell(approval, 80).plain == '{ "command": "git push origin hotfix/discount" }'

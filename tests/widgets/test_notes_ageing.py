@@ -18,9 +18,11 @@ class _Host(App[None]):
     def __init__(self, clock: list[datetime]) -> None:
         super().__init__()
         self.now = clock
+        self.notes: dict[str, Note] = {}
+        """The notes table the panel shows (a session core's, in the app)."""
 
     def compose(self) -> ComposeResult:
-        yield NotesPanel(clock=lambda: self.now[0], id="notes")
+        yield NotesPanel(self.notes, clock=lambda: self.now[0], id="notes")
 
 
 def _shown(panel: NotesPanel) -> str:
@@ -33,9 +35,10 @@ async def test_sent_times_keep_ageing() -> None:
     app = _Host(clock)
     async with app.run_test(size=(60, 12)) as pilot:
         panel = app.query_one(NotesPanel)
-        panel.upsert(
-            Note(note_id="n1", state="pending", text="hold on", created_at=START - timedelta(seconds=19))
+        app.notes["n1"] = Note(
+            note_id="n1", state="pending", text="hold on", created_at=START - timedelta(seconds=19)
         )
+        panel.show(["n1"])
         await pilot.pause()
         assert "sent 19s ago" in _shown(panel)
         clock[0] = START + timedelta(seconds=25)

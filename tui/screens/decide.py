@@ -1,11 +1,14 @@
-"""The questions asked before an approval is decided, written once for every screen that decides one.
+"""Deciding an approval from a screen, written once for every screen that decides one.
 
-The attach screen and the inbox both approve and decline; what they ask first is the same and lives
-here: a risky call asks "are you sure?" naming the session, tool and arguments (``ConfirmScreen``); a
-decline asks for an optional comment (``DeclineCommentScreen``). Both dialogs ignore their decision keys
-for half a second after they open (``tui.typeahead``). When the approval is settled elsewhere while a
-dialog about it is open, :func:`settle_open_dialogs` turns that dialog into a notice instead of letting it
-decide something that no longer waits.
+The attach screen and the inbox both approve and decline, through one :class:`Decider` each: a decision
+key passes the type-ahead guard first (``tui.typeahead``: a key typed within half a second of the screen
+coming up is not a decision, and it says so once); a risky call asks "are you sure?" naming the session,
+tool and arguments (``ConfirmScreen``); a decline asks for an optional comment (``DeclineCommentScreen``);
+both dialogs ignore their decision keys for half a second after they open. The decision itself goes
+through ``client.steering`` in a worker of the screen, and its outcome is told in one notice (decided,
+lost the race or expired, failed). When the approval is settled elsewhere while a dialog about it is open,
+:func:`settle_open_dialogs` turns that dialog into a notice instead of letting it decide something that no
+longer waits.
 """
 
 from __future__ import annotations
@@ -14,14 +17,21 @@ from collections.abc import Callable
 from typing import Any
 
 from textual.app import App
+from textual.screen import Screen
 
 from client.models import Approval
 from client.present import approval_outcome
+from client.steering import DecideOutcome, Steering, Verb
 from client.textsafe import safe_line
 from tui.screens.confirm import ConfirmScreen
-from tui.screens.decline_comment import DeclineAnswer, DeclineCommentScreen
-from tui.typeahead import Monotonic
+from tui.screens.decline_comment import DeclineAnswer, DeclineCommentScreen, KeptComment
+from tui.typeahead import Monotonic, TypeAheadGuard
 from widgets.approvals_panel import decision_card
+from widgets.notices import steering_notice, tell
+
+CONFIRM_RISKS = frozenset({"high", "danger", "critical"})
+"""Approvals at these risk levels ask "are you sure?" before ``a`` approves them; lower risk stays one key.
+``PRELOOP_CONFIRM_RISK`` changes the set (see ``tui.app``)."""
 
 
 def needs_confirmation(approval: Approval, confirm_risks: frozenset[str]) -> bool:
@@ -85,3 +95,99 @@ def settle_open_dialogs(app: App[Any], approval: Approval) -> bool:
                 screen.settle(line)
             found = True
     return found
+
+
+class Decider:
+    """One screen's way to decide approvals (see the module docstring). ``just_shown`` finishes the
+    sentence of an ignored key ("the inbox had only just opened"); ``keep`` takes the words of a decline
+    comment whose approval was settled meanwhile (to keep as a draft note); ``decided`` is told every
+    outcome before its notice (to update what the screen shows)."""
+
+    def __init__(
+        self,
+        screen: Screen[Any],
+        steering: Steering,
+        *,
+        confirm_risks: frozenset[str],
+        clock: Monotonic | None,
+        just_shown: str,
+        keep: Callable[[Approval, KeptComment], None],
+        decided: Callable[[DecideOutcome], None],
+        read_only: bool = False,
+    ) -> None:
+        self.screen = screen
+        self.steering = steering
+        self.confirm_risks = frozenset(r.lower() for r in confirm_risks)
+        self.clock = clock
+        self.guard = TypeAheadGuard(clock)
+        """Decision keys typed within half a second of the screen coming up are not decisions."""
+        self.read_only = read_only
+        self._just_shown = just_shown
+        self._keep = keep
+        self._decided = decided
+
+    def settled(self, approval: Approval, *, news: bool) -> None:
+        """An approval stopped waiting, not by this screen: an open dialog about it says so and decides
+        nothing; else, when it is ``news`` (settled elsewhere just now), one notice says so."""
+        if not settle_open_dialogs(self.screen.app, approval) and news:
+            said = approval_outcome(approval.tool_name or "tool", approval.status, elsewhere=True)
+            self.screen.notify(said, title="Approval no longer pending", markup=False)
+
+    def arm_on_app_focus(self) -> None:
+        """The terminal window getting the focus back arms the guard: the next keys may have been typed
+        for another window."""
+        self.screen.watch(self.screen.app, "app_focus", self._app_focus, init=False)
+
+    def _app_focus(self, focused: bool) -> None:
+        if focused:
+            self.guard.arm()
+
+    def too_soon(self, verb: str) -> bool:
+        """A decision key typed within half a second of the screen coming up (or of leaving the note box)
+        was meant for what was there before: ignore it, and say so once."""
+        if self.guard.ready():
+            return False
+        if self.guard.tell_once():
+            self.screen.notify(
+                f"Ignored: {self._just_shown}. Press the key again to {verb}.",
+                title="Key not taken",
+                severity="warning",
+                markup=False,
+            )
+        return True
+
+    def approve(self, approval: Approval | None, session: str) -> None:
+        """``a``: approve at once (low risk) or after a yes to a question naming what is approved."""
+        if approval is None or self.too_soon("approve"):
+            return
+        ask_approve(
+            self.screen.app,
+            approval,
+            session,
+            confirm_risks=self.confirm_risks,
+            clock=self.clock,
+            approve=lambda: self.decide(approval, "approve", None),
+        )
+
+    def decline(self, approval: Approval | None, session: str) -> None:
+        """``d``: ask for an optional comment, then decline."""
+        if approval is None or self.too_soon("decline"):
+            return
+
+        def _answered(answer: DeclineAnswer) -> None:
+            if isinstance(answer, KeptComment):
+                self._keep(approval, answer)
+            elif answer is not None:
+                self.decide(approval, "decline", answer or None)
+
+        ask_decline(self.screen.app, approval, session, clock=self.clock, answered=_answered)
+
+    def decide(self, approval: Approval, verb: Verb, comment: str | None) -> None:
+        """Send the decision from a worker of the screen (a second one on its way sends nothing)."""
+        if not self.read_only:
+            self.screen.run_worker(self._decide(approval, verb, comment), group="decide")
+
+    async def _decide(self, approval: Approval, verb: Verb, comment: str | None) -> None:
+        outcome = await self.steering.decide(approval.id, verb, comment)
+        self._decided(outcome)
+        tell(self.screen, steering_notice(outcome, approval))

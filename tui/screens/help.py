@@ -27,7 +27,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "Attached session",
         [
-            ("(typing)", "goes into the note box, which has the focus when you attach"),
+            ("(typing)", "goes into the note box, which has the focus when you attach (its title says so)"),
             ("Enter", "send the note in the composer"),
             ("Shift+Enter, Ctrl+J", "new line in the note (inside tmux only Ctrl+J)"),
             ("Ctrl+S", "send the note"),
@@ -54,6 +54,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         [
             ("? or F1", "this help (F1 also while typing a note)"),
             ("i or F2", "inbox: every session's approvals and undelivered notes (a / d / Enter there)"),
+            ("", "x in the inbox: the highlighted call's whole arguments (its column is cut to fit)"),
             ("Ctrl+P", "command palette"),
             ("Ctrl+Q", "quit"),
         ],

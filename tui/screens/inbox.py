@@ -2,8 +2,9 @@
 
 The app keeps one :class:`client.inbox.Inbox` fed by ``Backend.watch_attention()`` (pushed by our
 server, polled elsewhere) for as long as it runs; this screen only draws it and acts on it. Approvals
-are oldest first with their session, tool, risk, arguments and expiry countdown; ``a`` approves, ``d``
-declines with an optional comment (the same dialog as the attach screen), Enter opens the session.
+are oldest first with their session, tool, risk, arguments (cut to the column, with an ellipsis: ``x``
+shows all of them) and expiry countdown; ``a`` approves, ``d`` declines with an optional comment (the same
+``tui.screens.decide.Decider`` as the attach screen), Enter opens the session.
 Below them: the notes that ended expired, failed or undeliverable in the last hours, and the approvals
 that were settled elsewhere while the inbox was open. Opening the inbox marks its notes as seen.
 
@@ -16,25 +17,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from client.errors import ClientError
 from client.inbox import Inbox
 from client.models import Approval
 from client.present import describe_session
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
+from client.steering import AlreadySettled, Decided, DecideOutcome, Steering
 from client.textsafe import safe_line
-from tui.screens.decide import ask_approve, ask_decline
-from tui.screens.decline_comment import DeclineAnswer, KeptComment
-from tui.typeahead import Monotonic, TypeAheadGuard
+from tui.screens.arguments import ArgumentsScreen
+from tui.screens.decide import Decider
+from tui.screens.decline_comment import KeptComment
+from tui.typeahead import Monotonic
 from widgets.inbox_view import (
     InboxApprovals,
     InboxBadge,
@@ -43,9 +44,6 @@ from widgets.inbox_view import (
     failed_notes_text,
     update_static,
 )
-
-if TYPE_CHECKING:
-    from client.backend import Backend
 
 TICK_SECONDS = 1.0
 
@@ -74,6 +72,9 @@ class InboxScreen(Screen[None]):
         Binding(
             "o,enter", "open", "Open session", id="inbox.open", tooltip="Attach to this approval's session"
         ),
+        Binding(
+            "x", "arguments", "Args", id="inbox.arguments", tooltip="The highlighted call's whole arguments"
+        ),
         Binding("escape,i", "back", "Back", id="inbox.back", tooltip="Back to where you were"),
         Binding("question_mark", "app.help", "Help", id="inbox.help", tooltip="All keys"),
     ]
@@ -89,7 +90,7 @@ class InboxScreen(Screen[None]):
 
     def __init__(
         self,
-        backend: Backend,
+        steering: Steering,
         inbox: Inbox,
         *,
         open_session: Callable[[str], None],
@@ -100,20 +101,26 @@ class InboxScreen(Screen[None]):
         keep_as_draft: Callable[[str, str, str], None] | None = None,
     ) -> None:
         super().__init__()
-        self._monotonic = monotonic
-        self.guard = TypeAheadGuard(monotonic)
-        """Decision keys typed within half a second of the inbox coming up are not decisions."""
         self._keep_as_draft = keep_as_draft
         """(session id, words, why): a decline comment whose approval was settled meanwhile, kept as a
         draft note of its session."""
-        self.confirm_risks = frozenset(r.lower() for r in confirm_risks)
-        self.backend = backend
+        self.decider = Decider(
+            self,
+            steering,
+            confirm_risks=confirm_risks,
+            clock=monotonic,
+            read_only=read_only,
+            just_shown="the inbox had only just opened",
+            keep=self._kept,
+            decided=self._decided,
+        )
+        self.guard = self.decider.guard
+        """Decision keys typed within half a second of the inbox coming up are not decisions."""
         self.inbox = inbox
         self.open_session = open_session
         self._clock = clock
         self.read_only = read_only
         self.status: StreamStatus | None = None
-        self._deciding: set[str] = set()
         self._shown_version = -1
         self._can_act: bool | None = None
         """Whether an approval was highlighted when the keys were last checked (the footer follows it)."""
@@ -135,11 +142,7 @@ class InboxScreen(Screen[None]):
         self.refresh_view()
         self.set_interval(TICK_SECONDS, self._tick)
         self.query_one(InboxApprovals).focus()
-        self.watch(self.app, "app_focus", self._app_focus_changed, init=False)
-
-    def _app_focus_changed(self, focused: bool) -> None:
-        if focused:
-            self.guard.arm()
+        self.decider.arm_on_app_focus()
 
     def on_screen_resume(self) -> None:
         self.guard.arm()
@@ -210,10 +213,10 @@ class InboxScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Approve, decline and open only when an approval is highlighted (and not read-only)."""
-        if action in ("approve", "decline", "open"):
+        if action in ("approve", "decline", "open", "arguments"):
             if not self.is_mounted or self.query_one(InboxApprovals).selected is None:
                 return None
-            if action != "open" and self.read_only:
+            if action in ("approve", "decline") and self.read_only:
                 return None
         return True
 
@@ -231,19 +234,11 @@ class InboxScreen(Screen[None]):
         event.stop()
         self.action_open()
 
-    def _too_soon(self, verb: str) -> bool:
-        """A decision key typed within half a second of the inbox coming up was meant for what was there
-        before: ignore it, and say so once."""
-        if self.guard.ready():
-            return False
-        if self.guard.tell_once():
-            self.notify(
-                f"Ignored: the inbox had only just opened. Press the key again to {verb}.",
-                title="Key not taken",
-                severity="warning",
-                markup=False,
-            )
-        return True
+    def action_arguments(self) -> None:
+        """Show the highlighted approval's whole call (its arguments are cut to the table's column)."""
+        approval = self.query_one(InboxApprovals).selected
+        if approval is not None:
+            self.app.push_screen(ArgumentsScreen(approval, self._session(approval)))
 
     @staticmethod
     def _session(approval: Approval) -> str:
@@ -252,72 +247,24 @@ class InboxScreen(Screen[None]):
     def action_approve(self) -> None:
         """Let the highlighted approval's tool call run; a risky one asks first (as on the attach screen)."""
         approval = self.query_one(InboxApprovals).selected
-        if approval is None or self._too_soon("approve"):
-            return
-        ask_approve(
-            self.app,
-            approval,
-            self._session(approval),
-            confirm_risks=self.confirm_risks,
-            clock=self._monotonic,
-            approve=lambda: self.decide(approval, "approve", None),
-        )
+        self.decider.approve(approval, self._session(approval) if approval else "")
 
     def action_decline(self) -> None:
         """Ask for an optional comment, then decline the highlighted approval."""
         approval = self.query_one(InboxApprovals).selected
-        if approval is None or self._too_soon("decline"):
-            return
+        self.decider.decline(approval, self._session(approval) if approval else "")
 
-        def _answered(answer: DeclineAnswer) -> None:
-            if isinstance(answer, KeptComment):
-                session_id = approval.runtime_session_id
-                if session_id and self._keep_as_draft is not None:
-                    self._keep_as_draft(session_id, answer.text, answer.line)
-            elif answer is not None:
-                self.decide(approval, "decline", answer or None)
+    def _kept(self, approval: Approval, kept: KeptComment) -> None:
+        session_id = approval.runtime_session_id
+        if session_id and self._keep_as_draft is not None:
+            self._keep_as_draft(session_id, kept.text, kept.line)
 
-        ask_decline(self.app, approval, self._session(approval), clock=self._monotonic, answered=_answered)
-
-    @work(group="inbox-decide")
-    async def decide(self, approval: Approval, decision: str, comment: str | None) -> None:
-        """Send the decision; one that lost a race says who won, and the approval leaves either way."""
-        if self.read_only or approval.id in self._deciding:
-            return
-        tool = safe_line(approval.tool_name or "tool", 40)
-        self._deciding.add(approval.id)
-        self.inbox.deciding(approval.id)
-        try:
-            if decision == "approve":
-                result = await self.backend.approve(approval.id, comment)
+    def _decided(self, outcome: DecideOutcome) -> None:
+        """A decision's answer: a decided (or lost) approval leaves the inbox now, without its echo."""
+        if isinstance(outcome, Decided | AlreadySettled):
+            self.inbox.decided(outcome.approval)
+            sync = getattr(self.app, "inbox_updated", None)
+            if callable(sync):
+                sync()
             else:
-                result = await self.backend.decline(approval.id, comment)
-        except ClientError as exc:
-            try:
-                current = await self.backend.get_approval(approval.id)
-            except ClientError:
-                current = None
-            if current is not None and not current.pending:
-                self.inbox.decided(current)
-                self.notify(
-                    f"The {tool} approval was already {safe_line(current.status, 20)} elsewhere.",
-                    title="Approval no longer pending",
-                    severity="warning",
-                    markup=False,
-                )
-                self._changed_here()
-            else:
-                self._deciding.discard(approval.id)
-                self.notify(str(exc), title=f"Could not {decision} {tool}", severity="error", markup=False)
-            return
-        self.inbox.decided(result)
-        word = "Approved" if decision == "approve" else "Declined"
-        self.notify(f"{word}: {tool}", title="Approval decided", markup=False)
-        self._changed_here()
-
-    def _changed_here(self) -> None:
-        sync = getattr(self.app, "inbox_updated", None)
-        if callable(sync):
-            sync()
-        else:
-            self.refresh_view()
+                self.refresh_view()

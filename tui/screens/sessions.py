@@ -9,7 +9,7 @@ carrying the client error's sentence and a retry key), never a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import ClassVar
@@ -246,9 +246,14 @@ class SessionsScreen(Screen[None]):
         open_session: Callable[[str], None],
         clock: Callable[[], datetime],
         refresh_interval: float = 5.0,
+        pending: Callable[[], Mapping[str, int] | None] | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
+        self._pending = pending
+        """Approvals waiting per session as the live inbox knows them (None until it knows): the PENDING
+        column and the header's "⚑ n waiting" then say the same, not the list's last refresh."""
+        self._rows: list[Session] = []
         self._open_session = open_session
         self._clock = clock
         self.refresh_interval = refresh_interval
@@ -337,9 +342,33 @@ class SessionsScreen(Screen[None]):
         self.error = None
         self.loaded = True
         self.query_one(Banner).clear()
-        self.sessions = page.items
+        self._rows = page.items
+        self.sessions = self._live_counts(page.items)
         self.more_on_server = page.has_more
         self.apply_rows()
+
+    def _live_counts(self, rows: list[Session]) -> list[Session]:
+        """The rows with the inbox's pending counts, where it knows them."""
+        counts = self._pending() if self._pending is not None else None
+        if counts is None:
+            return rows
+        return [
+            row
+            if row.pending_approval_count == counts.get(row.id, 0) or row.ended_at is not None
+            else row.model_copy(update={"pending_approval_count": counts.get(row.id, 0)})
+            for row in rows
+        ]
+
+    def on_screen_resume(self) -> None:
+        """Shown again: what changed in the inbox meanwhile reaches the PENDING column."""
+        self.inbox_changed()
+
+    def inbox_changed(self) -> None:
+        """The live inbox changed: the PENDING column follows it (only what differs is redrawn)."""
+        rows = self._live_counts(self._rows)
+        if [r.pending_approval_count for r in rows] != [r.pending_approval_count for r in self.sessions]:
+            self.sessions = rows
+            self.apply_rows()
 
     def _gone(self) -> bool:
         """An answer that came back while the screen is being taken apart (the app exiting: its widgets

@@ -1,18 +1,19 @@
-"""Which pending note to withdraw, when more than one is still waiting for the agent.
+"""The questions asked before a note is withdrawn, and which pending note, when several still wait.
 
-``w`` on the attach screen withdraws the one pending note after a yes/no question; with several pending it
-would be a guess which one the operator means, so this modal lists them (newest first, the newest
-highlighted) and withdraws the one picked. Picking is the confirmation; Escape keeps every note.
+``w`` on the attach screen withdraws the one pending note after a yes/no question (:func:`ask_withdraw`);
+with several pending it would be a guess which one the operator means, so this modal lists them (newest
+first, the newest highlighted) and withdraws the one picked. Picking is the confirmation; Escape keeps
+every note.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -20,7 +21,32 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from client.models import Note
+from client.textsafe import safe_line
+from tui.screens.confirm import ConfirmScreen
+from tui.typeahead import Monotonic
 from widgets.notes_panel import note_prompt
+
+
+def ask_withdraw(
+    app: App[Any],
+    choice: Note | list[Note],
+    now: datetime,
+    *,
+    clock: Monotonic | None,
+    withdraw: Callable[[Note], object],
+) -> None:
+    """Ask before withdrawing: "Withdraw this note?" for one note, the picker for several."""
+
+    def _answered(note: Note | None) -> None:
+        if note is not None:
+            withdraw(note)
+
+    if isinstance(choice, list):
+        app.push_screen(WithdrawPickScreen(choice, now), _answered)
+        return
+    preview = safe_line(choice.text, 160)
+    ask = ConfirmScreen("Withdraw this note?", preview, yes="Withdraw", no="Keep", clock=clock)
+    app.push_screen(ask, lambda yes: _answered(choice if yes else None))
 
 
 class WithdrawPickScreen(ModalScreen[Note | None]):

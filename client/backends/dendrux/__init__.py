@@ -1,11 +1,13 @@
 """A Dendrux 0.4.1 app: Dendrux's read router (runs, events, traces) plus our steer router (notes,
-approvals), both mounted by the app (see docs/dendrux.md and :mod:`server.dendrux_steer`).
+approvals), both mounted by the app (see docs/dendrux.md and :mod:`preloop_steer.dendrux`).
 
 A Dendrux *run* is a session here (``session_id`` = ``run_id``, a ULID). What the server cannot do, the
 backend says in :attr:`DendruxBackend.capabilities` so the UI gates those keys and says why:
 
 * a note cannot be withdrawn once submitted (Dendrux has no such call): ``withdraw_notes=False``;
 * a run cannot be ended from the read/steer routes: ``end_session=False``;
+* an approval takes no comment (Dendrux's approve has no reason; a decline's does): ``approve_comment=False``,
+  and ``approve(id, comment)`` raises :class:`~client.errors.Unsupported` rather than drop it;
 * a note for a finished run is refused by the steer router (409, ``RunAlreadyTerminalError``): that is
   :class:`~client.errors.SessionEnded`, as on every server;
 * an app that mounted only the read router has no notes or approvals: the first call that needs the steer
@@ -16,32 +18,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
-from typing import Any, Self
-
-import httpx
+from typing import Any
 
 from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
 from client.backends.dendrux.mapping import (
     TERMINAL_STATUSES,
+    approval_from_row,
     note_from_row,
     session_from_run,
     session_list,
 )
-from client.connection import Connection
+from client.backends.rest import RestBackend
+from client.connection import Connection, Reply
 from client.errors import (
     ClientError,
     Conflict,
     InvalidResponse,
     NotFound,
     SessionEnded,
+    TransportError,
     Unsupported,
     UsageError,
 )
 from client.events import Event
+from client.ids import is_ulid, match_id
 from client.models import (
     ActivityItem,
     Approval,
@@ -52,10 +56,11 @@ from client.models import (
     Session,
     SessionList,
 )
+from client.notetext import require_sendable
 from client.status import StreamStatus
 from client.textsafe import safe_line
 
-__all__ = ["ACTIVE_STATUSES", "DendruxBackend", "looks_like_dendrux"]
+__all__ = ["ACTIVE_STATUSES", "NO_APPROVE_COMMENT", "DendruxBackend", "looks_like_dendrux"]
 
 ACTIVE_STATUSES = (
     "pending",
@@ -69,7 +74,14 @@ _NO_STEER = (
     "this Dendrux app has no steer router mounted, so it cannot take {what}: the app adds "
     "make_steer_router next to make_read_router (see docs/dendrux.md)"
 )
+NO_APPROVE_COMMENT = (
+    "a Dendrux app takes no comment with an approval (Dendrux's approve has no reason; a decline's comment "
+    "reaches the agent): approve without one, or send it as a note"
+)
 _MAX_RUNS = 1000
+_SCAN_PAGE = 250
+_HISTORY_RUNS = 200
+_PARALLEL = 4
 _TITLE_FETCHES = 50
 
 
@@ -77,14 +89,14 @@ async def looks_like_dendrux(conn: Connection) -> bool:
     """Whether the server answers like a Dendrux read router (``GET /runs`` → ``{items, total, limit,
     offset}`` of run rows), for ``--server-kind auto``."""
     try:
-        response = await conn.http.get("/runs", params={"limit": 1})
-    except httpx.HTTPError:
+        response = await conn.send("GET", "/runs", params={"limit": 1})
+    except TransportError:
         return False
     if response.status_code in (401, 403):
         # an authorize hook refused us: ask the unauthenticated /health, which Dendrux serves at the root
         try:
-            health = await conn.http.get("/health")
-        except httpx.HTTPError:
+            health = await conn.send("GET", "/health")
+        except TransportError:
             return False
         return health.status_code == 200 and _json(health) == {"status": "ok"}
     body = _json(response)
@@ -96,14 +108,14 @@ async def looks_like_dendrux(conn: Connection) -> bool:
     )
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: Reply) -> Any:
     try:
         return response.json()
     except ValueError:
         return None
 
 
-class DendruxBackend:
+class DendruxBackend(RestBackend):
     """The backend for a Dendrux app (see the module docstring). ``trace_wait`` bounds how long the live
     feed waits for a model step's text to land in ``/traces`` after its ``llm.completed`` event, ``gap_wait``
     how long it waits for REST to have an event the stream skipped before counting it missed."""
@@ -113,34 +125,19 @@ class DendruxBackend:
     def __init__(
         self, conn: Connection, *, run_grace: float = 10.0, trace_wait: float = 3.0, gap_wait: float = 15.0
     ) -> None:
-        self.conn = conn
+        super().__init__(conn)
         self.gap_wait = gap_wait
         self.run_grace = run_grace
         self.trace_wait = trace_wait
-        self._caps = Capabilities(notes=True, withdraw_notes=False, approvals=True, end_session=False)
+        self._caps = Capabilities(withdraw_notes=False, end_session=False, approve_comment=False)
         self._titles: dict[str, str | None] = {}
         self._note_runs: dict[str, str] = {}
         self._call_runs: dict[str, str] = {}
-
-    def __repr__(self) -> str:
-        return f"DendruxBackend(base_url={self.conn.base_url!r}, token=***)"
 
     @property
     def capabilities(self) -> Capabilities:
         """What this app can do (notes and approvals turn off once the steer router proves missing)."""
         return self._caps
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the connection pool; open streams end."""
-        await self.conn.aclose()
 
     # ----------------------------------------------------------------------------------- plumbing
 
@@ -158,9 +155,24 @@ class DendruxBackend:
             response = await self.conn.request(method, path, what=f"run {run_id[:10]}", json=json)
         except NotFound:
             await self.get_run(run_id)  # NotFound for the run itself propagates from here
-            self._caps = Capabilities(notes=False, withdraw_notes=False, approvals=False, end_session=False)
+            self._caps = replace(self._caps, notes=False, approvals=False)
             raise Unsupported(_NO_STEER.format(what=what)) from None
         return _json(response)
+
+    async def wait_for_run(self, run_id: str) -> dict[str, Any]:
+        """The run row of a full run id, its 404 retried for ``run_grace`` seconds: a run the app has just
+        started is not visible to its read router for a moment (docs/dendrux.md). NotFound after that."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.run_grace
+        delay = 0.05
+        while True:
+            try:
+                return await self.get_run(run_id)
+            except NotFound:
+                if loop.time() + delay > deadline:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     async def get_run(self, run_id: str) -> dict[str, Any]:
         """The run row (``GET /runs/{id}``)."""
@@ -180,34 +192,87 @@ class DendruxBackend:
     async def list_sessions(
         self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
     ) -> SessionList:
-        """``GET /runs`` with the filters Dendrux has (status, agent, start date); newest first."""
-        params: dict[str, Any] = {"limit": max(1, min(limit, 1000)), "offset": offset}
+        """``GET /runs`` with the filters Dendrux applies (status, agent, parent run); newest first.
+
+        Dendrux 0.4.1 answers 500 to its own time filters (``started_after``/``started_before``: its router
+        imports ``datetime`` for type checking only, so FastAPI cannot read the parameter), so a start date
+        and "active within N minutes" (last activity, as on our server) are applied here, over the newest
+        ``_MAX_RUNS`` runs (:meth:`_runs_in_time`)."""
+        limit = max(1, min(limit, 1000))
         f = filters or SessionFilter()
+        params: dict[str, Any] = {"agent_name": f.agent, "parent_run_id": f.parent_session_id}
         if f.status == "active":
             params["status"] = list(ACTIVE_STATUSES)
         elif f.status == "ended":
             params["status"] = sorted(TERMINAL_STATUSES)
-        params["agent_name"] = f.agent
-        params["parent_run_id"] = f.parent_session_id
-        since = f.start_date
+        active_since = None
         if f.active_within_minutes is not None:
-            recent = datetime.now(UTC) - timedelta(minutes=f.active_within_minutes)
-            since = recent if since is None else max(since, recent)
-        if since is not None:
-            params["started_after"] = since.isoformat()
-        body = await self.get_json("/runs", what="runs", params=params)
-        if not isinstance(body, dict):
-            raise InvalidResponse("the answer to GET /runs is not a page of runs: is this a Dendrux app?")
-        page = session_list(body)
+            active_since = datetime.now(UTC) - timedelta(minutes=f.active_within_minutes)
+        if f.start_date is None and active_since is None:
+            page = session_list(await self._runs({**params, "limit": limit, "offset": offset}))
+        else:
+            start = f.start_date.astimezone(UTC) if f.start_date is not None else None
+            page = await self._runs_in_time(params, start, active_since, limit=limit, offset=offset)
         await self._learn_titles([s.id for s in page.items if s.id not in self._titles][:_TITLE_FETCHES])
         for session in page.items:
             session.title = session.title or self._titles.get(session.id)
         return page
 
+    async def _runs(self, params: dict[str, Any]) -> dict[str, Any]:
+        body = await self.get_json("/runs", what="runs", params=params)
+        if not isinstance(body, dict):
+            raise InvalidResponse("the answer to GET /runs is not a page of runs: is this a Dendrux app?")
+        return body
+
+    async def _runs_in_time(
+        self,
+        params: dict[str, Any],
+        start: datetime | None,
+        active_since: datetime | None,
+        *,
+        limit: int,
+        offset: int,
+    ) -> SessionList:
+        """One page of the runs started at or after ``start`` and last active at or after
+        ``active_since``, read newest first ``_SCAN_PAGE`` runs at a time: the reading stops once the
+        page and one more are found, at the first run started before ``start`` (every later one is older),
+        or after ``_MAX_RUNS`` runs. ``total`` is known only when every run was read."""
+        kept: list[Session] = []
+        read = 0
+        complete = False
+        while read < _MAX_RUNS and len(kept) <= offset + limit:
+            size = min(_SCAN_PAGE, _MAX_RUNS - read)
+            body = await self._runs({**params, "limit": size, "offset": read})
+            rows = [r for r in body.get("items") or [] if isinstance(r, dict)]
+            read += len(rows)
+            for session in map(session_from_run, rows):
+                started = session.started_at
+                if start is not None:
+                    if started is None:
+                        continue
+                    if started < start:
+                        complete = True  # newest first: every run from here on started earlier
+                        break
+                last = session.last_activity_at or started
+                if active_since is not None and (last is None or last < active_since):
+                    continue
+                kept.append(session)
+            total = body.get("total")
+            if complete or len(rows) < size or (isinstance(total, int) and read >= total):
+                complete = True
+                break
+        return SessionList(
+            items=kept[offset : offset + limit],
+            total=len(kept) if complete else None,
+            limit=limit,
+            offset=offset,
+            has_more=len(kept) > offset + limit,
+        )
+
     async def _learn_titles(self, run_ids: list[str]) -> None:
         """A run row in ``GET /runs`` has no input; its detail does. A run's input never changes, so each
         run's title (the input's first line) is fetched once and kept."""
-        gate = asyncio.Semaphore(4)
+        gate = asyncio.Semaphore(_PARALLEL)
 
         async def one(run_id: str) -> None:
             async with gate:
@@ -215,21 +280,6 @@ class DendruxBackend:
                     self._titles[run_id] = session_from_run(await self.get_run(run_id)).title
 
         await asyncio.gather(*(one(r) for r in run_ids))
-
-    async def iter_sessions(
-        self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
-    ) -> AsyncIterator[Session]:
-        """Every run matching ``filters``, page by page, up to ``max_items``."""
-        offset = 0
-        seen = 0
-        while seen < max_items:
-            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
-            for session in page.items:
-                yield session
-            seen += len(page.items)
-            offset += len(page.items)
-            if not page.has_more or not page.items:
-                return
 
     async def get_session(self, session_id: str) -> Session:
         """One run as a session row."""
@@ -242,31 +292,14 @@ class DendruxBackend:
         text = id_or_prefix.strip().upper()
         if not text or not text.isalnum():
             raise UsageError(f"'{safe_line(id_or_prefix, 40)}' is not a Dendrux run id or the start of one")
-        if len(text) == 26:
-            try:
-                await self.get_run(text)
-                return text
-            except NotFound:
-                pass
+        if is_ulid(text):
+            # A full id is that run or none: never a prefix of another. It may not be visible yet.
+            await self.wait_for_run(text)
+            return text
         if len(text) < 4:
             raise UsageError("give at least 4 characters of the run id")
-        matches = sorted(
-            {
-                s.id
-                async for s in self.iter_sessions(max_items=_MAX_RUNS, page_size=page_size)
-                if s.id.upper().startswith(text)
-            }
-        )
-        if not matches:
-            raise UsageError(
-                f"no run id starts with '{safe_line(id_or_prefix, 40)}' (`preloop sessions list`)"
-            )
-        if len(matches) > 1:
-            shown = ", ".join(m[:12] for m in matches[:5])
-            raise UsageError(
-                f"'{safe_line(id_or_prefix, 40)}' matches {len(matches)} runs ({shown}): type more"
-            )
-        return matches[0]
+        runs = self.iter_sessions(max_items=_MAX_RUNS, page_size=page_size)
+        return match_id(text, [s.id async for s in runs], "run")
 
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         """Dendrux has no activity list; the run's events are the timeline (``follow``)."""
@@ -295,6 +328,7 @@ class DendruxBackend:
             raise UsageError("on a Dendrux app a note goes to a run: pass the run id (--session)")
         if agent_id is not None:
             raise UsageError("a Dendrux app takes notes for a run, not for an agent")
+        require_sendable(text)
         try:
             body = await self._steer("POST", f"/runs/{run_id}/notes", run_id, "notes", json={"text": text})
         except Conflict as exc:
@@ -361,28 +395,10 @@ class DendruxBackend:
 
     async def _run_approvals(self, run_id: str) -> list[Approval]:
         body = await self._steer("GET", f"/runs/{run_id}/approvals", run_id, "approval decisions")
-        items = body.get("items") if isinstance(body, dict) else None
-        out: list[Approval] = []
-        for item in items or []:
-            if not isinstance(item, dict) or not item.get("call_id"):
-                continue
-            call_id = str(item["call_id"])
-            self._call_runs[call_id] = run_id
-            out.append(
-                Approval.model_validate(
-                    {
-                        "id": call_id,
-                        "tool_name": item.get("tool_name"),
-                        "tool_args": item.get("params") or {},
-                        "status": item.get("status") or "pending",
-                        "requested_at": item.get("requested_at"),
-                        "approver_comment": item.get("reason"),
-                        "runtime_session_id": run_id,
-                        "execution_id": run_id,
-                        "session": {"id": run_id},
-                    }
-                )
-            )
+        rows = body.get("items") if isinstance(body, dict) else None
+        out = [a for r in rows or [] if isinstance(r, dict) and (a := approval_from_row(r, run_id))]
+        for approval in out:
+            self._call_runs[approval.id] = run_id
         return out
 
     async def list_approvals(
@@ -393,38 +409,52 @@ class DendruxBackend:
         limit: int = 100,
         skip: int = 0,
     ) -> ApprovalPage:
-        """The gated calls of runs waiting for approval (one run, or every waiting run)."""
+        """Approval-gated calls, oldest first: one run's, or, across runs, the pending ones of every run
+        waiting for approval, and (``status`` other than pending) every decided one of the newest
+        ``_HISTORY_RUNS`` runs. Dendrux keeps no list of approvals: each run is asked for its own."""
         if session_id is not None:
             runs = [session_id]
-        else:
+        elif status == "pending":
             runs = [
                 s.id
                 async for s in self.iter_sessions(max_items=_MAX_RUNS)
                 if s.activity_status == "waiting_approval"
             ]
-        items: list[Approval] = []
-        for run_id in runs:
-            items += await self._run_approvals(run_id)
+        else:
+            runs = [s.id async for s in self.iter_sessions(max_items=_HISTORY_RUNS)]
+        gate = asyncio.Semaphore(_PARALLEL)
+
+        async def of_run(run_id: str) -> list[Approval]:
+            async with gate:
+                return await self._run_approvals(run_id)
+
+        items = [a for found in await asyncio.gather(*map(of_run, runs)) for a in found]
         if status is not None:
             items = [a for a in items if a.status == status]
+        epoch = datetime(1970, 1, 1, tzinfo=UTC)
+        items.sort(key=lambda a: a.requested_at or epoch)
         return ApprovalPage(items=items[skip : skip + limit], total=len(items))
 
     async def _run_of_call(self, approval_id: str) -> str:
+        """The run a call id belongs to: known from a listing, else looked for among the waiting runs,
+        then among the newest runs' decided calls."""
+        for status in ("pending", None):
+            run_id = self._call_runs.get(approval_id)
+            if run_id is not None:
+                return run_id
+            await self.list_approvals(status=status)
         run_id = self._call_runs.get(approval_id)
         if run_id is None:
-            await self.list_approvals(status=None)
-            run_id = self._call_runs.get(approval_id)
-        if run_id is None:
-            raise NotFound(404, f"no run is waiting for approval of call {safe_line(approval_id, 26)}")
+            raise NotFound(404, f"no run has an approval-gated call {safe_line(approval_id, 26)}")
         return run_id
 
     async def get_approval(self, approval_id: str) -> Approval:
-        """One gated call of a waiting run."""
+        """One approval-gated call as it is now: pending, or decided with its reason."""
         run_id = await self._run_of_call(approval_id)
         for approval in await self._run_approvals(run_id):
             if approval.id == approval_id:
                 return approval
-        raise NotFound(404, f"call {safe_line(approval_id, 26)} is no longer waiting for approval")
+        raise NotFound(404, f"call {safe_line(approval_id, 26)} is not an approval-gated call of its run")
 
     async def _decide(self, approval_id: str, approved: bool, comment: str | None) -> Approval:
         run_id = await self._run_of_call(approval_id)
@@ -443,7 +473,11 @@ class DendruxBackend:
         return Approval(id=approval_id, status=status, approver_comment=comment, runtime_session_id=run_id)
 
     async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
-        """Let the call run (Dendrux resumes the run once every gated call of the pause is decided)."""
+        """Let the call run (Dendrux resumes the run once every gated call of the pause is decided).
+        Dendrux's approval takes no reason: a comment is refused before anything is sent, never dropped
+        (``capabilities.approve_comment`` says so up front)."""
+        if comment and comment.strip():
+            raise Unsupported(NO_APPROVE_COMMENT)
         return await self._decide(approval_id, True, None)
 
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
@@ -457,9 +491,9 @@ class DendruxBackend:
     ) -> AsyncGenerator[Event | StreamStatus, None]:
         """The run's events after local seq ``after`` (see :mod:`client.backends.dendrux.feed`); a run is
         read whole (``tail`` is not offered: the gap check needs the run's events from the start)."""
-        from client.backends.dendrux.feed import follow_dendrux
+        from client.backends.dendrux import feed
 
-        async with aclosing(follow_dendrux(self, session_id, after=after)) as items:
+        async with aclosing(feed.follow(self, session_id, after=after)) as items:
             async for item in items:
                 yield item
 

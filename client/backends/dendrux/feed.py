@@ -10,25 +10,34 @@ tools commit out of order an event can be skipped **for good** on the stream whi
   once, without dropping the stream, and asked again (backing off to 0.5 s) while REST does not have it yet:
   the late commit usually lands within milliseconds but can take a second or more when the database is
   busy; a gap REST still cannot fill after ``gap_wait`` seconds is given up as ``Missed(n)``;
+* what the orderer released is past the resume point (``Last-Event-ID``), so it waits in ``pending`` and
+  leaves it batch by batch, each batch only once mapped whole: every REST call its mapping needs is made
+  before any of it is mapped, and a failing one (a 500 from ``/traces``) ends the connection with the
+  batch still pending; the next connection maps it first, then reads on;
 * an ``llm.completed`` carries no text: the ``/traces`` assistant row of the same iteration does, and may
-  land a few ms after the event, so it is fetched (new rows only) and re-fetched until ``trace_wait``;
+  land a few ms after the event, so it is fetched (new rows only) and re-fetched until ``trace_wait``.
+  Past that (a busy database) the step goes out without text and is owed: ``/traces`` is asked again
+  with every later batch and, while the stream is quiet, every 0.25-2 s, and the same ``model.step``
+  goes out again with its text once the row is there (waited for up to ``trace_wait`` more when the run
+  ends; Dendrux writes the row before the run's next event, so it is there by then);
 * the terminal event is reconciled once: the run row (its answer) and the notes (unread ones become
   ``note.undeliverable``) are read again before ``run.completed``/``session.ended`` go out;
 * a 404 for a run this follow has never seen is normal for a few seconds after it starts (``run_grace``):
   retried; later, and for 403, the feed stops with ``Refused`` (a 401 waits with ``LoginNeeded``);
-* reconnects (a dropped connection, an app restart, a stall) resume with ``Last-Event-ID``; mapping state
-  survives them, so nothing is shown twice.
+* the stream is opened and parsed by httpx-sse like every SSE stream
+  (:meth:`client.connection.Connection.event_source`, ``EventSource.aiter_sse``); reconnects (a dropped
+  connection, an app restart, a stall: nothing, not even the keep-alive, for ``stall_timeout``) resume
+  with ``Last-Event-ID``; mapping state survives them, so nothing is shown twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-
-import httpx
 
 from client.backends.dendrux.mapping import TERMINAL_EVENTS, DendruxMapper, RawEvent, raw_event
 from client.errors import ApiError, ClientError, NotFound, Unsupported
@@ -37,14 +46,19 @@ from client.status import Ended, Live, Missed, Skipped, StreamStatus
 from client.streaming.order import EventOrderer
 from client.streaming.policy import refuses
 from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
-from client.streaming.sse import SSEDecoder
 
 if TYPE_CHECKING:
+    from httpx_sse import ServerSentEvent
+
     from client.backends.dendrux import DendruxBackend
 
-__all__ = ["FeedStats", "follow_dendrux"]
+__all__ = ["FeedStats", "follow"]
 
 _PAGE = 1000
+_LATE_FIRST = 0.25
+_LATE_MAX = 2.0
+"""While a step still waits for its text and the stream is quiet, ``/traces`` is asked again after
+``_LATE_FIRST`` seconds, then twice as long each time up to ``_LATE_MAX``."""
 
 
 @dataclass
@@ -61,18 +75,21 @@ class FeedStats:
     """Seconds the longest gap took to fill from REST (the late commit landing)."""
 
 
-def follow_dendrux(
+def follow(
     backend: DendruxBackend, run_id: str, *, after: int = 0, stats: FeedStats | None = None
 ) -> AsyncGenerator[Event | StreamStatus, None]:
     """Follow one run (see the module docstring); events numbered locally from 1, after ``after``."""
     conn = backend.conn
     mapper = DendruxMapper(run_id=run_id)
     order: EventOrderer[RawEvent] = EventOrderer(first_seq=0)
+    pending: list[RawEvent | StreamStatus] = []
+    """Released by the orderer (so past the resume point) but not mapped and handed on yet."""
     seen = stats if stats is not None else FeedStats()
     loop = asyncio.get_running_loop()
     started = loop.time()
     trace_rows = 0
     skipped = 0
+    late_delay = _LATE_FIRST
 
     def not_found(what: str) -> Retry | Refusal:
         if not mapper.run and loop.time() - started < backend.run_grace:
@@ -98,19 +115,30 @@ def follow_dendrux(
         return rows
 
     async def texts_for(raws: list[RawEvent]) -> None:
-        """Fetch the trace rows the released ``llm.completed`` events need, re-fetching briefly if late."""
+        """Fetch the trace rows the released ``llm.completed`` events need, re-fetching briefly if late;
+        owed steps are looked for once on the way (and waited for too when the run ends here)."""
+        ending = any(r.type in TERMINAL_EVENTS for r in raws)
+
+        def missing() -> bool:
+            return any(mapper.needs_trace(r) for r in raws) or (ending and bool(mapper.owed))
+
+        if not missing():
+            if mapper.owed:
+                with contextlib.suppress(ClientError):  # a nicety here: asked again at the next chance
+                    await fetch_traces()
+            return
         delay = 0.02
         deadline = loop.time() + backend.trace_wait
-        while any(mapper.needs_trace(r) for r in raws):
+        while True:
             await fetch_traces()
-            if not any(mapper.needs_trace(r) for r in raws) or loop.time() >= deadline:
+            if not missing() or loop.time() >= deadline:
                 return
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
 
-    async def backfill() -> list[RawEvent | StreamStatus]:
-        """Ask REST for what the stream skipped; give the gap up when REST does not have it either."""
-        out: list[RawEvent | StreamStatus] = []
+    async def backfill() -> None:
+        """Ask REST for what the stream skipped (released into ``pending`` as it comes); give the gap up
+        when REST does not have it either."""
         seen.gaps += 1
         delay = 0.02
         began = loop.time()
@@ -126,37 +154,75 @@ def follow_dendrux(
                     continue
                 released = order.push(raw.index, raw)
                 seen.backfilled += int(raw in released)
-                out += released
+                pending.extend(released)
             if not order.gap or loop.time() >= deadline:
                 break
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
         seen.longest_fill = max(seen.longest_fill, loop.time() - began)
         if not order.gap:
-            return out
+            return
         missed, released, set_aside = order.give_up_gap()
         seen.missed += missed
         if missed:
-            out.append(Missed(missed))
+            pending.append(Missed(missed))
         if set_aside:
-            out.append(Skipped(f"{set_aside} event(s) numbered far beyond the run were set aside", skipped))
-        return out + list(released)
+            pending.append(
+                Skipped(f"{set_aside} event(s) numbered far beyond the run were set aside", skipped)
+            )
+        pending.extend(released)
 
     async def mapped(raws: list[RawEvent]) -> list[Event]:
-        """Our events for released raw events, REST fetched first where the mapping needs it."""
+        """Our events for released raw events. Every REST call the mapping needs is made first, so a
+        failing one leaves the batch unmapped (still pending), never half mapped."""
         await texts_for(raws)
         if any(mapper.needs_note(r) for r in raws):
             await learn_notes()
-        out: list[Event] = []
+        closing: list[object] | None = None
+        if not mapper.ended and any(r.type in TERMINAL_EVENTS for r in raws):
+            # reconcile once: the answer and the fate of every note, as the app now has them
+            with contextlib.suppress(ClientError):
+                mapper.run = await backend.get_run(run_id)
+            closing = await learn_notes()
+        # nothing below waits or fails
+        out = mapper.fill()
         for raw in raws:
             seen.released.append(raw.index)
-            if raw.type in TERMINAL_EVENTS and not mapper.ended:
-                # reconcile once: the answer and the fate of every note, as the app now has them
-                with contextlib.suppress(ClientError):
-                    mapper.run = await backend.get_run(run_id)
-                out += mapper.close_out(await learn_notes())
+            if closing is not None and raw.type in TERMINAL_EVENTS and not mapper.ended:
+                out += mapper.close_out(closing)
             out += mapper.map(raw)
         return [e for e in out if e.seq > after]
+
+    async def take() -> list[Event | StreamStatus]:
+        """What the oldest released batch (raw events up to the next status, or that status) becomes. It
+        leaves ``pending`` only once mapped whole: a REST call failing on the way ends the connection
+        with the batch still pending, and the next connection maps it before reading on (the stream
+        resumes after it), so no event is lost or shown twice."""
+        head = pending[0]
+        if not isinstance(head, RawEvent):
+            del pending[0]
+            return [head]
+        size = next((i for i, x in enumerate(pending) if not isinstance(x, RawEvent)), len(pending))
+        out = await mapped([x for x in pending[:size] if isinstance(x, RawEvent)])
+        del pending[:size]
+        return list(out)
+
+    async def late_texts() -> list[Event]:
+        """The stream is quiet and a step still has no text: look for it again (a failure waits for the
+        next look)."""
+        nonlocal late_delay
+        late_delay = min(late_delay * 2, _LATE_MAX)
+        with contextlib.suppress(ClientError):
+            await fetch_traces()
+        return [e for e in mapper.fill() if e.seq > after]
+
+    def quiet_after() -> float | None:
+        """How long the stream may stay quiet before owed texts are looked for (None: nothing is owed)."""
+        nonlocal late_delay
+        if not mapper.owed:
+            late_delay = _LATE_FIRST
+            return None
+        return late_delay
 
     async def connect(link: Link) -> AsyncGenerator[Event | StreamStatus, None]:
         nonlocal skipped
@@ -165,65 +231,54 @@ def follow_dendrux(
         except NotFound:
             raise not_found("GET /runs/{id}") from None
         await learn_notes()
-        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
-        if order.last_seq >= 0:
-            headers["Last-Event-ID"] = str(order.last_seq)
-        async with conn.stream("GET", f"/runs/{run_id}/events/stream", headers=headers) as response:
-            status = response.status_code
-            if status == 404:
-                await response.aread()
-                raise not_found("the event stream")
-            if refuses(status):
-                await response.aread()
-                raise Refusal(conn.api_error(response, f"run {run_id[:10]}").hint, status)
-            if status >= 400:
-                await response.aread()
-                raise Retry(f"the server answered {status}")
-            ctype = response.headers.get("content-type", "")
-            if "text/event-stream" not in ctype:
-                raise Retry(f"the server sent {ctype or 'no content type'}, not an event stream")
-            yield Live(mapper.last_seq)
-            decoder = SSEDecoder()
-            chunks = response.aiter_bytes().__aiter__()
-            while True:
-                try:
-                    async with asyncio.timeout(conn.stall_timeout):
-                        chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    raise Retry("the server closed the stream") from None
-                except TimeoutError:
-                    raise Retry(f"stalled: nothing received for {conn.stall_timeout:g} s") from None
-                link.alive()
-                released: list[RawEvent | StreamStatus] = []
-                jumps = order.jumps
-                for frame in decoder.feed(chunk):
+        while pending:  # what the last connection released but could not map
+            for item in await take():
+                yield item
+        if mapper.ended:
+            yield Ended(mapper.last_seq)
+            return
+        headers = {"Last-Event-ID": str(order.last_seq)} if order.last_seq >= 0 else {}
+        path = f"/runs/{run_id}/events/stream"
+        try:
+            async with (
+                conn.event_source(path, what=f"run {run_id[:10]}", headers=headers) as source,
+                aclosing(source.aiter_sse()) as frames,
+                aclosing(_frames_or_quiet(frames, quiet_after)) as arrivals,
+            ):
+                yield Live(mapper.last_seq)
+                async for frame in arrivals:
+                    if frame is None:
+                        for event in await late_texts():
+                            yield event
+                        continue
+                    link.alive()
+                    if not frame.data:
+                        continue  # the 15 s keep-alive comment
+                    jumps = order.jumps
                     try:
                         raw = raw_event(frame.data)
                     except EventDecodeError as exc:
                         skipped += 1
-                        released.append(Skipped(str(exc), skipped))
+                        pending.append(Skipped(str(exc), skipped))
                         if frame.id.isascii() and frame.id.isdigit():
-                            released += order.push(int(frame.id), None)
-                        continue
-                    got = order.push(raw.index, raw)
-                    seen.from_stream += int(raw in got)
-                    released += got
-                if order.gap and order.jumps != jumps:
-                    released += await backfill()
-                batch: list[RawEvent] = []
-                for item in released:
-                    if isinstance(item, RawEvent):
-                        batch.append(item)
-                        continue
-                    for event in await mapped(batch):
-                        yield event
-                    batch = []
-                    yield item
-                for event in await mapped(batch):
-                    yield event
-                if mapper.ended:
-                    yield Ended(mapper.last_seq)
-                    return
+                            pending.extend(order.push(int(frame.id), None))
+                    else:
+                        got = order.push(raw.index, raw)
+                        seen.from_stream += int(raw in got)
+                        pending.extend(got)
+                    if order.gap and order.jumps != jumps:
+                        await backfill()
+                    while pending:
+                        for item in await take():
+                            yield item
+                    if mapper.ended:
+                        yield Ended(mapper.last_seq)
+                        return
+        except Refusal as refusal:
+            if refusal.status == 404:
+                raise not_found("the event stream") from None
+            raise
+        raise Retry("the server closed the stream")
 
     def classify(exc: Exception) -> str | Refusal | None:
         if isinstance(exc, ApiError):
@@ -233,14 +288,52 @@ def follow_dendrux(
             return Refusal(exc.hint, exc.status) if refuses(exc.status) else exc.hint
         if isinstance(exc, ClientError):
             return exc.hint
-        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-            return f"cannot reach {conn.display_url}"
-        if isinstance(exc, httpx.TimeoutException):
-            return f"stalled: nothing received for {conn.stall_timeout:g} s"
-        if isinstance(exc, httpx.TransportError):
-            return f"connection lost ({type(exc).__name__})"
-        return None
+        return conn.stream_failure(exc)
 
     return reconnecting(
         connect, backoff_initial=conn.backoff_initial, backoff_max=conn.backoff_max, classify=classify
     )
+
+
+async def _frames_or_quiet(
+    frames: AsyncIterator[ServerSentEvent], quiet_after: Callable[[], float | None]
+) -> AsyncGenerator[ServerSentEvent | None, None]:
+    """``frames`` as they arrive, and ``None`` each time ``quiet_after()`` seconds pass without one (when it
+    says None, simply the next frame). The read that was going on when the quiet was noticed goes on, so
+    a frame arriving meanwhile is not lost; it is cancelled only when this generator is closed."""
+    reading: asyncio.Task[ServerSentEvent | None] | None = None
+    try:
+        while True:
+            wait = quiet_after()
+            if reading is None and wait is None:
+                try:
+                    frame = await anext(frames)
+                except StopAsyncIteration:
+                    return
+                yield frame
+                continue
+            if reading is None:
+                reading = asyncio.create_task(_next(frames))
+            done, _ = await asyncio.wait({reading}, timeout=wait)
+            if not done:
+                yield None
+                continue
+            task, reading = reading, None
+            got = task.result()
+            if got is None:
+                return
+            yield got
+    finally:
+        if reading is not None:
+            reading.cancel()
+            await asyncio.wait({reading})
+            if not reading.cancelled():
+                reading.exception()  # the stream is being dropped: how its last read ended does not matter
+
+
+async def _next(frames: AsyncIterator[ServerSentEvent]) -> ServerSentEvent | None:
+    """The next frame, or None at the end of the stream (a task does not carry StopAsyncIteration well)."""
+    try:
+        return await anext(frames)
+    except StopAsyncIteration:
+        return None

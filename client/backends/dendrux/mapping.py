@@ -2,7 +2,8 @@
 
 A Dendrux run is what we call a session (``session_id`` = ``run_id``). Its event log is numbered by
 ``sequence_index`` from **0**, contiguous; the follower orders raw events by that index, then
-:class:`DendruxMapper` turns each into zero or more of our events, numbered with a contiguous local
+:class:`DendruxMapper` (one per follow, a :class:`client.backends.wire.Sequencer`, as Preloop's
+``PreloopMapper`` is) turns each into zero or more of our events, numbered with a contiguous local
 ``seq`` from 1 (one Dendrux event may become several of ours, and some need REST rows first).
 
 =====================================  ==========================================================
@@ -11,7 +12,9 @@ Dendrux                                ours
 ``run.started``                        ``session.started`` + ``run.started`` (task = run input)
 ``llm.completed`` (``phase``)           ``model.delta`` + ``model.step`` (text = the ``/traces``
                                        assistant row with the same ``meta.iteration``), then
-                                       ``tool.started`` for each of that row's ``tool_calls``
+                                       ``tool.started`` for each of that row's ``tool_calls``;
+                                       without the row yet: ``model.step`` with no text, and the
+                                       same ``model.step`` again with its text once it lands
 ``tool.completed``                     ``tool.completed`` (ok / error; ``denied`` when a human
                                        declined it: held until ``approval.decided`` says so)
 ``approval.requested``                 ``approval.requested`` (approval id = call id)
@@ -34,18 +37,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from client.events import Event, EventDecodeError, event_from_dict
-from client.models import Note, Session, SessionList, TokenUsage
+from client.backends.wire import (
+    RESERVED_FIELDS,
+    Sequencer,
+    as_dict,
+    as_int,
+    as_str,
+    event_body,
+    iso,
+    now,
+    parse_time,
+)
+from client.events import Event, EventDecodeError
+from client.models import Approval, Note, Session, SessionList, TokenUsage
 
 __all__ = [
     "TERMINAL_EVENTS",
     "TERMINAL_STATUSES",
     "DendruxMapper",
     "RawEvent",
+    "approval_from_row",
     "note_from_row",
     "parse_time",
     "raw_event",
@@ -58,38 +73,6 @@ TERMINAL_EVENTS = frozenset(
 )
 TERMINAL_STATUSES = frozenset({"success", "error", "cancelled", "max_iterations"})
 _FAILED_EVENTS = frozenset({"run.error", "run.interrupted", "run.abandoned"})
-
-
-def parse_time(value: Any) -> datetime | None:
-    """Dendrux timestamps: ``...+00:00Z`` (SSE), ``...Z`` (REST), ``... +00:00`` or naive (= UTC)."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith("Z"):
-        text = text[:-1]
-        if not (len(text) > 6 and text[-6] in "+-" and text[-3] == ":"):
-            text += "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,18 +101,18 @@ def raw_event(obj: Any) -> RawEvent:
             raise EventDecodeError(f"event data is not JSON: {exc}") from exc
     if not isinstance(obj, dict):
         raise EventDecodeError("event data is not a JSON object")
-    index = _int(obj.get("sequence_index"))
-    kind = _str(obj.get("event_type"))
+    index = as_int(obj.get("sequence_index"))
+    kind = as_str(obj.get("event_type"))
     if index is None or index < 0 or kind is None:
         raise EventDecodeError("Dendrux event without sequence_index or event_type")
-    at = parse_time(obj.get("timestamp")) or parse_time(obj.get("created_at")) or datetime.now(UTC)
+    at = parse_time(obj.get("timestamp")) or parse_time(obj.get("created_at")) or now()
     return RawEvent(
         index=index,
         type=kind,
-        iteration=_int(obj.get("iteration_index")) or 0,
-        correlation_id=_str(obj.get("correlation_id")),
+        iteration=as_int(obj.get("iteration_index")) or 0,
+        correlation_id=as_str(obj.get("correlation_id")),
         at=at,
-        data=_dict(obj.get("data")),
+        data=as_dict(obj.get("data")),
     )
 
 
@@ -148,27 +131,27 @@ def _title(run: Mapping[str, Any]) -> str | None:
 
 def session_from_run(run: Mapping[str, Any], *, pending_approvals: int | None = None) -> Session:
     """A Dendrux run row (list summary or detail) as our session row."""
-    status = _str(run.get("status")) or "unknown"
+    status = as_str(run.get("status")) or "unknown"
     ended = status in TERMINAL_STATUSES
     updated = parse_time(run.get("updated_at"))
     waiting = status == "waiting_approval"
     return Session(
         id=str(run.get("run_id") or ""),
         session_source_type="dendrux_run",
-        agent_name=_str(run.get("agent_name")),
+        agent_name=as_str(run.get("agent_name")),
         title=_title(run),
         started_at=parse_time(run.get("created_at")),
         last_activity_at=updated,
         ended_at=updated if ended else None,
-        latest_model_alias=_str(run.get("model")),
-        parent_session_id=_str(run.get("parent_run_id")),
+        latest_model_alias=as_str(run.get("model")),
+        parent_session_id=as_str(run.get("parent_run_id")),
         is_active_now=not ended,
         activity_status=status,
         token_usage=TokenUsage(
-            input_tokens=_int(run.get("total_input_tokens")) or 0,
-            output_tokens=_int(run.get("total_output_tokens")) or 0,
-            total_tokens=(_int(run.get("total_input_tokens")) or 0)
-            + (_int(run.get("total_output_tokens")) or 0),
+            input_tokens=as_int(run.get("total_input_tokens")) or 0,
+            output_tokens=as_int(run.get("total_output_tokens")) or 0,
+            total_tokens=(as_int(run.get("total_input_tokens")) or 0)
+            + (as_int(run.get("total_output_tokens")) or 0),
         ),
         estimated_cost=run.get("total_cost_usd")
         if isinstance(run.get("total_cost_usd"), int | float)
@@ -181,9 +164,9 @@ def session_from_run(run: Mapping[str, Any], *, pending_approvals: int | None = 
 def session_list(page: Mapping[str, Any]) -> SessionList:
     """``GET /runs`` (``{items, total, limit, offset}``) as our session page."""
     items = [session_from_run(r) for r in page.get("items") or [] if isinstance(r, dict)]
-    total = _int(page.get("total"))
-    limit = _int(page.get("limit")) or 50
-    offset = _int(page.get("offset")) or 0
+    total = as_int(page.get("total"))
+    limit = as_int(page.get("limit")) or 50
+    offset = as_int(page.get("offset")) or 0
     return SessionList(
         items=items,
         total=total,
@@ -200,7 +183,7 @@ def note_from_row(row: Mapping[str, Any], run_id: str, *, run_ended: bool = Fals
     are ``delivered``, ``pending`` and, for a note still unread when the run ended, ``undeliverable``.
     """
     delivered = parse_time(row.get("delivered_at"))
-    state = _str(row.get("state"))
+    state = as_str(row.get("state"))
     if state not in ("delivered", "pending", "undeliverable"):
         state = "delivered" if delivered else ("undeliverable" if run_ended else "pending")
     metadata = row.get("metadata")
@@ -215,10 +198,33 @@ def note_from_row(row: Mapping[str, Any], run_id: str, *, run_ended: bool = Fals
             "created_at": parse_time(row.get("created_at")),
             "delivered_at": delivered,
             "delivery_channel": "run_inbox" if delivered else None,
-            "delivered_turn_index": _int(row.get("delivered_iteration")),
+            "delivered_turn_index": as_int(row.get("delivered_iteration")),
             "undeliverable_reason": "the run ended before the agent read it"
             if state == "undeliverable"
             else None,
+        }
+    )
+
+
+def approval_from_row(row: Mapping[str, Any], run_id: str) -> Approval | None:
+    """An approval-gated call from the steer router's ``GET /runs/{id}/approvals`` (approval id = Dendrux
+    call id); None for a row without a call id."""
+    call_id = as_str(row.get("call_id"))
+    if call_id is None:
+        return None
+    return Approval.model_validate(
+        {
+            "id": call_id,
+            "tool_name": row.get("tool_name"),
+            "tool_args": as_dict(row.get("params")),
+            "status": as_str(row.get("status")) or "pending",
+            "requested_at": parse_time(row.get("requested_at")),
+            "resolved_at": parse_time(row.get("resolved_at")),
+            "approver_comment": row.get("reason"),
+            "decided_by_human": bool(row.get("resolved_at")),
+            "runtime_session_id": run_id,
+            "execution_id": run_id,
+            "session": {"id": run_id},
         }
     )
 
@@ -243,14 +249,14 @@ def traces_by_iteration(items: Iterable[Any]) -> dict[int, TraceText]:
     for row in items:
         if not isinstance(row, dict) or row.get("role") != "assistant":
             continue
-        meta = _dict(row.get("meta"))
-        iteration = _int(meta.get("iteration"))
+        meta = as_dict(row.get("meta"))
+        iteration = as_int(meta.get("iteration"))
         if iteration is None:
             continue
         calls = tuple(c for c in meta.get("tool_calls") or [] if isinstance(c, dict))
         out[iteration] = TraceText(
             text=str(row.get("content") or ""),
-            phase=_str(row.get("phase")) or _str(meta.get("phase")),
+            phase=as_str(row.get("phase")) or as_str(meta.get("phase")),
             tool_calls=calls,
         )
     return out
@@ -262,28 +268,34 @@ def _args_summary(params: Mapping[str, Any]) -> str:
     return text if len(text) <= 120 else text[:119] + "…"
 
 
-@dataclass
-class DendruxMapper:
-    """Stateful mapping of one run's raw events (in ``sequence_index`` order) into numbered events.
+class DendruxMapper(Sequencer):
+    """One follow's raw events (in ``sequence_index`` order) to numbered events (a
+    :class:`client.backends.wire.Sequencer`, like Preloop's ``PreloopMapper``).
 
     The follower feeds it what REST knows (``traces``, ``notes``, the run row) before the events that need
     it: :meth:`needs_trace` says when an ``llm.completed`` has no text yet (the trace row may land a few
-    ms after the event: fetch ``/traces`` again).
+    ms after the event: fetch ``/traces`` again). A step mapped before its row landed goes out without
+    text and is **owed** (:attr:`owed`); once the row is learnt, :meth:`fill` sends the same step again
+    with its text (the timeline updates the step in place) and starts the calls it made that have not
+    finished yet.
     """
 
-    run_id: str
-    last_seq: int = 0
-    skipped: int = 0
-    run: dict[str, Any] = field(default_factory=dict)
-    traces: dict[int, TraceText] = field(default_factory=dict)
-    notes: dict[str, Note] = field(default_factory=dict)
-    _delivered: set[str] = field(default_factory=set)
-    _calls: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _pending_approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _held_completions: dict[str, RawEvent] = field(default_factory=dict)
-    _final_text: str = ""
-    _final_iteration: int | None = None
-    ended: bool = False
+    def __init__(self, run_id: str, run: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.run: dict[str, Any] = run if run is not None else {}
+        self.traces: dict[int, TraceText] = {}
+        self.notes: dict[str, Note] = {}
+        self.ended = False
+        self._delivered: set[str] = set()
+        self._calls: dict[str, dict[str, Any]] = {}
+        self._pending_approvals: dict[str, dict[str, Any]] = {}
+        self._held_completions: dict[str, RawEvent] = {}
+        self._final_text = ""
+        self._final_iteration: int | None = None
+        self.owed: dict[int, RawEvent] = {}
+        """``llm.completed`` events shown without their text (no trace row yet), by iteration."""
+        self._finished_calls: set[str] = set()
 
     # ------------------------------------------------------------------ inputs from REST
 
@@ -306,7 +318,7 @@ class DendruxMapper:
         """True when ``raw`` delivers a note whose text is not known yet (sent after the notes were read)."""
         if raw.type != "inbox.delivered":
             return False
-        note_id = _str(raw.data.get("note_id")) or raw.correlation_id
+        note_id = as_str(raw.data.get("note_id")) or raw.correlation_id
         return note_id is not None and note_id not in self.notes and note_id not in self._delivered
 
     @property
@@ -318,8 +330,18 @@ class DendruxMapper:
 
     def map(self, raw: RawEvent) -> list[Event]:
         """Our events for one Dendrux event (numbered; invalid bodies are counted in ``skipped``)."""
-        bodies = self._bodies(raw)
-        return self._number(bodies)
+        return self.number(self._bodies(raw))
+
+    def fill(self) -> list[Event]:
+        """Owed steps whose trace row has been learnt since, sent again with their text (a ``model.step``
+        for the same iteration: shown in place of the empty one), plus ``tool.started`` for their calls
+        that have not finished yet; works after the run ended too."""
+        bodies: list[dict[str, Any]] = []
+        for iteration, raw in list(self.owed.items()):
+            if iteration in self.traces:
+                del self.owed[iteration]
+                bodies += self._llm(raw, again=True)
+        return self.number(bodies)
 
     def close_out(self, notes: Iterable[Any] = ()) -> list[Event]:
         """After the terminal event: notes never read become ``note.undeliverable``; held tool results go."""
@@ -330,31 +352,18 @@ class DendruxMapper:
                 self.notes[note.note_id] = note
                 if note.state == "undeliverable" and note.note_id not in self._delivered:
                     self._delivered.add(note.note_id)
-                    bodies.append(self._body("note.undeliverable", _now(), note=note.model_dump(mode="json")))
-        return self._number(bodies)
-
-    def _number(self, bodies: list[dict[str, Any]]) -> list[Event]:
-        events: list[Event] = []
-        for body in bodies:
-            body["seq"] = self.last_seq + 1
-            try:
-                event = event_from_dict(body)
-            except EventDecodeError:
-                self.skipped += 1
-                continue
-            self.last_seq += 1
-            events.append(event)
-        return events
+                    bodies.append(self._body("note.undeliverable", now(), note=note.model_dump(mode="json")))
+        return self.number(bodies)
 
     def _body(self, kind: str, at: datetime, **payload: Any) -> dict[str, Any]:
-        return {"type": kind, "session_id": self.run_id, "at": _iso(at), **payload}
+        return event_body(kind, self.run_id, at, **payload)
 
     def _session(self, at: datetime, status: str | None = None) -> dict[str, Any]:
         run = dict(self.run) or {"run_id": self.run_id}
         run.setdefault("run_id", self.run_id)
         if status is not None:
             run["status"] = status
-            run["updated_at"] = _iso(at)
+            run["updated_at"] = iso(at)
         session = session_from_run(run, pending_approvals=len(self._pending_approvals))
         return session.model_dump(mode="json")
 
@@ -371,7 +380,7 @@ class DendruxMapper:
         if kind == "llm.completed":
             return self._llm(raw)
         if kind == "tool.completed":
-            call_id = raw.correlation_id or _str(data.get("call_id")) or f"call-{raw.index}"
+            call_id = raw.correlation_id or as_str(data.get("call_id")) or f"call-{raw.index}"
             if call_id in self._pending_approvals:
                 self._held_completions[call_id] = raw  # its status depends on approval.decided
                 return []
@@ -381,7 +390,7 @@ class DendruxMapper:
         if kind == "run.paused":
             return [
                 self._body(
-                    "session.updated", at, session=self._session(at, _str(data.get("status")) or "paused")
+                    "session.updated", at, session=self._session(at, as_str(data.get("status")) or "paused")
                 )
             ]
         if kind == "run.resumed":
@@ -392,17 +401,20 @@ class DendruxMapper:
             return self._note_delivered(raw)
         if kind in TERMINAL_EVENTS:
             return self._terminal(raw)
-        return [self._body(f"dendrux.{kind}", at, **{k: v for k, v in data.items() if k not in _RESERVED})]
+        own = {k: v for k, v in data.items() if k not in RESERVED_FIELDS}
+        return [self._body(f"dendrux.{kind}", at, **own)]
 
-    def _llm(self, raw: RawEvent) -> list[dict[str, Any]]:
+    def _llm(self, raw: RawEvent, *, again: bool = False) -> list[dict[str, Any]]:
         trace = self.traces.get(raw.iteration)
-        phase = _str(raw.data.get("phase")) or (trace.phase if trace else None)
+        if trace is None:
+            self.owed[raw.iteration] = raw
+        phase = as_str(raw.data.get("phase")) or (trace.phase if trace else None)
         if phase not in ("commentary", "final_answer"):
             phase = "commentary" if raw.data.get("has_tool_calls") else "final_answer"
         text = trace.text if trace else ""
         calls = trace.tool_calls if trace else ()
         out: list[dict[str, Any]] = []
-        if text:
+        if text and not again:  # a settled step takes no chunk: the step itself carries the text
             out.append(
                 self._body("model.delta", raw.at, run_id=self.run_id, iteration=raw.iteration, text=text)
             )
@@ -417,14 +429,16 @@ class DendruxMapper:
                 tool_calls=len(calls),
             )
         )
-        if phase == "final_answer":
+        if phase == "final_answer" and not self.ended:
             self._final_text, self._final_iteration = text, raw.iteration
         for call in calls:
-            call_id = _str(call.get("id"))
+            call_id = as_str(call.get("id"))
             if call_id is None or call_id in self._calls:
                 continue
-            params = _dict(call.get("params"))
-            self._calls[call_id] = {"name": _str(call.get("name")) or "?", "params": params}
+            params = as_dict(call.get("params"))
+            self._calls[call_id] = {"name": as_str(call.get("name")) or "?", "params": params}
+            if call_id in self._finished_calls:
+                continue  # its text came late and the call has finished: a start now would show it running
             out.append(
                 self._body(
                     "tool.started",
@@ -441,7 +455,8 @@ class DendruxMapper:
 
     def _tool_completed(self, raw: RawEvent, call_id: str, decision: str | None) -> dict[str, Any]:
         data = raw.data
-        name = _str(data.get("tool_name")) or self._calls.get(call_id, {}).get("name") or "?"
+        self._finished_calls.add(call_id)
+        name = as_str(data.get("tool_name")) or self._calls.get(call_id, {}).get("name") or "?"
         status = "denied" if decision == "denied" else "ok" if data.get("success") else "error"
         return self._body(
             "tool.completed",
@@ -450,8 +465,8 @@ class DendruxMapper:
             call_id=call_id,
             name=name,
             status=status,
-            duration_ms=_int(data.get("duration_ms")),
-            result_summary=_str(data.get("error")) or "",
+            duration_ms=as_int(data.get("duration_ms")),
+            result_summary=as_str(data.get("error")) or "",
         )
 
     def _approval(self, call_id: str, at: datetime, status: str, **extra: Any) -> dict[str, Any]:
@@ -465,22 +480,22 @@ class DendruxMapper:
             "requested_at": pending.get("requested_at"),
             "runtime_session_id": self.run_id,
             "execution_id": self.run_id,
-            "agent": {"name": _str(self.run.get("agent_name")), "kind": "dendrux"},
+            "agent": {"name": as_str(self.run.get("agent_name")), "kind": "dendrux"},
             "session": {"id": self.run_id},
             **extra,
         }
 
     def _approval_requested(self, raw: RawEvent) -> dict[str, Any]:
-        call_id = _str(raw.data.get("call_id")) or raw.correlation_id or f"call-{raw.index}"
+        call_id = as_str(raw.data.get("call_id")) or raw.correlation_id or f"call-{raw.index}"
         call = self._calls.get(call_id, {})
         self._pending_approvals[call_id] = {
             "call_id": call_id,
-            "tool_name": _str(raw.data.get("tool_name")) or call.get("name"),
+            "tool_name": as_str(raw.data.get("tool_name")) or call.get("name"),
             "params": call.get("params") or {},
-            "requested_at": _iso(raw.at),
-            "reason": _str(raw.data.get("reason")),
+            "requested_at": iso(raw.at),
+            "reason": as_str(raw.data.get("reason")),
         }
-        approval = self._approval(call_id, raw.at, "pending", summary=_str(raw.data.get("reason")))
+        approval = self._approval(call_id, raw.at, "pending", summary=as_str(raw.data.get("reason")))
         return self._body("approval.requested", raw.at, approval=approval)
 
     def _approval_decided(self, raw: RawEvent) -> list[dict[str, Any]]:
@@ -490,16 +505,16 @@ class DendruxMapper:
             whole = "approved" if raw.data.get("decision") == "approved" else "denied"
             decisions = [{"call_id": cid, "decision": whole} for cid in list(self._pending_approvals)]
         for decision in decisions:
-            call_id = _str(decision.get("call_id"))
+            call_id = as_str(decision.get("call_id"))
             if call_id is None or call_id not in self._pending_approvals:
                 continue
-            verdict = _str(decision.get("decision")) or "approved"
+            verdict = as_str(decision.get("decision")) or "approved"
             status = {"approved": "approved", "denied": "declined"}.get(verdict, verdict)
             approval = self._approval(
                 call_id,
                 raw.at,
                 status,
-                resolved_at=_iso(raw.at),
+                resolved_at=iso(raw.at),
                 approver_comment=decision.get("reason"),
             )
             approval["decided_by_human"] = True
@@ -511,7 +526,7 @@ class DendruxMapper:
         return out
 
     def _note_delivered(self, raw: RawEvent) -> list[dict[str, Any]]:
-        note_id = _str(raw.data.get("note_id")) or raw.correlation_id
+        note_id = as_str(raw.data.get("note_id")) or raw.correlation_id
         if note_id is None or note_id in self._delivered:
             return []  # at-least-once delivery: a repeat says nothing new
         self._delivered.add(note_id)
@@ -522,8 +537,8 @@ class DendruxMapper:
             "text": known.text if known else "",
             "runtime_session_id": self.run_id,
             "author": known.author.model_dump(mode="json") if known and known.author else None,
-            "created_at": _iso(known.created_at) if known and known.created_at else None,
-            "delivered_at": _iso(raw.at),
+            "created_at": iso(known.created_at) if known and known.created_at else None,
+            "delivered_at": iso(raw.at),
             "delivery_channel": "run_inbox",
             "delivered_turn_index": raw.iteration,
         }
@@ -538,8 +553,8 @@ class DendruxMapper:
         self.ended = True
         status = {"run.completed": "success", "run.cancelled": "cancelled"}.get(kind, "error")
         if kind == "run.completed":
-            status = _str(data.get("status")) or "success"
-            answer = _str(self.run.get("answer")) or self._final_text
+            status = as_str(data.get("status")) or "success"
+            answer = as_str(self.run.get("answer")) or self._final_text
             out.append(
                 self._body(
                     "run.completed", at, run_id=self.run_id, iteration=self._final_iteration, answer=answer
@@ -547,20 +562,13 @@ class DendruxMapper:
             )
         elif kind == "run.cancelled":
             out.append(
-                self._body("run.cancelled", at, run_id=self.run_id, reason=_str(data.get("reason")) or "")
+                self._body("run.cancelled", at, run_id=self.run_id, reason=as_str(data.get("reason")) or "")
             )
         else:
-            error = _str(data.get("error")) or _str(self.run.get("error")) or kind.removeprefix("run.")
+            error = as_str(data.get("error")) or as_str(self.run.get("error")) or kind.removeprefix("run.")
             out.append(self._body("run.failed", at, run_id=self.run_id, error=error))
         reason = {"run.completed": "completed", "run.cancelled": "cancelled"}.get(
             kind, kind.removeprefix("run.")
         )
         out.append(self._body("session.ended", at, session=self._session(at, status), reason=reason))
         return out
-
-
-_RESERVED = frozenset({"type", "session_id", "at", "seq", "raw"})
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

@@ -37,9 +37,9 @@ class LocalBackend(PreloopRestApi):
     ) -> AsyncGenerator[Event | StreamStatus, None]:
         """Live events after seq ``after`` (or the newest ``tail`` first), in order, exactly once, with
         connection states between them."""
-        from client.backends.local.feed import follow_sse  # streaming only: scripted commands never load it
+        from client.backends.local import feed  # streaming only: scripted commands never load it
 
-        async with aclosing(follow_sse(self, require_uuid(session_id), after=after, tail=tail)) as items:
+        async with aclosing(feed.follow(self, require_uuid(session_id), after=after, tail=tail)) as items:
             async for item in items:
                 yield item
 

@@ -1,7 +1,7 @@
 """A Preloop 0.17.1 server: Preloop's REST, its websocket for the live feed, polling for the rest.
 
 The REST calls are the shared Preloop-shaped ones (:mod:`client.backends.rest`); the live feed is
-:mod:`client.backends.preloop.live` (websocket + activity replay + polls) mapping Preloop's messages with
+:mod:`client.backends.preloop.feed` (websocket + activity replay + polls) mapping Preloop's messages with
 :mod:`client.backends.preloop.mapping`. Preloop pushes no note or approval changes, so a change made
 through this backend *nudges* its own live followers of that session to poll at once. A note for a session
 that has ended is refused here before it is sent (Preloop would accept it and leave it pending for ever).
@@ -15,7 +15,8 @@ from contextlib import aclosing
 from datetime import timedelta
 
 from client.backends.base import Capabilities, ServerKind
-from client.backends.preloop.live import PreloopTiming, follow_preloop
+from client.backends.preloop import feed
+from client.backends.preloop.feed import PreloopTiming
 from client.backends.rest import PreloopRestApi
 from client.connection import Connection
 from client.errors import SessionEnded
@@ -72,7 +73,7 @@ class PreloopBackend(PreloopRestApi):
         """Live events of one session after local seq ``after`` (seq is numbered here, contiguous). The
         whole activity replay is read (``tail`` is not offered by Preloop); the view keeps the newest."""
         async with aclosing(
-            follow_preloop(self, require_uuid(session_id), after=after, timing=self.timing)
+            feed.follow(self, require_uuid(session_id), after=after, timing=self.timing)
         ) as items:
             async for item in items:
                 yield item

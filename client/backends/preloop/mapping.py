@@ -9,9 +9,10 @@ Preloop has no event stream with sequence numbers. What it has, per runtime sess
 
 Every source becomes a :class:`Draft`: zero or more event bodies (without ``seq``) plus a stable
 ``key`` naming the fact (``tool:<activity_id>``, ``note:<note_id>:delivered``, ``session:ended`` ...).
-:class:`Sequencer` admits drafts, drops any whose key it has already seen (the same tool call replayed
-from the activity list and pushed live), numbers the survivors with a contiguous local ``seq`` and
-validates them into :mod:`client.events` models.
+:class:`PreloopMapper` (one per follow, a :class:`client.backends.wire.Sequencer`) maps drafts to
+events: it drops any whose key it has already seen (the same tool call replayed from the activity list
+and pushed live), numbers the survivors with a contiguous local ``seq`` and validates them into
+:mod:`client.events` models. (A Dendrux app's ``DendruxMapper`` is the same job for its raw events.)
 
 Mapping (see docs/preloop.md for the full table):
 
@@ -32,12 +33,40 @@ other activity / envelope types                         ``UnknownEvent`` (``prel
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from client.events import NOTE_EVENT_TYPES, Event, EventDecodeError, event_from_dict
+from client.backends.wire import (
+    RESERVED_FIELDS,
+    Sequencer,
+    as_dict,
+    as_int,
+    as_str,
+    event_body,
+    iso,
+    now,
+    parse_time,
+)
+from client.events import NOTE_EVENT_TYPES, Event
 from client.models import ActivityItem, Approval, Note, NoteAuthor, Session
+
+__all__ = [
+    "Draft",
+    "PreloopMapper",
+    "approval_decided_draft",
+    "approval_requested_draft",
+    "args_summary",
+    "delivered_draft",
+    "delivered_note_id",
+    "from_activity",
+    "from_envelope",
+    "note_draft",
+    "parse_time",
+    "replay_drafts",
+    "session_ended_draft",
+    "tool_status",
+]
 
 # Envelope types that never belong on a session's timeline.
 _IGNORED_TYPES = frozenset({"audit_event", "managed_agent_updated", "pong", "heartbeat", "attached"})
@@ -60,49 +89,8 @@ class Draft:
 
 
 def _single(kind: str, session_id: str, at: datetime, key: str, **payload: Any) -> Draft:
-    """One Preloop fact that is one of our events: the common fields once, then the event's own."""
-    body = {"type": kind, "session_id": session_id, "at": _iso(at), **payload}
-    return Draft(key=key, at=at, bodies=(body,))
-
-
-def parse_time(value: Any) -> datetime | None:
-    """Preloop timestamps: ISO strings, with ``Z``, an offset or (naive columns) no zone = UTC."""
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    else:
-        return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    return None
+    """One Preloop fact that is one of our events."""
+    return Draft(key=key, at=at, bodies=(event_body(kind, session_id, at, **payload),))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -146,24 +134,20 @@ def _tool_draft(
     at: datetime,
 ) -> Draft:
     name = tool_name or "tool"
-    call_id = activity_id or f"{name}@{_iso(at)}"
-    duration = _int(metadata.get("duration_ms"))
-    done = tool_status(status, _str(metadata.get("decision")))
-    common = {"session_id": session_id, "call_id": call_id, "name": name}
-    started = {
-        **common,
-        "type": "tool.started",
-        "at": _iso(at),
-        "args_summary": args_summary(metadata.get("arguments_summary")),
-    }
-    completed = {
-        **common,
-        "type": "tool.completed",
-        "at": _iso(at),
-        "status": done,
-        "duration_ms": duration,
-        "result_summary": summary or "",
-    }
+    call_id = activity_id or f"{name}@{iso(at)}"
+    call = {"call_id": call_id, "name": name}
+    started = event_body(
+        "tool.started", session_id, at, **call, args_summary=args_summary(metadata.get("arguments_summary"))
+    )
+    completed = event_body(
+        "tool.completed",
+        session_id,
+        at,
+        **call,
+        status=tool_status(status, as_str(metadata.get("decision"))),
+        duration_ms=as_int(metadata.get("duration_ms")),
+        result_summary=summary or "",
+    )
     return Draft(key=f"tool:{call_id}", at=at, bodies=(started, completed))
 
 
@@ -191,7 +175,7 @@ def note_draft(session_id: str, note: Note, *, first_seen: bool) -> Draft | None
         or note.undeliverable_at
         or note.claimed_at
         or note.created_at
-        or _now()
+        or now()
     )
     if kind == "note.created":
         at = note.created_at or at
@@ -204,7 +188,7 @@ def note_draft(session_id: str, note: Note, *, first_seen: bool) -> Draft | None
 def _delivered_note_draft(
     session_id: str, *, summary: str | None, metadata: dict[str, Any], at: datetime
 ) -> Draft | None:
-    note_id = _str(metadata.get("note_id"))
+    note_id = as_str(metadata.get("note_id"))
     if note_id is None:
         return None
     note = Note(
@@ -213,17 +197,29 @@ def _delivered_note_draft(
         text=summary or "",
         runtime_session_id=session_id,
         author=NoteAuthor(
-            display=_str(metadata.get("author_display")),
-            auth_method=_str(metadata.get("author_auth_method")),
+            display=as_str(metadata.get("author_display")),
+            auth_method=as_str(metadata.get("author_auth_method")),
         ),
         delivered_at=at,
-        delivery_channel=_str(metadata.get("delivery_channel")),
-        delivery_event=_str(metadata.get("delivery_event")),
-        delivered_turn_index=_int(metadata.get("turn_index")),
+        delivery_channel=as_str(metadata.get("delivery_channel")),
+        delivery_event=as_str(metadata.get("delivery_event")),
+        delivered_turn_index=as_int(metadata.get("turn_index")),
     )
-    return _single(
-        "note.delivered", session_id, at, f"note:{note_id}:delivered", note=note.model_dump(mode="json")
-    )
+    return delivered_draft(session_id, note, at)
+
+
+def delivered_draft(session_id: str, note: Note, at: datetime | None = None) -> Draft:
+    """A note's delivery, carrying ``note`` as given: the pushed frame's few fields, or (what the follower
+    fetches when the push comes) the note's whole row, with its sent time and delivery event."""
+    when = at or note.delivered_at or now()
+    key = f"note:{note.note_id}:delivered"
+    return _single("note.delivered", session_id, when, key, note=note.model_dump(mode="json"))
+
+
+def delivered_note_id(draft: Draft) -> str | None:
+    """The note a draft delivers (from a push or the activity list, where only a few fields are known)."""
+    parts = draft.key.split(":")
+    return parts[1] if len(parts) == 3 and parts[0] == "note" and parts[2] == "delivered" else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -233,7 +229,7 @@ def _delivered_note_draft(
 
 def approval_requested_draft(session_id: str, approval: Approval) -> Draft:
     """A pending approval the poll found for the first time."""
-    at = approval.requested_at or _now()
+    at = approval.requested_at or now()
     return _single(
         "approval.requested",
         session_id,
@@ -245,7 +241,7 @@ def approval_requested_draft(session_id: str, approval: Approval) -> Draft:
 
 def approval_decided_draft(session_id: str, approval: Approval) -> Draft:
     """An approval that left the pending list, as the server now has it."""
-    at = approval.resolved_at or _now()
+    at = approval.resolved_at or now()
     return _single(
         "approval.decided",
         session_id,
@@ -279,7 +275,7 @@ def model_response(payload: Mapping[str, Any]) -> tuple[str, int]:
     """The model's own words and how many tools it called, from a call's ``conversation_preview``."""
     preview = payload.get("conversation_preview")
     if preview is None:
-        preview = _dict(payload.get("metadata")).get("conversation_preview")
+        preview = as_dict(payload.get("metadata")).get("conversation_preview")
     texts: list[str] = []
     tool_calls = 0
     if isinstance(preview, list):
@@ -296,8 +292,8 @@ def model_response(payload: Mapping[str, Any]) -> tuple[str, int]:
                 tool_calls += calls
             if entry.get("type") in ("tool_call", "tool_use", "function_call"):
                 tool_calls += 1
-    for source in (payload, _dict(payload.get("metadata"))):
-        count = _int(source.get("tool_call_count"))
+    for source in (payload, as_dict(payload.get("metadata"))):
+        count = as_int(source.get("tool_call_count"))
         if count is not None:
             tool_calls = max(tool_calls, count)
         calls = source.get("tool_calls")
@@ -313,7 +309,7 @@ def model_response(payload: Mapping[str, Any]) -> tuple[str, int]:
 
 def _model_call_id(payload: Mapping[str, Any], fallback: str) -> str:
     for name in ("api_usage_id", "request_id", "call_id", "activity_id", "id"):
-        value = _str(payload.get(name))
+        value = as_str(payload.get(name))
         if value:
             return value
     return fallback
@@ -323,10 +319,11 @@ def _model_draft(session_id: str, payload: Mapping[str, Any], at: datetime, call
     text, tool_calls = model_response(payload)
     phase = "commentary" if tool_calls else "final_answer"
     bodies: list[dict[str, Any]] = []
-    common = {"session_id": session_id, "at": _iso(at), "iteration": 0}
     if text:
-        bodies.append({**common, "type": "model.delta", "text": text})
-    bodies.append({**common, "type": "model.step", "phase": phase, "text": text, "tool_calls": tool_calls})
+        bodies.append(event_body("model.delta", session_id, at, iteration=0, text=text))
+    bodies.append(
+        event_body("model.step", session_id, at, iteration=0, phase=phase, text=text, tool_calls=tool_calls)
+    )
     return Draft(key=f"model:{call_id}", at=at, bodies=tuple(bodies), model_call_id=call_id)
 
 
@@ -344,7 +341,7 @@ def session_ended_draft(
 ) -> Draft:
     """The session's end, from whichever source saw it first (push, activity, the 30 s check)."""
     row = _session_row(session_id, session)
-    ended = row.ended_at or at or _now()
+    ended = row.ended_at or at or now()
     if row.ended_at is None:
         row = row.model_copy(update={"ended_at": ended, "is_active_now": False, "activity_status": "ended"})
     return _single(
@@ -360,7 +357,7 @@ def session_ended_draft(
 def session_started_draft(session_id: str, session: Session | None, at: datetime | None = None) -> Draft:
     """The session's start as a timeline event (the activity list's oldest item)."""
     row = _session_row(session_id, session)
-    started = row.started_at or at or _now()
+    started = row.started_at or at or now()
     return _single(
         "session.started", session_id, started, "session:started", session=row.model_dump(mode="json")
     )
@@ -368,9 +365,8 @@ def session_started_draft(session_id: str, session: Session | None, at: datetime
 
 def _unknown_draft(session_id: str, kind: str, key: str, at: datetime, raw: dict[str, Any]) -> Draft:
     # UnknownEvent keeps its whole body as ``raw``: merge Preloop's fields in (ours win on a clash).
-    reserved = {"type", "session_id", "at", "seq", "raw"}
-    body = {k: v for k, v in raw.items() if k not in reserved}
-    body.update({"type": f"preloop.{kind}", "session_id": session_id, "at": _iso(at)})
+    body = {k: v for k, v in raw.items() if k not in RESERVED_FIELDS}
+    body.update(event_body(f"preloop.{kind}", session_id, at))
     return Draft(key=key, at=at, bodies=(body,))
 
 
@@ -381,7 +377,7 @@ def _unknown_draft(session_id: str, kind: str, key: str, at: datetime, raw: dict
 
 def from_activity(session_id: str, item: ActivityItem, session: Session | None = None) -> Draft | None:
     """One activity item → a draft, keyed like its live twin so replay and push dedupe."""
-    at = item.timestamp or _now()
+    at = item.timestamp or now()
     meta = item.metadata
     kind = item.activity_type
     if kind == "tool_call":
@@ -398,17 +394,17 @@ def from_activity(session_id: str, item: ActivityItem, session: Session | None =
         if meta.get("kind") == "operator_note":
             return _delivered_note_draft(session_id, summary=item.summary, metadata=meta, at=at)
         return _unknown_draft(
-            session_id, kind, f"activity:{item.activity_id or _iso(at)}", at, item.model_dump(mode="json")
+            session_id, kind, f"activity:{item.activity_id or iso(at)}", at, item.model_dump(mode="json")
         )
     if kind in _MODEL_ACTIVITY_TYPES or kind.startswith("model_gateway"):
         payload = {**meta, "api_usage_id": item.api_usage_id or meta.get("api_usage_id")}
-        call_id = _model_call_id(payload, item.activity_id or _iso(at))
+        call_id = _model_call_id(payload, item.activity_id or iso(at))
         return _model_draft(session_id, payload, at, call_id)
     if kind == "session_ended":
         return session_ended_draft(session_id, session, at)
     if kind == "session_started":
         return session_started_draft(session_id, session, at)
-    key = f"activity:{item.activity_id}" if item.activity_id else f"activity:{kind}:{_iso(at)}"
+    key = f"activity:{item.activity_id}" if item.activity_id else f"activity:{kind}:{iso(at)}"
     return _unknown_draft(session_id, kind, key, at, item.model_dump(mode="json"))
 
 
@@ -420,65 +416,65 @@ def from_envelope(
     if not isinstance(kind, str) or kind in _IGNORED_TYPES:
         return None
     target = envelope.get("runtime_session_id")
-    payload = _dict(envelope.get("payload"))
+    payload = as_dict(envelope.get("payload"))
     if target is not None and target != session_id and payload.get("runtime_session_id") != session_id:
         return None
-    at = parse_time(envelope.get("timestamp")) or _now()
+    at = parse_time(envelope.get("timestamp")) or now()
     if kind == "runtime_session_updated":
-        activity = _str(payload.get("activity_type"))
-        meta = _dict(payload.get("metadata"))
+        activity = as_str(payload.get("activity_type"))
+        meta = as_dict(payload.get("metadata"))
         # The live frame's row time equals the activity item's timestamp (same instant, same column).
         item_at = parse_time(payload.get("last_activity_at")) or at
-        if activity == "tool_call" or (activity is None and _str(payload.get("tool_name"))):
+        if activity == "tool_call" or (activity is None and as_str(payload.get("tool_name"))):
             return _tool_draft(
                 session_id,
-                activity_id=_str(payload.get("activity_id")),
-                tool_name=_str(payload.get("tool_name")),
-                status=_str(payload.get("status")),
-                summary=_str(payload.get("summary")),
+                activity_id=as_str(payload.get("activity_id")),
+                tool_name=as_str(payload.get("tool_name")),
+                status=as_str(payload.get("status")),
+                summary=as_str(payload.get("summary")),
                 metadata=meta,
                 at=item_at,
             )
         if activity == "agent_control_message" and meta.get("kind") == "operator_note":
             return _delivered_note_draft(
-                session_id, summary=_str(payload.get("summary")), metadata=meta, at=at
+                session_id, summary=as_str(payload.get("summary")), metadata=meta, at=at
             )
         if activity is not None and (
             activity in _MODEL_ACTIVITY_TYPES or activity.startswith("model_gateway")
         ):
-            call_id = _model_call_id(payload, _iso(at))
+            call_id = _model_call_id(payload, iso(at))
             return _model_draft(session_id, payload, at, call_id)
         if activity is None:
             return None  # a bare row touch (last_activity_at moved): nothing to show
-        key = f"activity:{payload.get('activity_id') or activity + ':' + _iso(item_at)}"
+        key = f"activity:{payload.get('activity_id') or activity + ':' + iso(item_at)}"
         return _unknown_draft(session_id, activity, key, item_at, dict(envelope))
     if kind == "agent_control_message":
-        meta = _dict(payload.get("metadata"))
+        meta = as_dict(payload.get("metadata"))
         if meta.get("kind") == "operator_note" or payload.get("kind") == "operator_note":
             return _delivered_note_draft(
                 session_id,
-                summary=_str(payload.get("summary")) or _str(payload.get("text")),
+                summary=as_str(payload.get("summary")) or as_str(payload.get("text")),
                 metadata={**payload, **meta},
                 at=at,
             )
         return None
     if kind == "model_gateway_request_started":
-        call_id = _model_call_id(payload, _iso(at))
+        call_id = _model_call_id(payload, iso(at))
         return Draft(key=f"model-start:{call_id}", at=at, bodies=(), model_call_id=call_id)
     if kind == "model_gateway_call":
-        call_id = _model_call_id(payload, _iso(at))
+        call_id = _model_call_id(payload, iso(at))
         return _model_draft(session_id, payload, at, call_id)
     if kind in _SESSION_END_TYPES:
         row: Session | None = session
-        if kind == "runtime_session_ended" and _str(payload.get("id")) == session_id:
+        if kind == "runtime_session_ended" and as_str(payload.get("id")) == session_id:
             row = Session.model_validate(payload)
         reason = (
-            "ended by the harness" if kind == "runtime_session_hook_ended" else _str(payload.get("reason"))
+            "ended by the harness" if kind == "runtime_session_hook_ended" else as_str(payload.get("reason"))
         )
         return session_ended_draft(session_id, row, parse_time(payload.get("timestamp")) or at, reason)
     if kind == "session_ended":
         return session_ended_draft(session_id, session, at)
-    return _unknown_draft(session_id, kind, f"envelope:{kind}:{_iso(at)}", at, dict(envelope))
+    return _unknown_draft(session_id, kind, f"envelope:{kind}:{iso(at)}", at, dict(envelope))
 
 
 def replay_drafts(
@@ -489,18 +485,17 @@ def replay_drafts(
     return [draft for draft in drafts if draft is not None]
 
 
-@dataclass
-class Sequencer:
-    """Numbers drafts with a contiguous local ``seq`` and drops facts already seen (replay vs live)."""
+class PreloopMapper(Sequencer):
+    """One follow's drafts to numbered events, each fact once (replay and push both report most facts)."""
 
-    session_id: str
-    last_seq: int = 0
-    skipped: int = 0
-    _seen: set[str] = field(default_factory=set)
-    _iterations: dict[str, int] = field(default_factory=dict)
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self._seen: set[str] = set()
+        self._iterations: dict[str, int] = {}
 
     def seen(self, key: str) -> bool:
-        """Whether this fact was already admitted (used to count what a replay brought back)."""
+        """Whether this fact was already mapped (used to count what a replay brought back)."""
         return key in self._seen
 
     def iteration_for(self, call_id: str) -> int:
@@ -509,23 +504,13 @@ class Sequencer:
             self._iterations[call_id] = len(self._iterations) + 1
         return self._iterations[call_id]
 
-    def admit(self, draft: Draft) -> list[Event]:
+    def map(self, draft: Draft) -> list[Event]:
         """Events for a draft not seen before, numbered; an invalid body is counted and dropped."""
         if draft.key in self._seen:
             return []
         self._seen.add(draft.key)
-        iteration = self.iteration_for(draft.model_call_id) if draft.model_call_id else None
-        events: list[Event] = []
-        for body in draft.bodies:
-            obj = dict(body)
-            if iteration is not None and "iteration" in obj:
-                obj["iteration"] = iteration
-            obj["seq"] = self.last_seq + 1
-            try:
-                event = event_from_dict(obj)
-            except EventDecodeError:
-                self.skipped += 1
-                continue
-            self.last_seq += 1
-            events.append(event)
-        return events
+        bodies = draft.bodies
+        if draft.model_call_id:
+            iteration = self.iteration_for(draft.model_call_id)
+            bodies = tuple({**b, "iteration": iteration} if "iteration" in b else b for b in bodies)
+        return self.number(bodies)

@@ -1,0 +1,1 @@
+"""One module per ``preloop`` command group; ``cli.main`` imports each only when its command runs."""

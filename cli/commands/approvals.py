@@ -1,0 +1,298 @@
+"""``preloop approvals list | approve | decline``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from cli.commands.common import (
+    connect,
+    is_tty,
+    print_json,
+    render_table,
+    resolve_session,
+    terminal_width,
+    usage,
+)
+from cli.exits import EXIT_FAILED, EXIT_OK
+from client.ids import is_ulid, is_uuid
+from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
+from client.listing import all_approvals
+from client.models import Approval, AttentionSnapshot, Note
+from client.present import cell, decided_by, looks_like_id_prefix, relative_time, settled_line, short_id
+from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
+from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, resolve_approval
+from client.textsafe import safe_line
+
+
+async def list_approvals(args: argparse.Namespace) -> int:
+    """Approvals waiting for a person (or, with --status, decided ones), oldest first."""
+    if args.json and args.output == "id":
+        raise usage("--json and -o id both choose the output: keep one of them")
+    if args.all_sessions and args.session:
+        raise usage("--all-sessions and --session contradict each other: keep one of them")
+    if args.watch:
+        if args.status != "pending" or args.output == "id":
+            raise usage("--watch follows pending approvals: it takes neither --status nor -o id")
+        return await watch_approvals(args)
+    now = datetime.now(UTC)
+    status = None if args.status == "all" else args.status
+    async with connect(args) as backend:
+        session = await resolve_session(backend, args.session) if args.session else None
+        items = await all_approvals(backend, session, status)
+    if args.output == "id":
+        for approval in items:
+            print(cell(approval.id))
+        return EXIT_OK
+    if args.json:
+        print_json({"total": len(items), "items": [a.model_dump(mode="json") for a in items]})
+        return EXIT_OK
+    if not items:
+        which = "pending " if status == "pending" else ""
+        print(f"No {which}approvals" + (f" for session {short_id(session)}." if session else "."))
+        return EXIT_OK
+    rows = [
+        [
+            cell(a.id),
+            short_id(a.runtime_session_id),
+            cell(a.status),
+            relative_time(a.requested_at, now),
+            cell(a.tool_name, 24),
+            cell(a.summary or a.agent_reasoning or ""),
+        ]
+        for a in items
+    ]
+    headers = ["ID", "SESSION", "STATUS", "REQUESTED", "TOOL", "SUMMARY"]
+    for line in render_table(headers, rows, last_flexible=True, width=terminal_width(sys.stdout)):
+        print(line)
+    if status == "pending" and sys.stdout.isatty():
+        print(
+            f"Decide: preloop approvals approve {cell(items[0].id)}   "
+            'preloop approvals decline ID --comment "..."'
+        )
+    return EXIT_OK
+
+
+def _approval_id_syntax(value: str) -> str:
+    """The id as typed, refused (exit 2, before any request) when it cannot be an approval id."""
+    text = value.strip()
+    if not text:
+        raise usage("the approval id is empty")
+    if not (is_uuid(text) or is_ulid(text) or looks_like_id_prefix(text)):
+        raise usage(
+            f"'{safe_line(text, 40)}' is not an approval id: give its UUID or its first 4+ hex characters "
+            "(`preloop approvals list` shows them)"
+        )
+    return text
+
+
+async def _decide(args: argparse.Namespace) -> int:
+    text = _approval_id_syntax(args.approval_id)
+    async with connect(args) as backend:
+        if args.decision == "approve" and args.comment and not backend.capabilities.approve_comment:
+            # Checked before any request: the server would take the approval and drop the comment.
+            raise usage(
+                f"a {backend.server_kind} server takes no comment with an approval (a decline's comment "
+                "reaches the agent): approve without --comment, or send it with `preloop notes send`"
+            )
+        # Short ids are matched against every approval, decided ones too: re-approving one is then told
+        # as "already approved", as with its full id, not as "no such approval".
+        approval_id = await resolve_approval(backend, text)
+        outcome = await Steering(backend).decide(approval_id, args.decision, args.comment)
+    if isinstance(outcome, DecisionFailed):
+        raise outcome.error
+    assert not isinstance(outcome, AlreadyDeciding)  # nothing else decides in this command
+    done = outcome.approval
+    if isinstance(outcome, AlreadySettled):
+        print(f"preloop: already {safe_line(done.status)}: {settled_line(done)}", file=sys.stderr)
+        if args.json:
+            print_json(done.model_dump(mode="json"))
+        return EXIT_FAILED
+    if args.json:
+        print_json(done.model_dump(mode="json"))
+        return EXIT_OK
+    comment = f' with comment "{safe_line(done.approver_comment, 200)}"' if done.approver_comment else ""
+    tool = f" ({safe_line(done.tool_name)})" if done.tool_name else ""
+    print(f"Approval {cell(done.id)}{tool} {safe_line(done.status)}{comment}.")
+    return EXIT_OK
+
+
+async def approve(args: argparse.Namespace) -> int:
+    """Let the waiting tool call go ahead."""
+    return await _decide(args)
+
+
+async def decline(args: argparse.Namespace) -> int:
+    """Refuse the waiting tool call; the comment tells the agent why."""
+    return await _decide(args)
+
+
+# ---------------------------------------------------------------------------------------------- --watch
+
+STATUS_TYPES = tuple(StreamStatus.__args__)
+
+
+def _left(when: datetime, now: datetime) -> str:
+    seconds = max(int((when - now).total_seconds()), 0)
+    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m"
+
+
+def _clock(when: datetime | None = None) -> str:
+    return (when or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
+
+
+def _approval_line(approval: Approval, head: str, now: datetime) -> str:
+    """One human line for an approval: time, what happened (by whom), ids, agent, tool, what it wants,
+    expiry or the decision's comment."""
+    agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None) or "agent"
+    args = {k: v for k, v in approval.tool_args.items() if not str(k).startswith("_")}
+    what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
+    expires = ""
+    if approval.pending and approval.expires_at:
+        expires = f"  expires in {_left(approval.expires_at, now)}"
+    who = decided_by(approval)
+    by = f"  by {safe_line(who['detail'], 40)}" if who and who["kind"] != "expiry" and who["detail"] else ""
+    comment = f'{by}  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else by
+    return (
+        f"{_clock()}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
+        f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
+        f"{expires}{comment}"
+    )
+
+
+def _note_line(note: Note) -> str:
+    reason = f" ({safe_line(note.undeliverable_reason, 30)})" if note.undeliverable_reason else ""
+    return (
+        f"{_clock()}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
+        f"  session {short_id(note.runtime_session_id)}  {safe_line(note.text, 100)}"
+    )
+
+
+def _record(kind: str, **fields: Any) -> str:
+    return json.dumps({"type": kind, "at": datetime.now(UTC).isoformat(), **fields}, ensure_ascii=False)
+
+
+def _gone_head(approval: Approval, elsewhere: bool) -> str:
+    """How an approval that left is told: decided here or elsewhere, expired (no one's decision), or no
+    longer pending when even its record could not say."""
+    status = safe_line(approval.status, 16)
+    if status in ("approved", "declined"):
+        return f"✓ {status} ({'elsewhere' if elsewhere else 'here'})"
+    if status == "expired":
+        return "⌛ expired"
+    return "? no longer pending" if approval.pending else f"✗ {status}"
+
+
+async def _emit(
+    args: argparse.Namespace, change: InboxChange, session: str | None, steering: Steering
+) -> None:
+    """Print one inbox change (NDJSON with --json), flushed at once so a pipe sees it now. An approval
+    that left without its final record (a poll or a reconnect only saw it go) is read once first, so
+    its real status is told rather than "gone"."""
+    now = datetime.now(UTC)
+    if isinstance(change, ApprovalAdded | ApprovalGone):
+        approval = change.approval
+        if session and approval.runtime_session_id != session:
+            return
+        if isinstance(change, ApprovalAdded):
+            line = (
+                _record("approval.pending", approval=approval.model_dump(mode="json"))
+                if args.json
+                else _approval_line(approval, "⚑ pending ", now)
+            )
+        else:
+            approval = await steering.final_record(approval)
+            decision = approval.status in ("approved", "declined")
+            line = (
+                _record(
+                    "approval.resolved",
+                    status=approval.status if not approval.pending else "gone",
+                    elsewhere=change.elsewhere if decision else None,
+                    decided_by=decided_by(approval),
+                    approval=approval.model_dump(mode="json"),
+                )
+                if args.json
+                else _approval_line(approval, _gone_head(approval, change.elsewhere), now)
+            )
+    else:
+        note = change.note
+        if session and note.runtime_session_id != session:
+            return
+        line = _record("note.failed", note=note.model_dump(mode="json")) if args.json else _note_line(note)
+    print(line, flush=True)
+
+
+def _notice(item: StreamStatus, said: StreamStatus | None) -> None:
+    """Connection states go to stderr (stdout stays data only); a refused token once, not per retry
+    (``said``: the last state printed)."""
+    if isinstance(item, LoginNeeded):
+        if not isinstance(said, LoginNeeded):
+            print(f"preloop: {safe_line(item.reason, 300)}", file=sys.stderr)
+    elif isinstance(item, Reconnecting):
+        print(f"preloop: reconnecting in {item.delay:.0f}s: {safe_line(item.reason, 120)}", file=sys.stderr)
+    elif isinstance(item, Refused):
+        print(f"preloop: the attention feed was refused: {safe_line(item.reason, 200)}", file=sys.stderr)
+
+
+async def watch_approvals(args: argparse.Namespace) -> int:
+    """Follow every session's pending approvals (and notes that never arrived) until Ctrl+C: the current
+    ones first, then each change as it happens. Pushed by our server, polled from others."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    interrupted = False
+
+    def _on_sigint() -> None:  # end the feed cleanly (its connection closed), then report Ctrl+C
+        nonlocal interrupted
+        interrupted = True
+        if task is not None:
+            task.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, _on_sigint)
+    try:
+        return await _watch(args)
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _watch(args: argparse.Namespace) -> int:
+    inbox = Inbox()
+    said: StreamStatus | None = None
+    async with connect(args) as backend:
+        steering = Steering(backend, inbox.decisions)
+        session = await resolve_session(backend, args.session) if args.session else None
+        if not args.json and is_tty(sys.stderr):
+            print("Watching every session's approvals; Ctrl+C stops.", file=sys.stderr)
+        feed = backend.watch_attention(notes_window=inbox.notes_window)
+        # closed here, in this task, also when printing fails (a closed pipe) or Ctrl+C cancels us
+        async with closing_feed(feed):
+            async for item in feed:
+                if isinstance(item, AttentionSnapshot):
+                    first = not inbox.synced
+                    changes = inbox.reset(item)
+                    if first:
+                        changes = [ApprovalAdded(a) for a in inbox.approvals]
+                        changes += [NoteFailed(n) for n in reversed(inbox.notes)]
+                elif isinstance(item, STATUS_TYPES):
+                    _notice(item, said)
+                    if isinstance(item, LoginNeeded | Reconnecting | Live):
+                        said = item
+                    if isinstance(item, Refused):
+                        return EXIT_FAILED
+                    continue
+                else:
+                    changes = inbox.apply(item)  # type: ignore[arg-type]
+                for change in changes:
+                    await _emit(args, change, session, steering)
+    return EXIT_OK

@@ -1,0 +1,150 @@
+"""``preloop sessions export ID --format md|json [-o FILE]``: a session for the post-incident review.
+
+The session's whole event history is read through the same follower the attach view uses (replayed from
+the first event), applied to a :class:`client.timeline.Timeline`, and exported with the server's note and
+approval lists by :mod:`client.export`. An ended session's history is complete when the stream says
+``Ended``; a session still running is exported as of now: once the replay has gone quiet for
+``QUIET_SECONDS`` the export is written (the document says the session is still running).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cli.commands.common import resolve_session, usage
+from cli.exits import EXIT_OK
+from client.backend import Backend
+from client.errors import ConnectionLost, error_for_status
+from client.export import build_export, to_json, to_markdown, write_atomically
+from client.models import Approval, Note
+from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
+from client.timeline import Timeline
+
+QUIET_SECONDS = 1.5
+"""A live session's replay is taken as complete after this long with no new event."""
+
+MAX_RECONNECTS = 3
+"""Attempts to read the history before giving up with the stream's reason."""
+
+PAGE = 100
+
+
+async def read_history(backend: Backend, session_id: str, timeline: Timeline) -> bool:
+    """Apply the session's history to ``timeline``; True when it is complete (the session ended)."""
+    stream = backend.follow(session_id)
+    live = False
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(QUIET_SECONDS if live else None):
+                    item = await anext(stream)
+            except TimeoutError:
+                return False  # still running: everything so far has been replayed
+            except StopAsyncIteration:
+                return True
+            if isinstance(item, Ended):
+                return True
+            if isinstance(item, Live):
+                live = True
+            elif isinstance(item, Refused):
+                raise error_for_status(
+                    item.status or 403, {"detail": item.reason}, what=f"session {session_id[:8]}"
+                )
+            elif isinstance(item, LoginNeeded):  # a one-off command does not wait for a new token
+                raise error_for_status(401, {"detail": item.reason})
+            elif isinstance(item, Reconnecting) and item.attempt >= MAX_RECONNECTS:
+                raise ConnectionLost(f"could not read the session's events ({item.reason}); try again")
+            elif not isinstance(item, Connecting | Reconnecting | Missed | Skipped):
+                timeline.apply(item)
+    finally:
+        with contextlib.suppress(Exception):
+            await stream.aclose()  # type: ignore[attr-defined]
+
+
+async def all_notes(backend: Backend, session_id: str) -> list[Note]:
+    """Every note of the session, page by page."""
+    notes: list[Note] = []
+    while True:
+        page = await backend.list_notes(session_id=session_id, limit=PAGE, offset=len(notes))
+        notes.extend(page.notes)
+        if len(page.notes) < PAGE:
+            return notes
+
+
+async def all_approvals(backend: Backend, session_id: str) -> list[Approval]:
+    """Every approval of the session, whatever its status, page by page."""
+    approvals: list[Approval] = []
+    while True:
+        page = await backend.list_approvals(
+            session_id=session_id, status=None, limit=PAGE, skip=len(approvals)
+        )
+        approvals.extend(page.items)
+        if len(page.items) < PAGE:
+            return approvals
+
+
+async def gather(backend: Backend, session_id: str, now: datetime) -> dict[str, Any]:
+    """Everything the export needs from the server, as the export document."""
+    session = await backend.get_session(session_id)
+    timeline = Timeline(max_entries=1_000_000, max_chars=500_000_000)
+    await read_history(backend, session_id, timeline)
+    notes = await all_notes(backend, session_id)
+    approvals = await all_approvals(backend, session_id)
+    return build_export(
+        session_id,
+        timeline,
+        session=timeline.session or session,
+        notes=notes,
+        approvals=approvals,
+        exported_at=now,
+        # Our local server gives each account one operator: who decided is who wrote the notes. Preloop
+        # and Dendrux do not say which person decided (Preloop 0.17.1: decided_by_human only).
+        sole_operator=backend.server_kind == "local",
+    )
+
+
+def _format(args: argparse.Namespace) -> str:
+    if args.format is not None:
+        return str(args.format)
+    if args.output and str(args.output).lower().endswith(".json"):
+        return "json"
+    return "md"
+
+
+async def export(args: argparse.Namespace) -> int:
+    """Print or write one session's export (Markdown by default, JSON with ``--format json``)."""
+    fmt = _format(args)
+    target = Path(args.output) if args.output and args.output != "-" else None
+    if target is not None and target.expanduser().is_dir():
+        raise usage(f"-o {args.output} is a folder: give a file name, e.g. -o incident.{fmt}")
+    from cli.commands.common import connect
+
+    async with connect(args) as backend:
+        session_id = await resolve_session(backend, args.session)
+        doc = await gather(backend, session_id, datetime.now(UTC))
+    text = to_json(doc) if fmt == "json" else to_markdown(doc)
+    if target is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    try:
+        write_atomically(target, text)
+    except OSError as exc:
+        print(f"preloop: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    running = "" if doc["session"]["ended_at"] else " (still running: exported as of now)"
+    print(
+        f"Exported session {session_id[:8]}{running} to {target} "
+        f"({fmt}, {len(doc['timeline'])} events, {len(doc['notes'])} notes, "
+        f"{len(doc['approvals'])} approvals).",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+__all__ = ["export", "gather", "read_history"]

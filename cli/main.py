@@ -1,0 +1,457 @@
+"""The ``preloop`` command line: argparse front end, one module per command group in ``cli.commands``.
+
+Start-up stays fast because this module imports only the standard library: a command group's module (and
+with it the client, the server or Textual) is imported when that command runs, and Textual only for the
+commands that open the full-screen app.
+
+Exit codes (the same for every command, shown in ``--help``):
+
+* 0: success;
+* 1: the server refused the request or it failed (unreachable, 401/403/404/422/429/5xx, a note that
+  could not be withdrawn);
+* 2: usage error (a bad flag, a bad flag combination, an unreadable duration), caught before any request;
+* 130: interrupted with Ctrl+C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from cli.exits import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliUsageError,
+)
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+"""A command: returns its exit code. It runs in the one event loop of the process (``asyncio.run``); the
+full-screen app runs in it too (Textual's ``run_async``), on the backend the command opened."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors name the command and end with where to read more."""
+
+    def error(self, message: str) -> Any:  # argparse's signature is NoReturn; keep it compatible
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun `{self.prog} --help` for the options.\n")
+
+
+DISTRIBUTION = "preloop-steer"
+"""The installed package whose version ``preloop --version`` prints."""
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked (``importlib.metadata``
+    costs ~30 ms of imports that ``--help`` and every command need not pay)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        kwargs.pop("default", None)
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        """Print ``preloop X.Y.Z`` on standard output and exit 0, as argparse's own version action does."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version(DISTRIBUTION)
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            found = "(version unknown: not installed)"
+        print(f"preloop {found}")
+        parser.exit(EXIT_OK)
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32, width=100)
+
+
+def _global_flags(*, suppress: bool) -> argparse.ArgumentParser:
+    """Connection flags, accepted both before and after the command (``preloop --url X sessions list``)."""
+    default = argparse.SUPPRESS if suppress else None
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("connection")
+    group.add_argument(
+        "--url", default=default, help="server URL (default: profile, $PRELOOP_URL, local server)"
+    )
+    group.add_argument("--token", default=default, help="bearer token (default: keyring, $PRELOOP_TOKEN)")
+    group.add_argument("--profile", default=default, help="named profile from the config file")
+    group.add_argument(
+        "--server-kind",
+        choices=("auto", "local", "preloop", "dendrux"),
+        default=default if suppress else "auto",
+        help="what is behind the URL (default: auto-detect from /health)",
+    )
+    return parent
+
+
+def _handler(module: str, name: str) -> Handler:
+    """Import the command module only when its command runs (fast start-up, no Textual for plain commands)."""
+
+    async def run(args: argparse.Namespace) -> int:
+        mod = importlib.import_module(f"cli.commands.{module}")
+        func: Handler = getattr(mod, name)
+        return await func(args)
+
+    run.__qualname__ = f"{module}.{name}"
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the whole command tree (tests read it to check every command has help and an epilog)."""
+    sub_flags = _global_flags(suppress=True)
+    parser = _Parser(
+        prog="preloop",
+        description="Watch and steer live AI-agent runs. With no command, opens the sessions screen.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=_formatter,
+        parents=[_global_flags(suppress=False)],
+    )
+    parser.add_argument("--version", action=_Version, help="print the installed version and exit")
+    parser.set_defaults(handler=_handler("tui_entry", "run_sessions_screen"), usage_parser=parser)
+    groups = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+
+    def add(
+        container: Any, name: str, help_text: str, description: str | None = None
+    ) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = container.add_parser(
+            name,
+            help=help_text,
+            description=description or help_text,
+            epilog=EXIT_CODES_HELP,
+            formatter_class=_formatter,
+            parents=[sub_flags],
+        )
+        # The deepest command parsed wins, so an unknown flag is reported with that command's usage.
+        p.set_defaults(usage_parser=p)
+        return p
+
+    # ------------------------------------------------------------------------------------- sessions
+    sessions = add(groups, "sessions", "list and attach to runtime sessions")
+    sessions_sub = sessions.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    sessions.set_defaults(handler=_handler("tui_entry", "run_sessions_group"), group_parser=sessions)
+
+    p = add(
+        sessions_sub,
+        "list",
+        "list sessions, newest first",
+        "List runtime sessions, newest first. Filters combine (all must match).",
+    )
+    p.add_argument("--active", action="store_true", help="only sessions with activity in the last 10 minutes")
+    p.add_argument("--agent", help="only this agent (id or name)")
+    p.add_argument(
+        "--kind", help='only this agent kind ("Claude Code", claude-code and claude_code are equal)'
+    )
+    p.add_argument("--since", metavar="DURATION", help="only sessions started in the last 30m, 2h, 7d, ...")
+    p.add_argument("--parent", metavar="SESSION_UUID", help="only children of this session (full UUID)")
+    p.add_argument(
+        "--execution", metavar="EXECUTION_UUID", help="only sessions of this flow execution (UUID)"
+    )
+    p.add_argument("--limit", type=_limit, default=20, help="at most this many rows, 1..1000 (default 20)")
+    p.add_argument("--wide", action="store_true", help="full ids and a KIND column")
+    p.add_argument("-o", "--output", choices=("table", "id"), default="table", help="table (default) or id")
+    p.add_argument("--json", action="store_true", help='print {"total", "items"} as JSON')
+    p.set_defaults(handler=_handler("sessions", "list_sessions"))
+
+    p = add(
+        sessions_sub,
+        "attach",
+        "follow a session live and steer it",
+        "Follow a session's events. On a terminal this opens the full-screen app; with --plain, or when\n"
+        "stdout is not a terminal, it prints one line per event and reads notes and commands from stdin:\n"
+        "  a line             send it as a note (end a line with \\ to continue on the next one)\n"
+        "  /approve [ID]      approve the pending approval (ID needed only when several are pending)\n"
+        "  /decline [ID] [COMMENT]\n"
+        "  /withdraw NOTE_ID  withdraw a note that was not delivered yet\n"
+        "  //text             send a note that starts with '/'\n"
+        "Any other line starting with '/' is refused, never sent as a note.",
+    )
+    p.add_argument("session", nargs="?", metavar="SESSION_ID", help="session UUID or short id (4+ hex)")
+    p.add_argument(
+        "--execution", metavar="EXECUTION_UUID", help="attach to the session of this flow execution"
+    )
+    p.add_argument("--plain", action="store_true", help="one line per event, even on a terminal")
+    p.add_argument("--json", action="store_true", help="one JSON event per line; notices go to stderr")
+    p.add_argument(
+        "--since",
+        metavar="DURATION",
+        help="with --plain/--json: first print this much history (30m, 2h, ...; 0s = none; default: the 5m "
+        "up to its last activity); the full-screen app shows the newest 5,000 events",
+    )
+    p.add_argument("--read-only", action="store_true", help="follow without steering (stdin is not read)")
+    p.set_defaults(handler=_handler("sessions", "attach"))
+
+    p = add(
+        sessions_sub,
+        "export",
+        "export a session for a post-incident review (Markdown or JSON)",
+        "Export a session's timeline (commentary and final answers told apart), tool calls with\n"
+        "durations, every note with its states and times and what the agent did next, and every approval\n"
+        "decision with who decided and the comment. Markdown renders on GitHub; JSON follows\n"
+        "docs/export.schema.json. A running session is exported as of now.",
+    )
+    p.add_argument("session", metavar="SESSION_ID", help="session UUID or short id (4+ hex)")
+    p.add_argument("--format", choices=("md", "json"), help="md (default) or json; -o FILE.json implies json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    p.set_defaults(handler=_handler("export", "export"))
+
+    # ---------------------------------------------------------------------------------------- notes
+    notes = add(groups, "notes", "send, list and withdraw operator notes")
+    notes_sub = notes.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    notes.set_defaults(handler=None, group_parser=notes)
+
+    p = add(
+        notes_sub,
+        "send",
+        "send a note an agent reads at its next turn",
+        "Send an operator note. Give exactly one target. The text is the argument, or standard input\n"
+        "when it is omitted or '-' (lines are kept):\n"
+        "  preloop notes send --session 1a2b3c4d <<'EOF'\n  first line\n  second line\n  EOF",
+    )
+    p.add_argument("text", nargs="?", help="the note; omit or '-' to read standard input")
+    p.add_argument("--session", metavar="SESSION_ID", help="target session (UUID or short id)")
+    p.add_argument("--agent", metavar="AGENT_ID", help="target agent (its next session reads it)")
+    p.add_argument("--execution", metavar="EXECUTION_UUID", help="target flow execution")
+    p.add_argument(
+        "--expires-in", metavar="DURATION", help="expire if not delivered in 60s..7d (default 24h)"
+    )
+    p.add_argument("--json", action="store_true", help='print {"note_id", "target"} only')
+    p.set_defaults(handler=_handler("notes", "send"))
+
+    p = add(notes_sub, "list", "list a session's notes and their delivery state")
+    p.add_argument("--session", metavar="SESSION_ID", required=True, help="session UUID or short id")
+    p.add_argument(
+        "--state",
+        choices=(
+            "pending",
+            "claimed",
+            "delivered",
+            "acknowledged",
+            "cancelled",
+            "expired",
+            "failed",
+            "undeliverable",
+        ),
+        help="only notes in this state",
+    )
+    p.add_argument(
+        "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
+    )
+    p.add_argument("--json", action="store_true", help="print the notes as JSON")
+    p.set_defaults(handler=_handler("notes", "list_notes"))
+
+    p = add(
+        notes_sub,
+        "withdraw",
+        "withdraw a note before it is delivered",
+        "Withdraw a pending note. Prints the note's state afterwards; when it was no longer pending,\n"
+        "says why nothing changed and exits 1.",
+    )
+    p.add_argument("note_id", metavar="NOTE_ID", help="note id (full, or its first 4+ characters)")
+    p.add_argument(
+        "--session", metavar="SESSION_ID", help="look for a short note id only in this session's notes"
+    )
+    p.add_argument("--json", action="store_true", help="print the note as JSON")
+    p.set_defaults(handler=_handler("notes", "withdraw"))
+
+    # ------------------------------------------------------------------------------------ approvals
+    approvals = add(groups, "approvals", "list and decide tool-call approvals")
+    approvals_sub = approvals.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    approvals.set_defaults(handler=None, group_parser=approvals)
+
+    p = add(approvals_sub, "list", "list approvals waiting for a decision")
+    p.add_argument("--session", metavar="SESSION_ID", help="only this session (UUID or short id)")
+    p.add_argument(
+        "--status",
+        choices=("pending", "approved", "declined", "expired", "cancelled", "all"),
+        default="pending",
+        help="which approvals (default pending)",
+    )
+    p.add_argument(
+        "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
+    )
+    p.add_argument("--json", action="store_true", help="print the approvals as JSON (NDJSON with --watch)")
+    p.add_argument(
+        "--all-sessions",
+        action="store_true",
+        help="every session's approvals (the default without --session)",
+    )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep printing: pending approvals now, then each new, decided or expired one and every note "
+        "that could not be delivered, until Ctrl+C",
+    )
+    p.set_defaults(handler=_handler("approvals", "list_approvals"))
+
+    for verb in ("approve", "decline"):
+        p = add(approvals_sub, verb, f"{verb} a pending tool call")
+        p.add_argument(
+            "approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)"
+        )
+        p.add_argument("--comment", help="a comment the agent sees with the decision")
+        p.add_argument("--json", action="store_true", help="print the decided approval as JSON")
+        p.set_defaults(handler=_handler("approvals", verb), decision=verb)
+
+    # ------------------------------------------------------------------------------------ auth
+    p = add(
+        groups,
+        "login",
+        "store a token for a server",
+        "Store a token for a server in the OS keyring (or, with --store file, in a 0600 file).\n"
+        "The token is read from a hidden prompt, or from standard input with --with-token:\n"
+        '  echo "$TOKEN" | preloop login --url https://preloop.example --with-token',
+    )
+    p.add_argument("--with-token", action="store_true", help="read the token from standard input")
+    p.add_argument(
+        "--store",
+        choices=("keyring", "file"),
+        default="keyring",
+        help="where to keep the token (default keyring; file = 0600 file in the config directory)",
+    )
+    p.set_defaults(handler=_handler("auth", "login"))
+
+    p = add(groups, "logout", "forget the stored token for a server")
+    p.set_defaults(handler=_handler("auth", "logout"))
+
+    auth = add(groups, "auth", "authentication status")
+    auth_sub = auth.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    auth.set_defaults(handler=None, group_parser=auth)
+    p = add(auth_sub, "status", "which server and token would be used, and whether the token works")
+    p.set_defaults(handler=_handler("auth", "status"))
+
+    # ------------------------------------------------------------------------------------ local server
+    p = add(groups, "serve", "run the local control plane server")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8765, help="port to bind (default 8765; 0 = any free port)")
+    p.add_argument("--db", metavar="PATH", help="SQLite database file (default: in the user data directory)")
+    p.set_defaults(handler=_handler("serve", "serve"))
+
+    p = add(
+        groups,
+        "demo",
+        "run a local server with demo agents and watch them",
+        "Start a local server on 127.0.0.1:8766 with three demo coding agents, then open the sessions\n"
+        "screen against it (with --no-tui: print the URL and how to watch with curl).\n\n"
+        "Its database is kept in the state directory and its port stays the same, so running\n"
+        "`preloop demo` again after Ctrl+C or a crash keeps every session and note, and clients still\n"
+        "attached reconnect by themselves. --fresh starts over with an empty database.",
+    )
+    p.add_argument(
+        "--pace", type=_pace, default=1.0, help="speed factor for the agents (default 1.0; 10 = fast)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="random seed, for a repeatable demo")
+    p.add_argument("--no-tui", action="store_true", help="do not open the app; keep running until Ctrl+C")
+    p.add_argument(
+        "--db", metavar="PATH", help="SQLite database file (default: demo.sqlite3 in the state directory)"
+    )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=None,
+        help="port to bind (default 8766, or a free one when it is taken; 0 = any free port)",
+    )
+    p.add_argument("--fresh", action="store_true", help="delete the demo's database first and start over")
+    p.set_defaults(handler=_handler("serve", "demo"))
+    return parser
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: use 1..1000") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: use 1..1000")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number (0..65535)")
+    return value
+
+
+def _pace(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.01 <= value <= 1000:
+        raise argparse.ArgumentTypeError("use a pace between 0.01 and 1000")
+    return value
+
+
+def _fill_globals(args: argparse.Namespace) -> None:
+    """Global flags given after the command were suppressed when absent: give them their defaults."""
+    for name, default in (("url", None), ("token", None), ("profile", None), ("server_kind", "auto")):
+        if not hasattr(args, name):
+            setattr(args, name, default)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``preloop`` command and return its exit code (the console script exits with it)."""
+    parser = build_parser()
+    try:
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            # Reported by the command that was being parsed, with its usage, not the top-level one.
+            command: argparse.ArgumentParser = getattr(args, "usage_parser", parser)
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    _fill_globals(args)
+    handler: Handler | None = args.handler
+    if handler is None:
+        group: argparse.ArgumentParser = args.group_parser
+        group.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
+
+        return asyncio.run(handler(args))
+    except CliUsageError as exc:
+        print(f"preloop: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        # Quiet: the user asked to stop. A newline keeps the shell prompt on its own line.
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `preloop ... | head`: the reader left. Point stdout at /dev/null so the exit flush stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as exc:  # the last line of defence: one sentence, never a traceback
+        from client.errors import ClientError
+
+        if isinstance(exc, ClientError):
+            from cli.commands.common import report_error
+
+            return report_error(exc)
+        if os.environ.get("PRELOOP_DEBUG"):
+            raise
+        print(f"preloop: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("Set PRELOOP_DEBUG=1 to see the traceback.", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,479 @@
+"""Headless attach: one line per event (or one JSON object per line), steering from standard input.
+
+Used by ``preloop sessions attach`` with ``--plain`` / ``--json`` or when stdout is not a terminal, so an
+attach can be piped into ``grep``, ``jq`` or ``head``. Standard output carries only events; connection
+notices and the answers to typed commands go to standard error.
+
+Typed lines (``cli.plain_input.parse_input``) are notes, except:
+
+* a line ending in ``\\`` continues on the next line (multi-line notes);
+* ``/approve [ID]``, ``/decline [ID] [COMMENT]``, ``/withdraw NOTE_ID``, ``/help``, ``/quit``;
+* ``//text`` sends the note ``/text``;
+* any other line starting with ``/`` is refused: a mistyped command is never sent to an agent as a note.
+
+Standard input is read with the event loop's reader (no thread), so a session that ends while nobody
+types lets the command exit at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TextIO
+
+from cli.exits import EXIT_FAILED, EXIT_OK
+from cli.plain_input import (
+    HELP,
+    Command,
+    Decide,
+    LineJoiner,
+    Quit,
+    Refuse,
+    SendNote,
+    ShowHelp,
+    Withdraw,
+    parse_input,
+)
+from client.backend import Backend
+from client.errors import ClientError
+from client.events import (
+    Event,
+    ModelDelta,
+    ModelStep,
+    RunCancelled,
+    RunFailed,
+    SessionEnded,
+    SessionStarted,
+    SessionUpdated,
+    event_to_json,
+)
+from client.models import Approval
+from client.present import (
+    clock,
+    connection_lost,
+    event_line,
+    format_duration,
+    session_title,
+    settled_phrase,
+    short_id,
+    withdraw_outcome,
+)
+from client.session import SessionCore
+from client.status import (
+    Connecting,
+    Ended,
+    Live,
+    LoginNeeded,
+    Missed,
+    Reconnecting,
+    Refused,
+    Skipped,
+    StreamStatus,
+)
+from client.steering import (
+    AlreadySettled,
+    Decided,
+    DecisionFailed,
+    NotSent,
+    Sent,
+    Steering,
+    TooLate,
+    WithdrawFailed,
+    resolve_approval,
+    resolve_note,
+)
+from client.textsafe import safe_line
+
+_KIND_STYLE = {
+    "text": "",
+    "commentary": "dim",
+    "answer": "bold green",
+    "done": "bold green",
+    "tool": "cyan",
+    "approval": "bold yellow",
+    "note": "blue",
+    "failed": "bold red",
+    "cancelled": "yellow",
+    "session": "dim",
+    "run": "bold",
+    "unknown": "dim",
+}
+
+
+# -------------------------------------------------------------------------------------------- input
+
+
+def _start_stdin_reader(queue: asyncio.Queue[str | None]) -> Callable[[], None]:
+    """Feed stdin lines into ``queue`` (None at end of input); returns a function that stops reading."""
+    loop = asyncio.get_running_loop()
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
+        queue.put_nowait(None)
+        return lambda: None
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    buffer = ""
+
+    def on_readable() -> None:
+        nonlocal buffer
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(fd)
+            rest = buffer + decoder.decode(b"", final=True)
+            buffer = ""
+            if rest:
+                queue.put_nowait(rest)
+            queue.put_nowait(None)
+            return
+        buffer += decoder.decode(chunk)
+        *lines, buffer = buffer.split("\n")
+        for line in lines:
+            queue.put_nowait(line)
+
+    try:
+        loop.add_reader(fd, on_readable)
+    except (OSError, ValueError, NotImplementedError):
+        # A regular file or /dev/null cannot be polled; it never blocks either, so read it whole now.
+        data = sys.stdin.read()
+        for line in data.split("\n")[:-1] if data.endswith("\n") else data.split("\n"):
+            queue.put_nowait(line)
+        queue.put_nowait(None)
+        return lambda: None
+
+    def stop() -> None:
+        with contextlib.suppress(Exception):
+            loop.remove_reader(fd)
+
+    return stop
+
+
+# -------------------------------------------------------------------------------------------- output
+
+
+class _Printer:
+    """Event lines on stdout (colour only on a terminal), notices on stderr."""
+
+    def __init__(self, out: TextIO, err: TextIO, json_lines: bool) -> None:
+        from cli.commands.common import Style
+
+        self.out, self.err, self.json_lines = out, err, json_lines
+        self.style = Style(out)
+        self.err_style = Style(err)
+        self._deltas: dict[int, list[str]] = {}
+        self._title: str | None = None
+
+    def notice(self, text: str) -> None:
+        print(self.err_style(f"-- {text}", "dim"), file=self.err, flush=True)
+
+    def line(self, at: datetime | None, kind: str, text: str) -> None:
+        when = self.style(clock(at), "dim")
+        label = self.style(f"{kind:<10}", _KIND_STYLE.get(kind, ""))
+        print(f"{when} {label} {text}".rstrip(), file=self.out, flush=True)
+
+    def event(self, event: Event) -> None:
+        if self.json_lines:
+            print(event_to_json(event), file=self.out, flush=True)
+            return
+        if isinstance(event, SessionUpdated):
+            # Counters change on every step; a line is worth printing only when the title does.
+            title = session_title(event.session)
+            if title == self._title:
+                return
+            self._title = title
+        elif isinstance(event, SessionStarted):
+            self._title = session_title(event.session)
+        if isinstance(event, ModelDelta):
+            # Deltas are gathered and shown as one line when their step ends (one line per model step).
+            self._deltas.setdefault(event.iteration, []).append(event.text)
+            return
+        if isinstance(event, ModelStep):
+            buffered = "".join(self._deltas.pop(event.iteration, []))
+            if not event.text and buffered:
+                event = event.model_copy(update={"text": buffered})
+        elif isinstance(event, RunFailed | RunCancelled | SessionEnded):
+            self.flush_deltas(event.at)
+        kind, text = event_line(event)
+        self.line(event.at, kind, text)
+
+    def flush_deltas(self, at: datetime | None) -> None:
+        """Text of a step that never finished (run cut off) is still shown, marked as partial."""
+        for iteration in sorted(self._deltas):
+            text = "".join(self._deltas[iteration])
+            if text.strip():
+                self.line(at, "text", safe_line(text) + " (cut off)")
+        self._deltas.clear()
+
+
+def status_text(status: StreamStatus) -> str:
+    """A short sentence for a connection state change."""
+    match status:
+        case Connecting(attempt=n):
+            return "connecting" + (f" (attempt {n})" if n > 1 else "")
+        case Live(last_seq=seq):
+            return f"live (last event {seq})" if seq else "live"
+        case Reconnecting(attempt=n, delay=d, reason=r):
+            lost = connection_lost(r)
+            return f"{lost[:1].lower()}{lost[1:]}; reconnecting in {d:.1f}s (attempt {n})"
+        case LoginNeeded(reason=r):
+            return safe_line(r, 300)
+        case Ended():
+            return "session ended"
+        case Refused(reason=r, status=code):
+            return f"refused{f' ({code})' if code else ''}: {safe_line(r, 200)}"
+        case Missed(count=n):
+            return f"{n} event(s) could not be replayed after reconnecting"
+        case Skipped(reason=r, total=n):
+            return f"skipped an unreadable event ({safe_line(r, 120)}); {n} skipped so far"
+    return str(status)
+
+
+# -------------------------------------------------------------------------------------------- steering
+
+
+class _Commands:
+    """Carries out typed commands through ``client.steering``; the session's state (pending approvals,
+    notes) is a ``client.session.SessionCore`` fed by the stream. Every outcome is reported on stderr."""
+
+    def __init__(self, backend: Backend, session_id: str, printer: _Printer) -> None:
+        self.backend = backend
+        self.session_id = session_id
+        self.printer = printer
+        self.steering = Steering(backend)
+        self.core = SessionCore(session_id, decisions=self.steering.decisions)
+
+    async def run(self, command: Command) -> bool:
+        """Carry out one command; False means quit."""
+        try:
+            match command:
+                case SendNote(text=text):
+                    await self._send(text)
+                case Decide():
+                    await self._decide(command)
+                case Withdraw(note=note):
+                    await self._withdraw(note)
+                case ShowHelp():
+                    print(HELP, file=self.printer.err, flush=True)
+                case Quit():
+                    return False
+                case Refuse(reason=reason):
+                    self.printer.notice(reason)
+        except ClientError as exc:
+            self.printer.notice(f"{exc.title}: {exc.hint}")
+        return True
+
+    async def _send(self, text: str) -> None:
+        outcome = await self.steering.send_note(text, session_id=self.session_id)
+        self.core.record(outcome)
+        if isinstance(outcome, Sent):
+            nid = short_id(outcome.note.note_id)
+            self.printer.notice(f"note {nid} sent ({outcome.note.state}); /withdraw {nid}")
+            return
+        self.printer.notice(f"{outcome.error.title}: {outcome.error.hint}")
+        if isinstance(outcome, NotSent):
+            self.printer.notice("your note was NOT sent; it was:")
+            print(safe_line(text) if "\n" not in text else text, file=self.printer.err)
+
+    async def pending(self) -> list[Approval]:
+        """The session's pending approvals: the server's list merged under what the stream said."""
+        page = await self.backend.list_approvals(session_id=self.session_id, status="pending")
+        self.core.lists_loaded((), page.items)
+        return list(self.core.pending.values())
+
+    async def _decide(self, command: Decide) -> None:
+        pending = await self.pending()
+        if command.approval is not None:
+            known = list(self.core.timeline.approvals)
+            target = await resolve_approval(self.backend, command.approval, self.session_id, known=known)
+        elif len(pending) == 1:
+            target = pending[0].id
+        elif not pending:
+            self.printer.notice("no approval is pending in this session")
+            return
+        else:
+            ids = ", ".join(short_id(a.id) for a in pending)
+            self.printer.notice(
+                f"{len(pending)} approvals are pending ({ids}): name one, "
+                f"e.g. /{command.verb} {short_id(pending[0].id)}"
+            )
+            return
+        outcome = await self.steering.decide(target, command.verb, command.comment)
+        self.core.record(outcome)
+        if isinstance(outcome, Decided):
+            self.printer.notice(f"approval {short_id(target)} {safe_line(outcome.approval.status)}")
+        elif isinstance(outcome, AlreadySettled):
+            said = settled_phrase(outcome.approval.status, elsewhere=True)
+            self.printer.notice(f"approval {short_id(target)} {said}: nothing decided")
+        elif isinstance(outcome, DecisionFailed):
+            self.printer.notice(f"{outcome.error.title}: {outcome.error.hint}")
+
+    async def _withdraw(self, prefix: str) -> None:
+        note_id = await resolve_note(self.backend, prefix, self.session_id, known=self.core.notes)
+        outcome = await self.steering.withdraw(note_id)
+        self.core.record(outcome)
+        if isinstance(outcome, WithdrawFailed):
+            self.printer.notice(f"{outcome.error.title}: {outcome.error.hint}")
+        else:
+            self.printer.notice(withdraw_outcome(outcome.note, too_late=isinstance(outcome, TooLate))[1])
+
+
+# -------------------------------------------------------------------------------------------- main loop
+
+
+_ANNOUNCE_MAX = 5
+
+DEFAULT_HISTORY = timedelta(minutes=5)
+"""``attach --plain/--json`` without ``--since`` first prints what the session did in the five minutes up
+to its last activity (like ``kubectl logs -f``), so attaching to an idle session is not a blank screen."""
+
+
+async def _announce_pending(steer: _Commands, threshold: datetime, read_only: bool) -> None:
+    """Approvals already waiting when we attach are older than the history shown, yet they are what the
+    operator must act on: name them up front (on stderr, so ``--json`` output stays the stream's)."""
+    try:
+        waiting = await steer.pending()
+    except ClientError:
+        return  # the stream itself will report a server that refuses or fails
+    # Requested inside the replayed window: its own line follows. Oldest first: the longest-blocked.
+    hidden = sorted(
+        (a for a in waiting if a.requested_at is None or a.requested_at < threshold),
+        key=lambda a: a.requested_at or threshold,
+    )
+    for approval in hidden[:_ANNOUNCE_MAX]:
+        what = safe_line(approval.summary or approval.tool_name or "a tool call", 200)
+        sid = short_id(approval.id)
+        how = "" if read_only else f" (/approve {sid} or /decline {sid})"
+        steer.printer.notice(f"approval {sid} is waiting: {what}{how}")
+    if len(hidden) > _ANNOUNCE_MAX:
+        more = len(hidden) - _ANNOUNCE_MAX
+        steer.printer.notice(
+            f"and {more} more waiting: preloop approvals list --session {short_id(steer.session_id)}"
+        )
+
+
+async def follow_plain(
+    backend: Backend,
+    session_id: str,
+    *,
+    since: timedelta | None,
+    json_lines: bool,
+    read_only: bool,
+    history_from: datetime | None = None,
+    title: str | None = None,
+    replay_all: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Print the session's events until it ends; returns 0 when it ended, 1 when the stream was refused.
+
+    History before ``history_from`` (else older than ``since``; all of it when neither is given, none with
+    ``replay_all``) is not printed but still read, so the pending approvals and notes are known when the
+    first live line appears.
+    """
+    printer = _Printer(out or sys.stdout, err or sys.stderr, json_lines)
+    steer = _Commands(backend, session_id, printer)
+    now = datetime.now(UTC)
+    threshold: datetime | None = None if replay_all else now - (since or timedelta(0))
+    if history_from is not None and not replay_all:
+        threshold = history_from
+    named = f"{session_id} ({title})" if title else session_id
+    if replay_all:
+        printer.notice(f"session {named} has ended; replaying its history")
+    else:
+        printer.notice(
+            f"attached to session {named}"
+            + ("" if read_only else "; type a note and press Enter, /help for commands")
+        )
+    if history_from is not None and not replay_all:
+        printer.notice(
+            f"showing its history from {clock(history_from)} "
+            f"({format_duration(DEFAULT_HISTORY)} before its last activity); "
+            "--since 2h shows more, --since 0s only what happens from now on"
+        )
+    if threshold is not None:
+        await _announce_pending(steer, threshold, read_only)
+    input_task: asyncio.Task[None] | None = None
+    stop_reading: Callable[[], None] = lambda: None  # noqa: E731
+    quit_event = asyncio.Event()
+    if not read_only:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        stop_reading = _start_stdin_reader(queue)
+
+        async def consume() -> None:
+            joiner = LineJoiner()
+            while True:
+                line = await queue.get()
+                if line is None:
+                    # End of input in the middle of a continued note: send what was typed.
+                    command = parse_input(joiner.flush())
+                    if command is not None:
+                        await steer.run(command)
+                    return
+                text = joiner.feed(line)
+                if text is None:
+                    continue
+                command = parse_input(text)
+                if command is not None and not await steer.run(command):
+                    quit_event.set()
+                    return
+
+        input_task = asyncio.create_task(consume())
+
+    async def pump() -> int:
+        replaying = True
+        login_said = False  # a refused token is said once, not at every retry, until the feed is live
+        async for item in backend.follow(session_id):
+            if isinstance(item, LoginNeeded | Connecting) and login_said:
+                continue
+            if isinstance(item, LoginNeeded):
+                login_said = True
+                printer.notice(status_text(item))
+                continue
+            if isinstance(item, Live):
+                login_said = False
+            if isinstance(item, Refused):
+                printer.notice(status_text(item))
+                return EXIT_FAILED
+            if isinstance(item, Ended):
+                printer.flush_deltas(None)
+                printer.notice(status_text(item))
+                return EXIT_OK
+            if isinstance(item, Connecting | Live | Reconnecting | Missed | Skipped):
+                printer.notice(status_text(item))
+                continue
+            steer.core.apply_events((item,))
+            if replaying and threshold is not None and item.at < threshold:
+                continue
+            replaying = False
+            printer.event(item)
+        return EXIT_OK
+
+    pump_task = asyncio.create_task(pump())
+    quit_wait = asyncio.create_task(quit_event.wait())
+    try:
+        done, _ = await asyncio.wait({pump_task, quit_wait}, return_when=asyncio.FIRST_COMPLETED)
+        if pump_task in done:
+            code = pump_task.result()
+            if input_task is not None and not input_task.done():
+                # Let a command typed just before the end finish, briefly.
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(asyncio.shield(input_task), 0.05)
+            return code
+        printer.notice("detached")
+        return EXIT_OK
+    finally:
+        stop_reading()
+        for task in (pump_task, quit_wait, input_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task

@@ -1,0 +1,310 @@
+"""Steering, written once: send and withdraw notes, approve and decline approvals, and say what came of it.
+
+Every front end steers through here: the attach screen, the inbox, ``--plain`` / ``--json`` attach and
+the ``preloop notes`` / ``preloop approvals`` commands. A call never raises for an outcome an operator
+must be told about; it returns one of the outcome types below and each front end words it for its medium:
+
+* a note: :class:`Sent`, :class:`NotSent` (nothing was created: the text is handed back with the error,
+  so it is never lost) or :class:`OutcomeUnknown` (the request went out and no answer came back: the note
+  may exist, so it is not sent again blindly);
+* a withdrawal: :class:`Withdrawn`, :class:`TooLate` (the note was no longer pending: picked up,
+  delivered, expired, or withdrawn already; its row says which) or :class:`WithdrawFailed`;
+* a decision: :class:`Decided`, :class:`AlreadySettled` (lost the race to another operator, or expired:
+  the approval's current row, fetched at once, says who or what settled it and with which comment),
+  :class:`AlreadyDeciding` (a decision from here is on its way) or :class:`DecisionFailed`.
+
+:class:`Decisions` is the one record, per app or command, of the approvals decided *here*: the inbox, every
+attach screen and the plain attach share it, so nothing decided in this process is ever called "decided
+elsewhere". Short ids typed by people are resolved by :func:`client.ids.resolve_id`; the candidate lists for
+notes and approvals are fetched here (:func:`resolve_note`, :func:`resolve_approval`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from client.errors import ClientError, NoteOutcomeUnknown
+from client.ids import check_prefix, is_full_id, match_id, resolve_id, short_id
+from client.listing import all_approvals, session_notes
+
+if TYPE_CHECKING:
+    from client.backend import Backend
+    from client.models import Approval, Note
+
+__all__ = [
+    "AlreadyDeciding",
+    "AlreadySettled",
+    "DecideOutcome",
+    "Decided",
+    "DecisionFailed",
+    "Decisions",
+    "NotSent",
+    "OutcomeUnknown",
+    "SendOutcome",
+    "Sent",
+    "Steering",
+    "SteeringOutcome",
+    "TooLate",
+    "Verb",
+    "WithdrawFailed",
+    "WithdrawOutcome",
+    "Withdrawn",
+    "resolve_approval",
+    "resolve_note",
+]
+
+Verb = Literal["approve", "decline"]
+
+SEARCH_SESSIONS = 100
+"""How many of the newest sessions a short note id is looked for in (without a session)."""
+
+
+# ------------------------------------------------------------------------------------------- outcomes
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """The server created the note (``note`` is its row)."""
+
+    note: Note
+
+
+@dataclass(frozen=True, slots=True)
+class NotSent:
+    """Nothing was created; ``text`` is what the operator wrote, to keep (``error`` says why)."""
+
+    text: str
+    error: ClientError
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeUnknown:
+    """The note left and no answer came: it may exist. Never sent again blindly (``error`` says how to
+    check)."""
+
+    text: str
+    error: NoteOutcomeUnknown
+
+
+@dataclass(frozen=True, slots=True)
+class Withdrawn:
+    """The note is cancelled: the agent will not see it."""
+
+    note: Note
+
+
+@dataclass(frozen=True, slots=True)
+class TooLate:
+    """The note was no longer pending (its row: claimed, delivered, expired, withdrawn already...), so
+    nothing changed."""
+
+    note: Note
+
+
+@dataclass(frozen=True, slots=True)
+class WithdrawFailed:
+    """The server could not be asked, or refused (``error``); the note is as it was."""
+
+    note_id: str
+    error: ClientError
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """Decided here: ``approval`` is the decided row."""
+
+    approval: Approval
+    verb: Verb
+
+
+@dataclass(frozen=True, slots=True)
+class AlreadySettled:
+    """Someone or something else settled it first (another operator, its expiry, the session ending):
+    ``approval`` is its current row (status, comment, who decided as far as the server says)."""
+
+    approval: Approval
+    verb: Verb
+
+
+@dataclass(frozen=True, slots=True)
+class AlreadyDeciding:
+    """A decision on this approval from here is on its way: a second key press sends nothing."""
+
+    approval_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionFailed:
+    """Not decided (``error`` says why) and, as far as could be read, still pending."""
+
+    approval_id: str
+    verb: Verb
+    error: ClientError
+
+
+SendOutcome = Sent | NotSent | OutcomeUnknown
+WithdrawOutcome = Withdrawn | TooLate | WithdrawFailed
+DecideOutcome = Decided | AlreadySettled | AlreadyDeciding | DecisionFailed
+SteeringOutcome = SendOutcome | WithdrawOutcome | DecideOutcome
+
+
+# ------------------------------------------------------------------------------------------- decisions
+
+
+class Decisions:
+    """The approvals decided in this process (one per app or command): an approval's echo from a feed is
+    "decided here" from the moment its decision leaves until the server says it lost; remembered in a
+    bounded window (the oldest forgotten first)."""
+
+    def __init__(self, remember: int = 2000) -> None:
+        self._remember = remember
+        self._here: OrderedDict[str, None] = OrderedDict()
+        self._in_flight: set[str] = set()
+
+    def start(self, approval_id: str) -> bool:
+        """A decision leaves now; False when one from here is already on its way (send nothing)."""
+        if approval_id in self._in_flight:
+            return False
+        self._in_flight.add(approval_id)
+        self._keep(approval_id)
+        return True
+
+    def finish(self, approval_id: str, *, decided: bool) -> None:
+        """The server answered: decided here, or not (lost the race, failed): then it was not ours."""
+        self._in_flight.discard(approval_id)
+        if decided:
+            self._keep(approval_id)
+        else:
+            self._here.pop(approval_id, None)
+
+    def here(self, approval_id: str) -> bool:
+        """Whether this process decided it (or is deciding it right now)."""
+        return approval_id in self._here
+
+    def deciding(self, approval_id: str) -> bool:
+        """Whether a decision from here is on its way."""
+        return approval_id in self._in_flight
+
+    def _keep(self, approval_id: str) -> None:
+        self._here[approval_id] = None
+        self._here.move_to_end(approval_id)
+        while len(self._here) > self._remember:
+            self._here.popitem(last=False)
+
+
+# ------------------------------------------------------------------------------------------- steering
+
+
+class Steering:
+    """Sends what an operator decided to a backend and says what came of it (see the module docstring)."""
+
+    def __init__(self, backend: Backend, decisions: Decisions | None = None) -> None:
+        self.backend = backend
+        self.decisions = decisions if decisions is not None else Decisions()
+
+    async def send_note(self, text: str, **target: Any) -> SendOutcome:
+        """Send one note exactly once (a correlation id lets a retry find the first one on our server).
+        ``target`` is what ``Backend.send_note`` takes: one of ``session_id``, ``agent_id`` or
+        ``execution_id``, and optionally ``expires_in_seconds``."""
+        try:
+            note = await self.backend.send_note(text, correlation_id=uuid.uuid4().hex, **target)
+        except NoteOutcomeUnknown as exc:
+            return OutcomeUnknown(text, exc)
+        except ClientError as exc:
+            return NotSent(text, exc)
+        return Sent(note)
+
+    async def withdraw(self, note_id: str, *, known: Note | None = None) -> WithdrawOutcome:
+        """Withdraw a pending note. Servers answer a withdraw of any other note with it unchanged (even
+        one withdrawn before), so its state is read first unless the caller just saw it (``known``); a
+        server that cannot withdraw at all is asked anyway, to say so in its own words."""
+        try:
+            can = self.backend.capabilities.withdraw_notes
+            if can and (known is None or known.note_id != note_id):
+                known = await self.backend.get_note(note_id)
+            if known is not None and known.state != "pending":
+                return TooLate(known)
+            note = await self.backend.withdraw_note(note_id)
+        except ClientError as exc:
+            return WithdrawFailed(note_id, exc)
+        return Withdrawn(note) if note.state == "cancelled" else TooLate(note)
+
+    async def decide(self, approval_id: str, verb: Verb, comment: str | None = None) -> DecideOutcome:
+        """Approve or decline; a refusal is followed by one read of the approval, so that losing a race
+        (or an expiry) is told as what happened rather than as an error."""
+        if not self.decisions.start(approval_id):
+            return AlreadyDeciding(approval_id)
+        try:
+            if verb == "approve":
+                result = await self.backend.approve(approval_id, comment)
+            else:
+                result = await self.backend.decline(approval_id, comment)
+        except ClientError as exc:
+            self.decisions.finish(approval_id, decided=False)
+            current = await self._current(approval_id)
+            if current is not None and not current.pending:
+                return AlreadySettled(current, verb)
+            return DecisionFailed(approval_id, verb, exc)
+        self.decisions.finish(approval_id, decided=True)
+        return Decided(result, verb)
+
+    async def final_record(self, approval: Approval) -> Approval:
+        """An approval that left a list without its final record (a poll or a reconnect only saw it go):
+        read it once, so its real status (approved, declined, expired...) can be told; the record as it
+        was when that read fails or it still reads pending."""
+        if not approval.pending:
+            return approval
+        current = await self._current(approval.id)
+        return current if current is not None and not current.pending else approval
+
+    async def _current(self, approval_id: str) -> Approval | None:
+        try:
+            return await self.backend.get_approval(approval_id)
+        except ClientError:
+            return None
+
+
+# ------------------------------------------------------------------------------------------- short ids
+
+
+async def resolve_note(
+    backend: Backend, value: str, session: str | None = None, known: Iterable[str] = ()
+) -> str:
+    """A full note id as given; a short one matched against the notes of ``session`` (plus ``known``, the
+    ids a caller already holds), or of the newest sessions. Servers list notes per target only, so they
+    are read session by session, a few at a time."""
+    text = value.strip()
+    if is_full_id(text, "note"):
+        return text
+    prefix = check_prefix(text, "note")
+    if session is not None:
+        sessions, where = [session], f"session {short_id(session)}"
+    else:
+        page = await backend.list_sessions(limit=SEARCH_SESSIONS)
+        sessions = [row.id for row in page.items]
+        where = f"the newest {len(sessions)} sessions"
+    gate = asyncio.Semaphore(4)
+
+    async def ids_in(sid: str) -> list[str]:
+        async with gate:
+            return [n.note_id for n in await session_notes(backend, sid)]
+
+    found = await asyncio.gather(*(ids_in(sid) for sid in sessions))
+    return match_id(prefix, [*known, *(nid for ids in found for nid in ids)], "note", where=where)
+
+
+async def resolve_approval(
+    backend: Backend, value: str, session: str | None = None, known: Iterable[str] = ()
+) -> str:
+    """A full approval id as given; a short one matched against every approval (pending or not: a decided
+    one is then told as such, not as unknown) of ``session`` or all sessions, plus ``known``."""
+
+    async def candidates() -> list[str]:
+        return [*known, *(a.id for a in await all_approvals(backend, session, None))]
+
+    return await resolve_id(value, "approval", candidates)
