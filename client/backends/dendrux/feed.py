@@ -189,7 +189,7 @@ def follow(
         for raw in raws:
             seen.released.append(raw.index)
             if closing is not None and raw.type in TERMINAL_EVENTS and not mapper.ended:
-                out += mapper.close_out(closing)
+                out += mapper.close_out(closing, index=raw.index)
             out += mapper.map(raw)
         return [e for e in out if e.seq > after]
 
