@@ -1,0 +1,156 @@
+""" "New since you last looked" for one session's timeline: where the operator left, shown on coming back.
+
+:class:`LastLooked` drives a :class:`widgets.timeline_view.TimelineView` for the attach screen, which only
+calls it at four moments (the screen wires, this decides):
+
+* :meth:`LastLooked.visit` when the session comes on screen (attach, a restart, switching back to a
+  followed session): the mark as it is then (``client.marks``: the place last looked at, and when) is
+  this visit's starting point;
+* :meth:`LastLooked.changed` after events, notes or approvals changed: as soon as the timeline holds an
+  entry made after the mark (and before the visit began: what arrives while the operator watches is seen
+  as it comes), the rule "── new since you last looked (14:02) ──" goes above it and the view opens there,
+  following paused (the rule near the top). Back after at least ``client.marks.AWAY_FOR_DIGEST``, the
+  digest's three to six lines (``client.digest``) sit above the rule, kept up to date at most once a
+  second. If nothing is new, nothing is shown and the view follows the end as usual;
+* :meth:`LastLooked.tick`, about once a second: while the terminal has the focus (Textual's
+  ``App.app_focus``) and the screen is shown, the newest entry in the window is what was looked at, and the
+  mark moves there (only forward), written to its file when due;
+* :meth:`LastLooked.leave` when the terminal loses the focus or the operator leaves: the mark is written
+  now, flushed to the disk.
+
+A mark older than everything the timeline holds puts the rule at the top with how many events lie
+between (where the server numbers its events) or "earlier than the loaded part", and the digest says it
+covers only the loaded part.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from client.digest import Since, digest_lines, session_digest
+from client.marks import AWAY_FOR_DIGEST, LIVE_SKEW, Looking, Mark, MarkStore, find_return, seen_place
+from client.session import SessionCore
+from widgets.timeline_render import RenderedLine, render_digest_line, render_since_rule
+from widgets.timeline_view import TimelineView
+
+__all__ = ["DIGEST_EVERY", "LastLooked"]
+
+DIGEST_EVERY = 1.0
+"""Seconds between two recomputations of the digest shown above the rule (events keep arriving)."""
+
+
+class LastLooked:
+    """The mark and the rule of one session's attach screen (see the module docstring)."""
+
+    def __init__(
+        self,
+        view: TimelineView,
+        core: SessionCore,
+        marks: MarkStore,
+        *,
+        clock: Callable[[], datetime],
+        comment_kept: bool = True,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.view = view
+        self.core = core
+        self.looking = Looking(marks, core.session_id, clock=clock, monotonic=monotonic)
+        self._clock = clock
+        self._monotonic = monotonic
+        self._comment_kept = comment_kept
+        self.mark: Mark | None = None
+        """Where the operator had last looked when this visit began (the rule's place)."""
+        self._began: datetime | None = None
+        self._placed = True
+        self._digest: list[str] = []
+        self._digest_due: float | None = None
+        self._rule: tuple[str, bool, int | None] = ("", False, None)
+
+    @property
+    def digest(self) -> list[str]:
+        """The digest lines shown above the rule (empty: none shown)."""
+        return list(self._digest)
+
+    def visit(self) -> None:
+        """The session came on screen: the rule of the last visit goes, this one's is looked for."""
+        self.looking.save(durable=False)
+        self.mark = self.looking.mark
+        self._began = self._clock()
+        self._placed = self.mark is None  # never looked at here: nothing to come back to
+        self._digest = []
+        self._digest_due = None
+        if self.view.since_rule_from is not None:
+            self.view.set_since_rule(None)
+        self.changed()
+
+    def changed(self) -> None:
+        """Events, notes or approvals changed: place the rule once there is something new to put it above;
+        keep the digest above it current (at most once every :data:`DIGEST_EVERY` seconds)."""
+        if not self._placed:
+            self._place()
+        elif self._digest and self._digest_due is None:
+            self._digest_due = self._monotonic() + DIGEST_EVERY
+
+    def tick(self, *, looking: bool) -> None:
+        """About once a second. ``looking``: the terminal has the focus and this screen is shown, so the
+        newest entry in the window has been seen; the mark follows it and is written when due."""
+        due = self._digest_due
+        if due is not None and self._monotonic() >= due:
+            self._digest_due = None
+            self._show_digest()
+        if looking:
+            entry = self.view.newest_visible_id
+            self.looking.saw(seen_place(self.core.timeline, entry) if entry is not None else None)
+        self.looking.tick()
+
+    def leave(self) -> None:
+        """The focus went elsewhere, or the operator left the session: write the mark now, to the disk."""
+        self.looking.save(durable=True)
+
+    # ------------------------------------------------------------------ internals
+
+    def _place(self) -> None:
+        mark, began, timeline = self.mark, self._began, self.core.timeline
+        if mark is None or began is None:
+            self._placed = True
+            return
+        back = find_return(timeline, mark, before=began)
+        if back.entry_id is None:
+            last = timeline.last_place
+            if last is not None and last.at > began + LIVE_SKEW:
+                self._placed = True  # what comes now is watched as it comes: no rule this visit
+            return
+        self._placed = True
+        looked = mark.looked_at.astimezone().strftime("%H:%M")
+        self._rule = (looked, back.earlier_than_loaded, back.between)
+        if self._clock() - mark.looked_at >= AWAY_FOR_DIGEST:
+            self._digest = self._digest_lines(back.earlier_than_loaded)
+        self.view.set_since_rule(back.entry_id, self._header)
+        self.view.open_at_rule()
+
+    def _digest_lines(self, partial: bool) -> list[str]:
+        mark = self.mark
+        if mark is None:
+            return []
+        digest = session_digest(
+            self.core,
+            Since.mark(mark.place, mark.looked_at),
+            self._clock(),
+            comment_kept=self._comment_kept,
+            partial="from the loaded part only" if partial else None,
+        )
+        return digest_lines(digest)
+
+    def _show_digest(self) -> None:
+        lines = self._digest_lines(self._rule[1])
+        if lines != self._digest and self.view.since_rule_entry is not None:
+            self._digest = lines
+            self.view.update_since_rule()
+
+    def _header(self, width: int) -> list[RenderedLine]:
+        looked, earlier, between = self._rule
+        lines: list[RenderedLine] = [render_digest_line(line, width) for line in self._digest]
+        lines.append(render_since_rule(looked, width, earlier_than_loaded=earlier, between=between))
+        return lines
