@@ -34,13 +34,16 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from client.models import Session
 from client.paths import replace_file
+from client.session import SessionCore
 from client.timeline import DroppedEntry, Place, Timeline, TimelineEntry
+from client.views import is_problem
 
 __all__ = [
     "AWAY_FOR_DIGEST",
@@ -50,9 +53,11 @@ __all__ = [
     "Looking",
     "Mark",
     "MarkStore",
+    "News",
     "Return",
     "find_return",
     "new_since",
+    "news_of",
     "seen_place",
 ]
 
@@ -168,8 +173,8 @@ def _after(mark: Place, entry: TimelineEntry) -> bool:
     return first is not None and mark.before(first)
 
 
-def _newest_first(timeline: Timeline) -> list[TimelineEntry]:
-    return [entry for entry in reversed(list(timeline)) if not isinstance(entry, DroppedEntry)]
+def _newest_first(timeline: Timeline) -> Iterator[TimelineEntry]:
+    return (entry for entry in reversed(timeline) if not isinstance(entry, DroppedEntry))
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +200,7 @@ def find_return(timeline: Timeline, mark: Mark, *, before: datetime | None = Non
     place = mark.place
     newer = 0
     first: TimelineEntry | None = None
-    entries = _newest_first(timeline)
-    for entry in entries:
+    for entry in _newest_first(timeline):
         if not _after(place, entry):
             break
         first = entry
@@ -210,8 +214,7 @@ def find_return(timeline: Timeline, mark: Mark, *, before: datetime | None = Non
     last = timeline.last_place
     if last is not None and last.number is not None and place.number is not None:
         new = max(last.number - place.number, 0)
-    oldest = entries[-1]
-    if first is not oldest or not (timeline.events_not_loaded or timeline.dropped_count):
+    if first.id != timeline.first_id or not (timeline.events_not_loaded or timeline.dropped_count):
         return Return(mark, first.id, new=new)
     between = None
     if first_place is not None and first_place.number is not None and place.number is not None:
@@ -226,7 +229,7 @@ def new_since(timeline: Timeline, mark: Mark | None) -> int:
     if last is None:
         return 0
     if mark is None:
-        return (last.number if last.number is not None else len(_newest_first(timeline))) or 0
+        return last.number if last.number is not None else sum(1 for _ in _newest_first(timeline))
     if last.number is not None and mark.place.number is not None:
         return max(last.number - mark.place.number, 0)
     count = 0
@@ -235,6 +238,69 @@ def new_since(timeline: Timeline, mark: Mark | None) -> int:
             break
         count += 1
     return count
+
+
+PROBLEM_STATUSES = frozenset({"error", "failed", "max_iterations"})
+"""A session row's ``activity_status`` that means its run went wrong (a Dendrux app's run statuses)."""
+
+_READ = frozenset({"delivered", "acknowledged"})
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    """What a session holds for the operator, as far as this client can tell (the sessions list and the
+    inbox show it): ``new`` events since they last looked (None: the session is not followed here, so
+    unknown), approvals ``waiting``, a ``problem`` (its words), and whether a note of theirs was read by
+    the agent since they last looked (known only for a followed session: no server's list says when a
+    note was delivered)."""
+
+    new: int | None = None
+    waiting: int = 0
+    problem: str | None = None
+    note_read: bool = False
+
+    @property
+    def has_news(self) -> bool:
+        """Anything for the sessions list's NEW column: a count (the session is followed here), a problem,
+        a note read (approvals waiting have their own column)."""
+        return self.new is not None or bool(self.problem) or self.note_read
+
+
+def news_of(
+    row: Session | None,
+    *,
+    pending: int | None = None,
+    failed_notes: int = 0,
+    core: SessionCore | None = None,
+    mark: Mark | None = None,
+) -> News:
+    """A session's :class:`News` from what the server's list says (``row``; ``pending`` and
+    ``failed_notes`` from the live inbox when it knows them) and, for a session followed here, from what
+    its ``core`` holds since ``mark``."""
+    waiting = pending if pending is not None else (row.pending_approval_count or 0) if row is not None else 0
+    problem: str | None = None
+    if row is not None and row.activity_status in PROBLEM_STATUSES:
+        problem = f"run {row.activity_status.replace('_', ' ')}"
+    elif row is not None and row.failed_requests:
+        problem = f"{row.failed_requests} failed request{'s' if row.failed_requests != 1 else ''}"
+    if problem is None and failed_notes:
+        problem = "a note did not reach the agent"
+    if core is None:
+        return News(None, waiting, problem)
+    timeline = core.timeline
+    for entry in _newest_first(timeline) if problem is None else ():
+        if mark is not None and not _after(mark.place, entry):
+            break
+        if is_problem(entry):
+            problem = "something went wrong since you looked"
+            break
+    looked = mark.looked_at if mark is not None else None
+    read = any(
+        state in _READ and (looked is None or when > looked)
+        for record in timeline.notes.values()
+        for state, when in record.state_times.items()
+    )
+    return News(new_since(timeline, mark), waiting, problem, read)
 
 
 class Looking:

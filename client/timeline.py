@@ -452,6 +452,10 @@ class Timeline:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __reversed__(self) -> Iterator[TimelineEntry]:
+        """Newest first (what "new since" reads: only as far back as it must)."""
+        return reversed(self._entries)
+
     def get(self, entry_id: int) -> TimelineEntry | None:
         """The entry with this id, or None once it was dropped (the view asks by id)."""
         return self._by_id.get(entry_id)
