@@ -74,11 +74,18 @@ class ServerProcess:
         }
         return {**os.environ, **dirs}
 
+    @property
+    def python(self) -> str:
+        """The checkout's own interpreter when it has a ``.venv`` (an editable install of another checkout
+        would shadow its packages), else this one."""
+        own = self.checkout / ".venv" / "bin" / "python"
+        return str(own) if own.exists() else sys.executable
+
     def start(self, timeout: float = 30.0) -> ServerProcess:
         """Start (again on the same port and database after a stop or a kill); returns once it serves."""
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         proc = subprocess.Popen(
-            [sys.executable, "-c", _SCRIPT, str(self.checkout), str(self.port), str(self.db_path)],
+            [self.python, "-c", _SCRIPT, str(self.checkout), str(self.port), str(self.db_path)],
             cwd=self.checkout,
             env=self.env,
             stdin=subprocess.DEVNULL,
