@@ -44,6 +44,36 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun `{self.prog} --help` for the options.\n")
 
 
+DISTRIBUTION = "preloop-steer"
+"""The installed package whose version ``preloop --version`` prints."""
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked (``importlib.metadata``
+    costs ~30 ms of imports that ``--help`` and every command need not pay)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        kwargs.pop("default", None)
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        """Print ``preloop X.Y.Z`` on standard output and exit 0, as argparse's own version action does."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version(DISTRIBUTION)
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            found = "(version unknown: not installed)"
+        print(f"preloop {found}")
+        parser.exit(EXIT_OK)
+
+
 def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32, width=100)
 
@@ -89,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_formatter,
         parents=[_global_flags(suppress=False)],
     )
+    parser.add_argument("--version", action=_Version, help="print the installed version and exit")
     parser.set_defaults(handler=_handler("tui_entry", "run_sessions_screen"), usage_parser=parser)
     groups = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
 

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from client import paths
 from client.backend import SERVER_KINDS, ServerKind
@@ -355,17 +356,66 @@ def delete_token(url: str) -> list[str]:
 # --------------------------------------------------------------------------------------------- resolution
 
 
-def read_local_server() -> tuple[str, str | None] | None:
-    """(url, token) from the file our local server writes on start, or None if there is none."""
-    path = paths.local_server_file()
+SERVE_PORT = 8765
+"""``preloop serve``'s port unless ``--port`` says otherwise."""
+
+DEMO_PORT = 8766
+"""``preloop demo``'s port, the same on every run, so a client still attached after a crash finds it again
+(another free one, with a notice, when something else holds it)."""
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _local_server_record() -> dict[str, Any] | None:
+    """What the file our local server writes on start holds (a dict with a ``url``), or None."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(paths.local_server_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict) or not isinstance(raw.get("url"), str):
         return None
+    return raw
+
+
+def read_local_server() -> tuple[str, str | None] | None:
+    """(url, token) from the file our local server writes on start, or None if there is none."""
+    raw = _local_server_record()
+    if raw is None:
+        return None
     token = raw.get("token")
     return raw["url"], token if isinstance(token, str) else None
+
+
+def how_to_start(url: str) -> str:
+    """The question to ask when ``url`` does not answer, naming the command that serves it when it is one
+    of ours: the one the local-server file says started the last local server there (``preloop demo`` or
+    ``preloop serve``, with ``--port`` when not its usual one), else by the usual ports on this machine. A
+    URL no local command serves (a Preloop or Dendrux server elsewhere) gets no suggestion."""
+    try:
+        target = urlsplit(normalise_url(url))
+        port = target.port
+    except (UsageError, ValueError):
+        return "is the server running?"
+    record = _local_server_record()
+    if record is not None and _same_server(record["url"], url):
+        kind = record.get("started_by")
+        demo = kind == "demo" if kind in ("serve", "demo") else port == DEMO_PORT  # (older files: by port)
+        command, usual = ("preloop demo", DEMO_PORT) if demo else ("preloop serve", SERVE_PORT)
+        flag = "" if port in (usual, None) else f" --port {port}"
+        return f"is `{command}{flag}` running? (it was the last local server here)"
+    if target.scheme == "http" and target.hostname in _LOOPBACK:
+        if port == SERVE_PORT:
+            return "is the server running? (`preloop serve` starts a local one)"
+        if port == DEMO_PORT:
+            return "is the server running? (`preloop demo` serves this address)"
+    return "is the server running?"
+
+
+def _same_server(a: str, b: str) -> bool:
+    try:
+        return normalise_url(a) == normalise_url(b)
+    except UsageError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)

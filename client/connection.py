@@ -317,9 +317,9 @@ class Connection:
         where = self.display_url
         error: TransportError
         if failure.kind == "unreachable":
-            error = ServerUnreachable(
-                f"cannot reach {where}: is the server running? (`preloop serve` starts a local one)"
-            )
+            from client.config import how_to_start  # (only when a server did not answer)
+
+            error = ServerUnreachable(f"cannot reach {where}: {how_to_start(self.base_url)}")
         elif failure.kind == "timeout":
             error = Timeout(f"{method} {path} got no answer from {where} within {self.timeout:g} s")
         else:

@@ -191,6 +191,12 @@ def _note_item(note: Note, timeline: Timeline) -> dict[str, Any]:
     }
 
 
+def _sole_author(notes: Iterable[Note]) -> str | None:
+    """The one person the notes name as their author (None: no note names one, or several do)."""
+    names = {n.author.display for n in notes if n.author is not None and n.author.display}
+    return names.pop() if len(names) == 1 else None
+
+
 def _approval_item(approval: Approval, operator: str | None) -> dict[str, Any]:
     return {
         "approval_id": approval.id,
@@ -217,13 +223,17 @@ def build_export(
     exported_at: datetime,
     decided_here: Callable[[str], bool] | None = None,
     operator: str | None = None,
+    sole_operator: bool = False,
 ) -> dict[str, Any]:
     """The whole export as a JSON-ready dict (see ``docs/export.schema.json``).
 
     ``notes`` and ``approvals`` are the server's lists (the newest state of each wins over the timeline's
     copy); whatever only the timeline saw is included too, so an export from events alone is complete.
     ``decided_here`` tells the approvals decided by this client, whose operator the server calls
-    ``operator`` (see :func:`decided_by`).
+    ``operator`` (see :func:`decided_by`). ``sole_operator``: the server has one operator per account
+    (our local server: every token of an account is its one user's), so every human decision was made
+    by the person the notes name as their author (``operator`` when given), and approvals and notes
+    name them alike; with no note to learn the name from, "the operator".
     """
     row = session or timeline.session
     note_by_id: dict[str, Note] = {nid: record.note for nid, record in timeline.notes.items()}
@@ -241,6 +251,7 @@ def build_export(
     ordered_approvals = sorted(
         approval_by_id.values(), key=lambda a: a.requested_at or datetime.min.replace(tzinfo=UTC)
     )
+    human = (operator or _sole_author(ordered_notes) or "the operator") if sole_operator else None
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "exported_at": _iso(exported_at),
@@ -263,7 +274,9 @@ def build_export(
         },
         "notes": [_note_item(n, timeline) for n in ordered_notes],
         "approvals": [
-            _approval_item(a, operator if decided_here is not None and decided_here(a.id) else None)
+            _approval_item(
+                a, human or (operator if decided_here is not None and decided_here(a.id) else None)
+            )
             for a in ordered_approvals
         ],
     }

@@ -127,6 +127,7 @@ class Inbox:
         self._seen_notes: set[str] = set()
         self._decided: OrderedDict[str, str] = OrderedDict()
         self._warned: set[str] = set()
+        self._expiry_seen: set[str] = set()
         self.recently_gone: list[ApprovalGone] = []
         """The last few approvals settled elsewhere (another operator, expiry, the session ending), newest
         first: the inbox says why they vanished."""
@@ -240,17 +241,24 @@ class Inbox:
         return False
 
     def expiring(self, now: datetime, within: timedelta = EXPIRY_WARNING) -> list[ApprovalExpiring]:
-        """Pending approvals that expire within ``within`` of ``now`` and were not reported yet (each is
-        reported once; one already past its expiry is the server's to settle, not news)."""
-        self._warned &= set(self._approvals)
+        """Pending approvals that came within ``within`` of expiring since the last call, each reported
+        once. One that was already that close when first looked at is not reported: its arrival was the
+        news (a second alert a second later would be noise); one past its expiry is the server's to settle.
+        """
+        pending = set(self._approvals)
+        self._warned &= pending
+        self._expiry_seen &= pending
         out: list[ApprovalExpiring] = []
         for approval in self.approvals:
             if approval.id in self._warned or approval.expires_at is None:
                 continue
             left = approval.expires_at - now
-            if timedelta(0) < left <= within:
+            first_look = approval.id not in self._expiry_seen
+            self._expiry_seen.add(approval.id)
+            if left <= within:
                 self._warned.add(approval.id)
-                out.append(ApprovalExpiring(approval, left))
+                if not first_look and left > timedelta(0):
+                    out.append(ApprovalExpiring(approval, left))
         return out
 
     def prune(self, now: datetime) -> bool:

@@ -1,8 +1,9 @@
 """Where the client and the local control plane keep their files (platformdirs, per user).
 
-The local server writes ``local_server_file()`` on start (mode 0600): ``{"url": ..., "token": ...}``. The
-client falls back to it when no profile, flag or environment variable names a server, so the demo and a
-plain ``preloop serve`` need no login step.
+The local server writes ``local_server_file()`` on start (mode 0600): ``{"url": ..., "token": ...,
+"started_by": "serve" | "demo"}``. The client falls back to it when no profile, flag or environment
+variable names a server, so the demo and a plain ``preloop serve`` need no login step; and when that
+server does not answer, it names the command that started it (``client.config.how_to_start``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def exports_dir() -> Path:
 
 
 def local_server_file() -> Path:
-    """``{"url", "token"}`` of the most recently started local server, readable by its owner only."""
+    """``{"url", "token", "started_by"}`` of the most recently started local server, readable by its owner
+    only."""
     return state_dir() / "local-server.json"
 
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from client import ids
+from client.cells import cell_len, fit, head, tail
 from client.ids import MIN_PREFIX
 from client.models import Approval, Note, NoteState, Session
 from client.textsafe import safe_line, safe_text
@@ -262,7 +263,8 @@ def sort_sessions(rows: Sequence[Session]) -> list[Session]:
 
 
 def fit_titles(titles: Sequence[str], width: int) -> list[str]:
-    """Cut each title to ``width`` characters so that titles that differ still read differently.
+    """Cut each title to ``width`` terminal cells (``client.cells``: a CJK character or an emoji takes
+    two) so that titles that differ still read differently.
 
     A plain cut keeps the beginning. When titles on the same page share a beginning longer than the
     room ("Add an index for invoice lookups" and "... (shift 2)"), a plain cut would make them read the
@@ -271,26 +273,25 @@ def fit_titles(titles: Sequence[str], width: int) -> list[str]:
     width = max(width, 8)
     out: list[str] = []
     for i, title in enumerate(titles):
-        if len(title) <= width:
+        if cell_len(title) <= width:
             out.append(title)
             continue
         shared = max((_common_prefix(title, other) for j, other in enumerate(titles) if j != i), default=0)
-        if shared < width - 1 or shared >= len(title):
+        if cell_len(title[:shared]) < width - 1 or shared >= len(title):
             # The cut keeps the difference, or this title is the others' beginning: its end is "no more".
-            out.append(title[: width - 1].rstrip() + "…")
+            out.append(head(title, width - 1).rstrip() + "…")
             continue
         # The difference starts at ``shared``: keep from the word it is in ("(shift 2)", not "2)": a
-        # word of fewer than 6 characters takes the one before it along).
-        room = width - 5  # at least 4 characters of the beginning and the ellipsis stay
+        # word of fewer than 6 cells takes the one before it along).
+        room = width - 5  # at least 4 cells of the beginning and the ellipsis stay
         start = title.rfind(" ", 0, shared) + 1
-        while start > 0 and len(title) - start < 6:
+        while start > 0 and cell_len(title[start:]) < 6:
             start = title.rfind(" ", 0, start - 1) + 1
-        tail = title[start:]
-        if len(tail) > room:
+        end = title[start:]
+        if cell_len(end) > room:
             # Too long: its end when the difference is there, else its beginning.
-            tail = title[-room:] if len(title) - shared <= room else title[start : start + room - 1] + "…"
-        head = title[: width - len(tail) - 2].rstrip()
-        out.append(f"{head}… {tail}")
+            end = tail(title, room) if cell_len(title[shared:]) <= room else head(end, room - 1) + "…"
+        out.append(f"{head(title, width - cell_len(end) - 2).rstrip()}… {end}")
     return out
 
 
@@ -353,10 +354,12 @@ def format_duration(delta: timedelta) -> str:
 
 
 def cell(value: object, limit: int | None = None) -> str:
-    """One table cell: any value as terminal-safe single-line text, cut to ``limit`` with an ellipsis."""
+    """One table cell: any value as terminal-safe single-line text, cut to ``limit`` terminal cells with an
+    ellipsis."""
     if value is None:
         return "-"
-    return safe_line(str(value), limit)
+    line = safe_line(str(value))
+    return line if limit is None else fit(line, limit)
 
 
 def count_cell(value: int | None) -> str:

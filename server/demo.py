@@ -665,7 +665,7 @@ def start_demo(
     :func:`end_orphaned_sessions`); everything else it stored is kept."""
     from server.embedded import EmbeddedServer
 
-    server = EmbeddedServer(db_path=db_path, host=host, port=port)
+    server = EmbeddedServer(db_path=db_path, host=host, port=port, started_by="demo")
     server.start()
     try:
         server.call(end_orphaned_sessions(server.plane))

@@ -20,7 +20,7 @@ import socket
 import threading
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import uvicorn
 
@@ -33,10 +33,18 @@ from server.http_input import MAX_HEAD_BYTES
 T = TypeVar("T")
 
 
-def write_local_server_file(url: str, token: str, path: Path | None = None) -> Path:
-    """Tell clients on this machine where the local server is (owner-readable only, written atomically)."""
+StartedBy = Literal["serve", "demo"]
+"""Which command runs a local server: ``preloop serve`` or ``preloop demo``."""
+
+
+def write_local_server_file(
+    url: str, token: str, path: Path | None = None, *, started_by: StartedBy = "serve"
+) -> Path:
+    """Tell clients on this machine where the local server is and which command started it (so a client
+    that cannot reach it names the command that brings it back); owner-readable only, written
+    atomically."""
     target = path or paths.local_server_file()
-    paths.write_private(target, json.dumps({"url": url, "token": token}))
+    paths.write_private(target, json.dumps({"url": url, "token": token, "started_by": started_by}))
     return target
 
 
@@ -53,6 +61,7 @@ class EmbeddedServer:
         permission_timeout_seconds: float = 300.0,
         write_local_file: bool = True,
         subscriber_queue_bytes: int = MAX_QUEUED_BYTES,
+        started_by: StartedBy = "serve",
     ) -> None:
         self.db_path = Path(db_path) if db_path is not None else paths.default_db_path()
         self.host = host
@@ -60,6 +69,8 @@ class EmbeddedServer:
         self.keepalive_seconds = keepalive_seconds
         self.permission_timeout_seconds = permission_timeout_seconds
         self.write_local_file = write_local_file
+        self.started_by: StartedBy = started_by
+        """Recorded in the local-server file (see :func:`write_local_server_file`)."""
         self.subscriber_queue_bytes = subscriber_queue_bytes
         self.token: str = ""
         self._thread: threading.Thread | None = None
@@ -168,7 +179,7 @@ class EmbeddedServer:
                 raise startup_error  # e.g. SchemaTooNewError, PermissionError on the database file
             raise RuntimeError(f"local control plane did not start: {self._error!r}")
         if self.write_local_file:
-            write_local_server_file(self.url, self.token)
+            write_local_server_file(self.url, self.token, started_by=self.started_by)
         return self
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:

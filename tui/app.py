@@ -30,7 +30,10 @@ on screen is not shown again.
 Screens: ``SessionsScreen`` (list), ``AttachScreen`` (one session), ``InboxScreen`` (every session's
 approvals), ``HelpScreen`` (``?``), and the modal
 ``ConfirmScreen`` / ``DeclineCommentScreen`` / ``SwitchScreen``. Escape on the attach screen returns to the
-list; ``q`` there detaches (the session keeps running); ``q`` on the list quits.
+list; ``q`` there detaches (the session keeps running); ``q`` on the list quits. Ctrl+C quits from any
+screen or dialog, as in any terminal program (Ctrl+Q too): every followed session's draft is saved first,
+no session is stopped, and the shell is told so; with text selected (the note box, a dialog's field, the
+mouse) Ctrl+C copies it instead and lets go of the selection, so a second Ctrl+C quits.
 
 Quick switch: every attach screen opened is installed and kept while its session is followed (at most
 ``tui.following.FOLLOW_LIMIT``, the least recently shown let go first), so Escape, ``b`` (previous
@@ -55,6 +58,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.reactive import var
+from textual.widgets import Input, TextArea
 
 # The live feeds' code (SSE decoding and the events' validators, ~40 ms to load): loaded with the app, not
 # lazily in the middle of its first frame (scripted commands, which never stream, never import this module).
@@ -106,6 +110,18 @@ class PreloopApp(App[str | None]):
         # The inbox from anywhere: i where keys are commands, F2 also while typing.
         Binding("i", "inbox", "Inbox", show=False, id="app.inbox", tooltip="Every session's approvals"),
         Binding("f2", "inbox", "Inbox", show=False, id="app.inbox_f2", tooltip="Every session's approvals"),
+        # Ctrl+C quits, as in any terminal program, from every screen and dialog (a priority binding: a
+        # modal dialog would stop an ordinary one); with text selected it copies instead (see
+        # action_interrupt). Textual's own Ctrl+C only says "Press ctrl+q to quit".
+        Binding(
+            "ctrl+c",
+            "interrupt",
+            "Quit",
+            show=False,
+            priority=True,
+            id="app.ctrl_c",
+            tooltip="Quit (with text selected: copy it)",
+        ),
     ]
 
     inbox_count: var[int] = var(0)
@@ -337,11 +353,64 @@ class PreloopApp(App[str | None]):
 
     def stop_on_signal(self, signum: int) -> None:
         """Leave as ``q`` would (drafts saved, terminal restored), with the exit code 128 + signal."""
-        screen = self.screen
-        if isinstance(screen, AttachScreen):
-            screen.save_draft()
         name = signal.Signals(signum).name
-        self.exit(f"Stopped by {name}; any session keeps running.", return_code=128 + signum)
+        self.leave_app(f"Stopped by {name}; any session keeps running.", return_code=128 + signum)
+
+    def leave_app(self, message: str | None, *, return_code: int = 0) -> None:
+        """The one way out of the app (Ctrl+C, Ctrl+Q, ``q`` on the list, a signal): the draft of every
+        followed session is saved and flushed first, whichever screen or dialog is on top; ``message``
+        is printed once the terminal is restored. No session is stopped."""
+        for screen in self._followed_screens.values():
+            if screen.is_mounted:
+                screen.save_draft()
+        self.exit(message, return_code=return_code)
+
+    async def action_quit(self) -> None:
+        """Quit (Ctrl+Q, Ctrl+C, ``q`` on the list), drafts kept; the message says no session stopped."""
+        self.leave_app(self._quit_message())
+
+    def _quit_message(self) -> str | None:
+        """What to tell the shell on quitting: the session on screen (or under the dialog on top) keeps
+        running, or has ended; nothing when no session was followed."""
+        screen = next((s for s in reversed(self.screen_stack) if isinstance(s, AttachScreen)), None)
+        if screen is not None:
+            return self._leave_message(screen)
+        if self._followed_screens:
+            return "Quit; no session was stopped."
+        return None
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: quit, as operators expect from a terminal program (drafts kept, no session stopped).
+        With text selected (in the note box, a dialog's field, or by mouse) it copies that text instead
+        and lets go of the selection, so a second Ctrl+C quits."""
+        copied = self._copy_selection()
+        if copied:
+            self.notify(
+                f"Copied {copied} character{'s' if copied != 1 else ''}; Ctrl+C again quits.",
+                title="Copied",
+                markup=False,
+            )
+            return
+        self.leave_app(self._quit_message())
+
+    def _copy_selection(self) -> int:
+        """Copy the selected text, if any, to the clipboard and clear the selection; how many characters
+        were copied (0: nothing was selected)."""
+        screen = self.screen
+        focused = screen.focused
+        text = ""
+        if isinstance(focused, TextArea) and focused.selected_text:
+            text = focused.selected_text
+            focused.move_cursor(focused.selection.end)
+        elif isinstance(focused, Input) and focused.selected_text:
+            text = focused.selected_text
+            focused.cursor_position = focused.cursor_position  # the selection shrinks to the cursor
+        else:
+            text = screen.get_selected_text() or ""
+            screen.clear_selection()
+        if text:
+            self.copy_to_clipboard(text)
+        return len(text)
 
     async def on_unmount(self) -> None:
         if self.handle_signals:
@@ -454,14 +523,12 @@ class PreloopApp(App[str | None]):
     def leave_session(self, session_id: str, *, detach: bool) -> None:
         """Back to the list (Escape) or detach (``q``); either way the session keeps running."""
         below = self.screen_stack[-2] if len(self.screen_stack) >= 2 else None
-        leaving, short = self.screen, short_id(session_id)
-        message = f"Detached from {short}; the session keeps running."
-        if isinstance(leaving, AttachScreen) and leaving.unavailable is not None:
-            message = (
-                f"Left {short} ({leaving.unavailable.title})."  # an unknown session does not "keep running"
-            )
-        elif isinstance(leaving, AttachScreen) and leaving.ended:
-            message = f"Left {short}; that session has ended."
+        leaving = self.screen
+        message = (
+            self._leave_message(leaving)
+            if isinstance(leaving, AttachScreen)
+            else f"Detached from {short_id(session_id)}; the session keeps running."
+        )
         if isinstance(below, InboxScreen | SessionsScreen):  # opened from the inbox or the list: back there
             self.pop_screen()
             if detach:
@@ -474,6 +541,17 @@ class PreloopApp(App[str | None]):
         else:
             self.switch_screen(self._sessions_screen())
             self.notify(message, title="Left the session", markup=False)
+
+    @staticmethod
+    def _leave_message(screen: AttachScreen) -> str:
+        """What leaving a session's screen means for that session (it keeps running, it has ended, or it
+        was never there)."""
+        short = short_id(screen.session_id)
+        if screen.unavailable is not None:
+            return f"Left {short} ({screen.unavailable.title})."  # an unknown session does not "keep running"
+        if screen.ended:
+            return f"Left {short}; that session has ended."
+        return f"Detached from {short}; the session keeps running."
 
     def action_help(self) -> None:
         """Show every key; a second ``?`` closes it."""

@@ -43,11 +43,12 @@ from textual.widgets import Static, TextArea
 
 from client.drafts import DraftStore
 from client.errors import AuthError, ClientError, TransportError
+from client.notetext import NOTE_MAX_CHARS
 from client.steering import OutcomeUnknown, SendOutcome, Sent
 from client.textsafe import safe_line
 
-MAX_NOTE_CHARS = 4096
-"""The server refuses longer notes (Preloop's limit); the counter turns red past it."""
+MAX_NOTE_CHARS = NOTE_MAX_CHARS
+"""The server refuses longer notes (Preloop's limit, ``client.notetext``); the counter turns red past it."""
 
 DRAFT_SAVE_DELAY = 0.5
 """The box is written to its draft store on every edit (a killed app loses nothing); this long after an

@@ -21,6 +21,7 @@ from cli.exits import EXIT_FAILED, EXIT_USAGE, CliUsageError
 from client.backend import Backend, ServerKind
 from client.backends import connect as connect_backend
 from client.backends import parse_server_kind
+from client.cells import cell_len, fit, pad
 from client.config import Settings, remember_server_kind, resolve_settings
 from client.errors import AmbiguousId, ClientError, NoMatchingId, UsageError, ValidationFailed
 from client.ids import is_uuid, require_uuid
@@ -115,24 +116,22 @@ def render_table(
     fit_last: Callable[[list[str], int], list[str]] | None = None,
 ) -> list[str]:
     """Left-aligned columns two spaces apart; on a terminal the last column is cut to fit ``width``
-    (by ``fit_last`` over the whole column when given, so cut values can stay told apart)."""
-    widths = [len(h) for h in headers]
+    (by ``fit_last`` over the whole column when given, so cut values can stay told apart). Widths are
+    terminal cells (``client.cells``), so a CJK or emoji title keeps the columns after it in line."""
+    widths = [cell_len(h) for h in headers]
     for row in rows:
         for i, value in enumerate(row):
-            widths[i] = max(widths[i], len(value))
+            widths[i] = max(widths[i], cell_len(value))
     table = [list(headers), *[list(r) for r in rows]]
     if last_flexible and width is not None and table and len(headers) > 1:
         room = max(width - sum(widths[:-1]) - 2 * (len(headers) - 1), 8)
         lasts = [row[-1] for row in table[1:]]
-        if fit_last is not None:
-            lasts = fit_last(lasts, room)
-        else:
-            lasts = [last if len(last) <= room else last[: room - 1] + "…" for last in lasts]
+        lasts = fit_last(lasts, room) if fit_last is not None else [fit(last, room) for last in lasts]
         for row, last in zip(table[1:], lasts, strict=True):
             row[-1] = last
     lines = []
     for row in table:
-        cells = [value.ljust(widths[i]) for i, value in enumerate(row[:-1])]
+        cells = [pad(value, widths[i]) for i, value in enumerate(row[:-1])]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     return lines
 

@@ -103,6 +103,9 @@ async def gather(backend: Backend, session_id: str, now: datetime) -> dict[str, 
         notes=notes,
         approvals=approvals,
         exported_at=now,
+        # Our local server gives each account one operator: who decided is who wrote the notes. Preloop
+        # and Dendrux do not say which person decided (Preloop 0.17.1: decided_by_human only).
+        sole_operator=backend.server_kind == "local",
     )
 
 

@@ -24,6 +24,10 @@ from client.notetext import NOTE_EMPTY, note_text_problem
 from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
 from client.textsafe import safe_line
 
+TEXT_CELLS = 200
+"""A note's text in the ``notes list`` table is cut to this (and, on a terminal, to its width), so a long
+note (up to 4096 characters) leaves the table a table when piped too; ``--json`` keeps the whole text."""
+
 MIN_EXPIRY = timedelta(seconds=60)
 MAX_EXPIRY = timedelta(days=7)
 
@@ -97,7 +101,7 @@ def _note_row(note: Note, now: datetime) -> list[str]:
         cell(note.state),
         relative_time(note.created_at, now),
         relative_time(when, now) if when else "-",
-        cell(note.text),
+        cell(note.text, TEXT_CELLS),
     ]
 
 

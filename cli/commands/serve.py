@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cli.commands.common import usage
 from cli.exits import EXIT_FAILED, EXIT_OK
+from client.config import DEMO_PORT
 
 
 def _quiet_startup_tracebacks() -> None:
@@ -172,10 +173,6 @@ async def _print_watch_help(url: str, token: str) -> None:
         "session and note kept, and attached clients reconnect (`preloop demo --fresh` starts over).",
         flush=True,
     )
-
-
-DEMO_PORT = 8766
-"""The demo's port, the same on every run, so a client still attached after a crash finds it again."""
 
 
 def demo_db_path() -> Path:

@@ -18,6 +18,7 @@ from cli.commands.common import (
 )
 from cli.exits import EXIT_OK
 from client.backend import Backend, SessionFilter
+from client.cells import cell_len
 from client.models import Session
 from client.present import (
     ACTIVE_WINDOW_MINUTES,
@@ -130,11 +131,13 @@ def _narrow_columns(
 ) -> list[str]:
     """On a narrow terminal, drop the columns the sessions screen drops first (``NARROW_DROP_ORDER``) while
     the titles lack room, and cut agent names to 10: what tells sessions apart stays."""
-    longest = max((len(row["title"]) for row in table), default=0)
+    longest = max((cell_len(row["title"]) for row in table), default=0)
     wanted = min(TITLE_WANTED, longest)
 
     def room(shown: list[str]) -> int:
-        widths = [max(len(labels[k]), *(len(row[k]) for row in table)) for k in shown if k != "title"]
+        widths = [
+            max(cell_len(labels[k]), *(cell_len(row[k]) for row in table)) for k in shown if k != "title"
+        ]
         return width - sum(widths) - 2 * len(widths)
 
     shown = list(keys)

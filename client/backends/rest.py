@@ -45,7 +45,7 @@ from client.models import (
     SessionDetail,
     SessionList,
 )
-from client.notetext import NOTE_EMPTY, note_text_problem
+from client.notetext import require_sendable
 
 __all__ = ["API_PREFIX", "PreloopRestApi", "RestBackend"]
 
@@ -211,9 +211,7 @@ class PreloopRestApi(RestBackend):
         targets = [t for t in (session_id, agent_id, execution_id) if t]
         if len(targets) != 1:
             raise UsageError("a note needs exactly one target: a session, an agent or an execution")
-        problem = note_text_problem(text)
-        if problem is not None:
-            raise UsageError(f"{problem}: type something to send" if problem == NOTE_EMPTY else problem)
+        require_sendable(text)
         body = NoteCreate(
             text=text,
             runtime_session_id=require_uuid(session_id) if session_id else None,

@@ -366,3 +366,25 @@ async def test_plain_attach_says_a_refused_token_once_and_resumes_after_a_new_on
     assert notices.count("refused the token (401): run `preloop login` in another terminal") == 1
     assert notices.count("-- live") == 2  # then live again, without a restart
     assert "refused (401)" not in notices
+
+
+async def test_a_plain_line_over_the_limit_is_not_sent_and_is_printed_back(live_server) -> None:
+    """Issue 18: a typed line longer than 4096 characters is refused by the client with the limit (never
+    asked of the server, which answered "invalid request"), printed back, and the attach goes on."""
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--since", "0s", stdin=True)
+        assert proc.stdin is not None and proc.stderr is not None
+        await _read_until(proc.stderr, "-- live")
+        proc.stdin.write(b"w" * 5000 + b"\nshort one\n")
+        await proc.stdin.drain()
+        said = await _read_until(proc.stderr, "your note was NOT sent")
+        assert "bad input: the note is 5,000 characters long and the limit is 4,096" in said[-2], said[-2:]
+        assert "w" * 5000 in (await proc.stderr.readline()).decode()
+        await _read_until(proc.stderr, "sent (pending)")
+        assert [n.text for n in (await client.list_notes(session_id=agent.session_id)).notes] == ["short one"]
+        await agent.end()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0

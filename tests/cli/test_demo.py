@@ -72,6 +72,20 @@ def test_demo_opens_the_sessions_screen_on_a_terminal(isolated_dirs: Path) -> No
     assert b"Traceback" not in screen
 
 
+def test_ctrl_c_quits_the_demos_app_and_stops_its_server(isolated_dirs: Path) -> None:
+    """What the README and ``demo --help`` say: Ctrl+C stops the demo (the app quits, then its server)."""
+    code, screen = _run_in_pty(["demo", "--pace", "50", "--seed", "7", "--port", "0"], b"builder", b"\x03")
+    assert code == 0, screen[-2000:]
+    assert b"Demo stopped." in screen and b"Traceback" not in screen
+    url = json.loads(paths.local_server_file().read_text())["url"]
+    try:
+        httpx.get(f"{url}/api/v1/health", timeout=5)
+    except httpx.ConnectError:
+        pass
+    else:
+        raise AssertionError(f"the demo's server still answers on {url}")
+
+
 def _start_demo(port: int, pace: int = 20) -> tuple[subprocess.Popen[str], str]:
     """``preloop demo --no-tui`` on ``port`` (0: any free one); the process and what it printed up to
     "Ctrl+C"."""
@@ -145,6 +159,22 @@ def test_demo_rerun_after_a_crash_keeps_sessions_and_notes_and_attached_clients_
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(30)
+
+
+def test_with_the_demo_stopped_an_error_says_to_run_the_demo_again(isolated_dirs: Path) -> None:
+    """Issue 18: with the demo stopped, commands said "`preloop serve` starts a local one" about the
+    demo's address; they name the demo (and its port, when not the usual one)."""
+    proc, _ = _start_demo(0)
+    url = json.loads(paths.local_server_file().read_text())["url"]
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    listed = preloop("sessions", "list")
+    assert listed.returncode == 1
+    port = url.rsplit(":", 1)[1]
+    assert listed.stderr == (
+        f"preloop: server unreachable: cannot reach {url}: is `preloop demo --port {port}` running? "
+        "(it was the last local server here)\n"
+    )
 
 
 def test_a_second_demo_on_the_same_data_is_refused(isolated_dirs: Path) -> None:

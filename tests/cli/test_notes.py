@@ -103,6 +103,48 @@ def test_list_with_state_filter(live_server, capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().out == f"No notes in state expired for session {ids[0][:8]}.\n"
 
 
+def test_a_note_over_the_limit_is_refused_before_any_request(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18: a 10,000-character note was sent and refused by the server (exit 1); the CLI refuses it
+    (exit 2, naming the limit) without asking anything: against a dead address it still exits 2."""
+    sid = _one_session(live_server)
+    text = "y" * 10_000
+    argv = ["--url", "http://127.0.0.1:9", "--token", "t", "--server-kind", "local", "notes", "send"]
+    assert main([*argv, "--session", sid, text]) == 2
+    assert capsys.readouterr().err == (
+        "preloop: the note is 10,000 characters long and the limit is 4,096: shorten it, or send it as "
+        "several notes\n"
+    )
+    assert main(["notes", "send", "--session", sid, text]) == 2
+    assert _notes(live_server, sid) == []
+    assert main(["notes", "send", "--session", sid, "z" * 4096]) == 0  # the limit itself is fine
+
+
+def test_a_long_note_is_cut_in_the_table_and_whole_in_json(
+    live_server, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18: ``notes list`` printed a 4096-character note whole; the table cuts it with "…" (to the
+    terminal's width there, to 200 characters when piped); ``--json`` keeps it whole."""
+    from cli.commands import notes as notes_command
+
+    sid = _one_session(live_server)
+    long = "check the canary first; " * 170 + "END"
+    long = long[-4096:]
+    assert main(["notes", "send", "--session", sid, long]) == 0
+    capsys.readouterr()
+    assert main(["notes", "list", "--session", sid]) == 0  # piped (captured): no terminal width
+    [header, row] = capsys.readouterr().out.splitlines()
+    text = row[header.index("TEXT") :]
+    assert text.endswith("…") and len(text) == 200 and long.startswith(text[:-1])
+    monkeypatch.setattr(notes_command, "terminal_width", lambda _stream: 80)
+    assert main(["notes", "list", "--session", sid]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith("…") and max(len(line) for line in lines) == 80
+    assert main(["notes", "list", "--session", sid, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"][0]["text"] == long
+
+
 def test_withdraw_pending_then_again_and_delivered(live_server, capsys: pytest.CaptureFixture[str]) -> None:
     async def two_notes(sessions: list[HarnessSession]) -> tuple[str, str]:
         async with await connect(Settings(live_server.url, live_server.token)) as client:
@@ -133,9 +175,9 @@ def test_refusals_404_422_429(live_server, capsys: pytest.CaptureFixture[str]) -
     assert "not found" in capsys.readouterr().err
     assert main(["notes", "withdraw", "0123456789abcdef"]) == 1
     assert "not found" in capsys.readouterr().err
-    assert main(["notes", "send", "--session", sid, "x" * 4097]) == 1
+    assert main(["notes", "send", "--session", sid, "x" * 4097]) == 2  # refused before any request
     err = capsys.readouterr().err
-    assert err.startswith("preloop: invalid request:") and "4096" in err and "text" in err
+    assert err.startswith("preloop: the note is 4,097 characters long and the limit is 4,096")
 
     async def twenty() -> None:
         async with await connect(Settings(live_server.url, live_server.token)) as client:

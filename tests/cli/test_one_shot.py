@@ -185,8 +185,8 @@ def test_a_dead_server_is_reported_with_what_to_do(
     assert one_shot == (
         1,
         "",
-        f"preloop: server unreachable: cannot reach {live_server.url}: is the server running? "
-        "(`preloop serve` starts a local one)\n",
+        f"preloop: server unreachable: cannot reach {live_server.url}: is `preloop serve --port "
+        f"{live_server.server.port}` running? (it was the last local server here)\n",
     )
 
 

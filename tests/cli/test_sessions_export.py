@@ -74,6 +74,24 @@ def test_export_a_session_to_json_and_markdown(live_server, tmp_path: Path) -> N
     assert "| declined |" in md and "not \\| now" in md and "run \\| the tests first, no rm" in md
 
 
+def test_the_operator_who_wrote_the_notes_is_named_for_the_decisions_too(live_server) -> None:
+    """Issue 18: the export said notes were by "Local Operator" and the approval by "an operator", the
+    same person. Our server gives an account one operator, so both tables, and the timeline, name the
+    person the server names as the notes' author, in the JSON and the Markdown alike."""
+    session_id = run(_incident(live_server.url, live_server.token))
+    done = preloop("sessions", "export", session_id, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    [note], [approval] = doc["notes"], doc["approvals"]
+    assert note["author"] == "Local Operator"
+    assert approval["decided_by"] == {"kind": "human", "detail": "Local Operator"}
+    md = preloop("sessions", "export", session_id, "--format", "md").stdout
+    assert "declined by Local Operator" in md and "an operator" not in md
+    [row] = [line for line in md.splitlines() if line.startswith("| ") and "| declined |" in line]
+    assert "| Local Operator |" in row
+
+
 def test_export_refuses_a_folder_and_an_unknown_session(live_server, tmp_path: Path) -> None:
     folder = preloop("sessions", "export", "abcd1234", "-o", str(tmp_path))
     assert folder.returncode == 2 and "is a folder" in folder.stderr

@@ -198,3 +198,37 @@ def test_sorted_as_the_sessions_screen_and_titles_told_apart_at_80_columns(
     assert all(len(line) <= 80 for line in lines[:4]), lines
     assert body[0].endswith("(shift 3)") and body[1].endswith("(shift 2)") and "(shift" not in body[2]
     assert "Sorted newest first (by start time)." in lines
+
+
+def test_wide_titles_and_agent_names_keep_the_columns_in_line(
+    live_server, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18: columns were padded with ``len()``, so a CJK or emoji title or agent name (two cells a
+    character) pushed the columns after it out of line, and a cut title overflowed the terminal. Measured
+    in cells, as the terminal shows them, every column starts in the cell its header starts in."""
+    import cli.commands.sessions as sessions_command
+    from client.cells import cell_len, head
+
+    with_sessions(
+        live_server.url,
+        live_server.token,
+        [
+            {"agent_name": "plain-agent", "title": "Plain title for a plain session"},
+            {"agent_name": "ビルダー", "title": "修复登录页面的崩溃问题并补充测试用例，然后发布"},
+            {"agent_name": "deployer", "title": "🚀 Ship the 🎉 release after the 👨‍👩‍👧 review"},
+        ],
+    )
+    for width in (None, 100, 72):
+        monkeypatch.setattr(sessions_command, "terminal_width", lambda _stream, w=width: w)
+        assert main(["sessions", "list"]) == 0
+        header, *rows = capsys.readouterr().out.splitlines()[:4]
+        names = [name for name in ("AGENT", "STARTED", "PENDING", "TITLE") if name in header]
+        assert "TITLE" in names and "AGENT" in names
+        for name in names:
+            column = header.index(name)  # the header is ASCII: its index is its cell
+            for row in rows:
+                before = head(row, column)
+                assert cell_len(before) == column, (width, name, row)  # no character straddles it
+                assert before.endswith("  ") and row[len(before)] != " ", (width, name, row)
+        if width is not None:
+            assert all(cell_len(row) <= width for row in rows), (width, rows)

@@ -156,10 +156,23 @@ def test_help_does_not_load_asyncio() -> None:
         "from cli.main import main\n"
         "assert main(['--help']) == 0\n"
         "assert main(['sessions', 'list', '--limit', '0']) == 2\n"
-        "print('asyncio' in sys.modules)\n"
+        "print('asyncio' in sys.modules, 'importlib.metadata' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "False"
+    assert done.stdout.strip().splitlines()[-1] == "False False"  # --version's look-up: only for it
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``preloop --version`` (there was none): the installed package's version, exit 0, on stdout."""
+    from importlib.metadata import version
+
+    from tests.cli.helpers import preloop
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"preloop {version('preloop-steer')}\n"
+    done = preloop("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"preloop {version('preloop-steer')}\n", "")
+    assert "--version" in preloop("--help").stdout

@@ -356,3 +356,18 @@ async def test_polling_starts_a_round_every_interval_however_long_the_rounds_tak
     # 5 (approvals, then notes), 6 (slow), 7 (slow, at once; approvals first)
     assert shown == pytest.approx([1.6, 3.4, 6.4, 7.6, 9.4, 12.4, 13.6, 18.5, 22.0])
     assert min(waits) == 0.0
+
+
+def test_an_approval_crossing_the_last_minute_is_reported_once_and_an_arrival_that_close_is_not() -> None:
+    """The inbox tells of an approval about to expire once, when it comes within a minute of expiring;
+    one that arrives already that close was news by arriving (its own alert), not again a second later."""
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    inbox = Inbox()
+    roomy = Approval(id="a1", status="pending", requested_at=now, expires_at=now + timedelta(seconds=90))
+    tight = Approval(id="a2", status="pending", requested_at=now, expires_at=now + timedelta(seconds=30))
+    inbox.reset(AttentionSnapshot(at=now, approvals=[roomy, tight]))
+    assert inbox.expiring(now) == []  # first look: a1 has 90 s, a2 arrived with 30 s
+    assert inbox.expiring(now + timedelta(seconds=10)) == []
+    crossing = inbox.expiring(now + timedelta(seconds=40))  # a1: 50 s left
+    assert [(e.approval.id, e.left) for e in crossing] == [("a1", timedelta(seconds=50))]
+    assert inbox.expiring(now + timedelta(seconds=45)) == []  # once

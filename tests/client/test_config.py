@@ -232,3 +232,33 @@ def test_scripted_commands_with_a_token_at_hand_never_import_the_keyring(isolate
             [sys.executable, "-c", code], env={**env, **extra}, cwd=root, capture_output=True, text=True
         )
         assert done.stdout.strip() == expected, done.stderr
+
+
+def test_an_unreachable_server_is_asked_about_by_the_command_that_serves_it(isolated: Path) -> None:
+    """The question after "cannot reach X:" names what brings X back: the command the local-server file
+    says started the last local server there, else the usual ports; nothing of ours for a remote server."""
+    from server.embedded import write_local_server_file
+
+    assert config.how_to_start("http://127.0.0.1:8766") == (
+        "is the server running? (`preloop demo` serves this address)"
+    )
+    assert config.how_to_start("http://127.0.0.1:8765") == (
+        "is the server running? (`preloop serve` starts a local one)"
+    )
+    assert config.how_to_start("https://preloop.example.com") == "is the server running?"
+    assert config.how_to_start("http://127.0.0.1:41234") == "is the server running?"
+    write_local_server_file("http://127.0.0.1:41234", "t", started_by="demo")
+    assert config.how_to_start("http://127.0.0.1:41234/") == (
+        "is `preloop demo --port 41234` running? (it was the last local server here)"
+    )
+    write_local_server_file("http://127.0.0.1:8766", "t", started_by="demo")
+    assert config.how_to_start("http://127.0.0.1:8766") == (
+        "is `preloop demo` running? (it was the last local server here)"
+    )
+    write_local_server_file("http://127.0.0.1:8765", "t", started_by="serve")
+    assert config.how_to_start("http://127.0.0.1:8765") == (
+        "is `preloop serve` running? (it was the last local server here)"
+    )
+    assert config.how_to_start("http://127.0.0.1:8766") == (  # the file names another server
+        "is the server running? (`preloop demo` serves this address)"
+    )

@@ -255,3 +255,17 @@ def test_list_items_carry_no_html_and_the_operator_is_named_the_same_in_both_tab
     assert not any("<br>" in line for line in items)
     elsewhere = build_export(SID, incident(), exported_at=NOW, decided_here=lambda _id: False, operator="Ana")
     assert elsewhere["approvals"][0]["decided_by"] == {"kind": "human", "detail": "an operator"}
+
+
+def test_a_server_with_one_operator_per_account_names_them_for_every_human_decision() -> None:
+    """``sole_operator`` (our local server): every human decision is by the notes' author, decided here
+    or not; with no note to name them, "the operator", never "an operator" beside a named author."""
+    doc = build_export(SID, incident(), exported_at=NOW, sole_operator=True)
+    validate(doc)
+    humans = [a["decided_by"] for a in doc["approvals"] if a["decided_by"]["kind"] == "human"]
+    assert humans and all(who == {"kind": "human", "detail": "Ana <ops>"} for who in humans)
+    bare = incident()
+    bare.notes.clear()
+    doc = build_export(SID, bare, exported_at=NOW, sole_operator=True)
+    assert doc["notes"] == []
+    assert doc["approvals"][0]["decided_by"] == {"kind": "human", "detail": "the operator"}

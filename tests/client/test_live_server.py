@@ -244,8 +244,8 @@ async def test_note_to_a_dead_server_says_not_sent(harness: HarnessClient, live_
     async with await connect(Settings(url, token, server_kind="local")) as c:
         with pytest.raises(ServerUnreachable, match="the note was not sent"):
             await c.send_note("hello", session_id=agent.session_id)
-        with pytest.raises(ServerUnreachable, match="is the server running"):
-            await c.health()
+        with pytest.raises(ServerUnreachable, match=r"is `preloop serve --port \d+` running\?"):
+            await c.health()  # the command that started the last local server there, named
 
 
 # ------------------------------------------------------------------------------------------------ approvals

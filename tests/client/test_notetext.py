@@ -35,3 +35,24 @@ async def test_the_client_refuses_a_nul_note_before_sending_it() -> None:
         with pytest.raises(UsageError, match="NUL character"):
             await client.send_note("a\x00b", session_id="5f0c2f9e-0000-4000-8000-000000000000")
     assert sent == []
+
+
+@pytest.mark.parametrize("kind", ["local", "preloop", "dendrux"])
+async def test_every_backend_refuses_a_note_over_the_limit_before_sending_it(kind: str) -> None:
+    """One limit, refused by the client on every kind of server (a Dendrux app would take more: its
+    router's 32 KiB, which 4096 characters never exceed), so the CLI, a plain attach and the app agree."""
+    sent: list[object] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    async with await connect(
+        Settings("http://127.0.0.1:9", "plo_x", server_kind=kind),  # type: ignore[arg-type]
+        transport=httpx.MockTransport(handler),
+    ) as client:
+        with pytest.raises(UsageError, match="5,000 characters long and the limit is 4,096"):
+            await client.send_note(
+                "n" * (NOTE_MAX_CHARS + 904), session_id="5f0c2f9e-0000-4000-8000-000000000000"
+            )
+    assert sent == []

@@ -70,7 +70,7 @@ async def test_another_accounts_ids_are_404_everywhere(live_server, harness) -> 
 def test_first_start_writes_url_and_token_for_the_client_owner_only(live_server) -> None:
     path = paths.local_server_file()
     data = json.loads(path.read_text())
-    assert data == {"url": live_server.url, "token": live_server.token}
+    assert data == {"url": live_server.url, "token": live_server.token, "started_by": "serve"}
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(live_server.db_path).st_mode) == 0o600
 

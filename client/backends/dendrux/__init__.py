@@ -56,6 +56,7 @@ from client.models import (
     Session,
     SessionList,
 )
+from client.notetext import require_sendable
 from client.status import StreamStatus
 from client.textsafe import safe_line
 
@@ -327,6 +328,7 @@ class DendruxBackend(RestBackend):
             raise UsageError("on a Dendrux app a note goes to a run: pass the run id (--session)")
         if agent_id is not None:
             raise UsageError("a Dendrux app takes notes for a run, not for an agent")
+        require_sendable(text)
         try:
             body = await self._steer("POST", f"/runs/{run_id}/notes", run_id, "notes", json={"text": text})
         except Conflict as exc:
