@@ -1,8 +1,9 @@
 """The attach screen: watch one session live and steer it (notes, approvals) without stopping it.
 
 Layout: header, a banner for states that must not be missed (reconnecting, refused, ended), the body
-(``widgets.session_body``: the timeline beside the approvals and notes, stacked when narrow) and the note
-box (``widgets.composer.NoteBox``; hidden in read-only mode and once the session ended).
+(``widgets.session_body``: the timeline pane beside the approvals and notes, stacked when narrow; the pane,
+``widgets.timeline_pane``, does find, views, problem jumps and copy) and the note box
+(``widgets.composer.NoteBox``; hidden in read-only mode and once the session ended).
 
 The session's state is a ``client.session.SessionCore`` (timeline, notes, pending approvals, row, status,
 the REST/stream merge); steering goes through ``client.steering`` (approvals through a ``Decider``, as in
@@ -14,7 +15,8 @@ The app keeps the screen of every followed session (``tui.following``); ``q`` re
 Focus. The note box has the focus on attach, so what the user types becomes a note, never a key action
 (``a`` approves!); Escape leaves it. A box being typed into when the session ends stays, with the focus
 and the draft, until Escape. Nothing else moves the focus by itself. ``a`` / ``d`` are ignored for half a
-second after the screen is shown, the terminal gets the focus back, or the focus leaves the note box.
+second after the screen is shown, the terminal gets the focus back, or the focus leaves the note box (or
+the find line: its letters are text too).
 """
 
 from __future__ import annotations
@@ -189,8 +191,8 @@ class AttachScreen(Screen[None]):
         self.set_timer(FOOTER_AT_THE_LATEST, self._mount_footer)  # when no event comes to paint first
 
     def _focus_moved(self, old: Widget | None, new: Widget | None) -> None:
-        if old is self.composer and new is not self.composer:
-            self.guard.arm()  # the operator was typing a note a moment ago
+        if old in (self.composer, self.body.pane.find_bar.input) and new is not old:
+            self.guard.arm()  # the operator was typing a note (or a query) a moment ago
 
     async def _mount_footer(self) -> None:
         if self._footer.parent is None and self.is_attached:
