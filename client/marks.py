@@ -157,13 +157,17 @@ def seen_place(timeline: Timeline, entry_id: int) -> Place | None:
     """What the operator has seen when ``entry_id`` is the newest entry on screen: the place of the last
     event applied to it, unless an entry after it (off screen) began before that event (a tool call on
     screen completed after the next entry had started below the window), in which case the place of the
-    event that made it: everything up to it was seen, nothing after it."""
+    event that made it: everything up to it was seen, nothing after it. The newest entry, last changed by
+    the newest event that changed any entry, covers the events after it too (they changed nothing shown:
+    a session's counters), so a session looked at to its end has nothing new."""
     entry = timeline.get(entry_id)
     if entry is None or isinstance(entry, DroppedEntry):
         return None
     following = timeline.get(entry_id + 1)
     if following is not None and following.seq < entry.last_seq:
         return entry.first_place
+    if following is None and entry.last_seq >= timeline.last_entry_seq:
+        return timeline.last_place or entry.place
     return entry.place
 
 

@@ -443,6 +443,7 @@ class Timeline:
         self._current: Event | None = None
         """The event being applied (``_append`` / ``_touch`` stamp entries with its place)."""
         self._last_event: Event | None = None
+        self._entry_seq = 0  # the seq of the newest event that made or changed an entry
 
     # ------------------------------------------------------------------ reading
 
@@ -475,6 +476,12 @@ class Timeline:
         """The place of the newest event applied (None before any)."""
         event = self._last_event
         return None if event is None else Place.of(event.seq, event.at, event.origin)
+
+    @property
+    def last_entry_seq(self) -> int:
+        """The seq of the newest event that made or changed an entry (0 before any): the events after it
+        changed nothing shown (a session's counters, say), so whoever sees the newest entry saw them."""
+        return self._entry_seq
 
     @property
     def dropped_count(self) -> int:
@@ -585,7 +592,7 @@ class Timeline:
                 self._chars += size
                 self._revision += 1
                 bucket.revision = self._revision
-                bucket.last_seq = seq
+                bucket.last_seq = self._entry_seq = seq
                 bucket.last_at = event.at
                 bucket.last_origin = event.server_seq if event.server_seq is not None else event.server_id
                 updated[bucket.id] = None
@@ -844,7 +851,7 @@ class Timeline:
         """Remember the event being applied as the entry's last (its place: ``Entry.place``)."""
         event = self._current
         if event is not None:
-            entry.last_seq = event.seq
+            entry.last_seq = self._entry_seq = event.seq
             entry.last_at = event.at
             entry.last_origin = event.origin
 

@@ -372,6 +372,8 @@ class PreloopApp(App[str | None]):
         for screen in self._followed_screens.values():
             if screen.is_mounted:
                 screen.save_draft()
+                # where the operator last looked, to the disk: the one on screen was looked at until now
+                screen.last_looked.leave(saw=self.app_focus and screen.last_looked.shown)
         self.exit(message, return_code=return_code)
 
     async def action_quit(self) -> None:
@@ -486,6 +488,7 @@ class PreloopApp(App[str | None]):
                 confirm_risks=self.confirm_risks,
                 monotonic=self.monotonic,
                 steering=self.steering,
+                marks=self.marks,
             )
             self._followed_screens[session_id] = screen
             self.install_screen(screen, name=f"attach-{session_id}")

@@ -9,7 +9,8 @@ calls it at four moments (the screen wires, this decides):
 * :meth:`LastLooked.changed` after events, notes or approvals changed: as soon as the timeline holds an
   entry made after the mark (and before the visit began: what arrives while the operator watches is seen
   as it comes), the rule "── new since you last looked (14:02) ──" goes above it and the view opens there,
-  following paused (the rule near the top). Back after at least ``client.marks.AWAY_FOR_DIGEST``, the
+  following paused (the rule near the top; a view the operator had scrolled up to read stays where
+  they left it, the rule below). Back after at least ``client.marks.AWAY_FOR_DIGEST``, the
   digest's three to six lines (``client.digest``) sit above the rule, kept up to date at most once a
   second. If nothing is new, nothing is shown and the view follows the end as usual;
 * :meth:`LastLooked.tick`, about once a second: while the terminal has the focus (Textual's
@@ -17,6 +18,15 @@ calls it at four moments (the screen wires, this decides):
   mark moves there (only forward), written to its file when due;
 * :meth:`LastLooked.leave` when the terminal loses the focus or the operator leaves: the mark is written
   now, flushed to the disk.
+
+:meth:`LastLooked.start` (the screen calls it once mounted) does the timing itself, so the screen's only
+other call is :meth:`LastLooked.changed`: it begins the first visit, ticks once a second on the view,
+watches the app's focus (Textual's ``App.app_focus``, set by the terminal's focus in/out reports) and the
+app's screen changes (``App.screen_change_signal``). Leaving for another screen (the list, the inbox,
+another session) leaves the session; a dialog over it does not (it is not looked at meanwhile either);
+coming back to it is a new visit. Losing the terminal's focus writes the mark; getting it back after at
+least ``client.marks.AWAY_FOR_DIGEST`` is also a new visit (what came meanwhile gets the rule and the
+digest), a shorter glance away is not (what came meanwhile is seen at the next tick).
 
 A mark older than everything the timeline holds puts the rule at the top with how many events lie
 between (where the server numbers its events) or "earlier than the loaded part", and the digest says it
@@ -29,16 +39,22 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from textual.screen import ModalScreen, Screen
+
+from client.backend import Capabilities
 from client.digest import Since, digest_lines, session_digest
 from client.marks import AWAY_FOR_DIGEST, LIVE_SKEW, Looking, Mark, MarkStore, find_return, seen_place
 from client.session import SessionCore
 from widgets.timeline_render import RenderedLine, render_digest_line, render_since_rule
 from widgets.timeline_view import TimelineView
 
-__all__ = ["DIGEST_EVERY", "LastLooked"]
+__all__ = ["DIGEST_EVERY", "TICK", "LastLooked"]
 
 DIGEST_EVERY = 1.0
 """Seconds between two recomputations of the digest shown above the rule (events keep arriving)."""
+
+TICK = 1.0
+"""Seconds between two looks at what is on screen (:meth:`LastLooked.tick`)."""
 
 
 class LastLooked:
@@ -51,7 +67,7 @@ class LastLooked:
         marks: MarkStore,
         *,
         clock: Callable[[], datetime],
-        comment_kept: bool = True,
+        can: Capabilities | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.view = view
@@ -59,7 +75,8 @@ class LastLooked:
         self.looking = Looking(marks, core.session_id, clock=clock, monotonic=monotonic)
         self._clock = clock
         self._monotonic = monotonic
-        self._comment_kept = comment_kept
+        self._comment_kept = can.approve_comment if can is not None else True
+        """Whether the server keeps an approval's comment (the digest says so where it keeps none)."""
         self.mark: Mark | None = None
         """Where the operator had last looked when this visit began (the rule's place)."""
         self._began: datetime | None = None
@@ -67,17 +84,66 @@ class LastLooked:
         self._digest: list[str] = []
         self._digest_due: float | None = None
         self._rule: tuple[str, bool, int | None] = ("", False, None)
+        self._away = False
+        """The operator left this session for another screen (the next time it is shown is a visit)."""
+        self._blurred_at: datetime | None = None
+        self._open = True
+        """Open the view at the rule (it was following the end when the visit began; one the operator had
+        scrolled up to read stays where they left it: quick switch keeps every session's scroll)."""
 
     @property
     def digest(self) -> list[str]:
         """The digest lines shown above the rule (empty: none shown)."""
         return list(self._digest)
 
+    @property
+    def settled(self) -> bool:
+        """No recomputation of the digest is waiting (what is shown is what the session holds now)."""
+        return self._digest_due is None
+
+    def start(self) -> None:
+        """The screen is mounted: the first visit begins, and from now on the mark keeps itself (ticks,
+        the app's focus, screen changes: see the module docstring)."""
+        view, app = self.view, self.view.app
+        self.visit()
+        view.set_interval(TICK, self._tick)
+        view.watch(app, "app_focus", self._app_focus, init=False)
+        app.screen_change_signal.subscribe(view, self._screen_changed)
+
+    @property
+    def shown(self) -> bool:
+        """The session's screen is the one on top (no dialog over it)."""
+        return self.view.is_attached and self.view.screen.is_current
+
+    def _tick(self) -> None:
+        self.tick(looking=self.view.app.app_focus and self.shown)
+
+    def _app_focus(self, focused: bool) -> None:
+        if not focused:
+            self._blurred_at = self._clock()
+            if self.shown:
+                self.leave(saw=True)  # on screen until now, with the focus
+            return
+        blurred, self._blurred_at = self._blurred_at, None
+        if blurred is not None and self.shown and self._clock() - blurred >= AWAY_FOR_DIGEST:
+            self.visit()  # back at the terminal after a while: what came meanwhile is new
+
+    def _screen_changed(self, screen: Screen[object]) -> None:
+        mine = self.view.screen if self.view.is_attached else None
+        if screen is mine:
+            if self._away:
+                self._away = False
+                self.visit()
+        elif not isinstance(screen, ModalScreen) and not self._away:
+            self._away = True
+            self.leave(saw=self.view.app.app_focus)
+
     def visit(self) -> None:
         """The session came on screen: the rule of the last visit goes, this one's is looked for."""
         self.looking.save(durable=False)
         self.mark = self.looking.mark
         self._began = self._clock()
+        self._open = self.view.following
         self._placed = self.mark is None  # never looked at here: nothing to come back to
         self._digest = []
         self._digest_due = None
@@ -101,15 +167,22 @@ class LastLooked:
             self._digest_due = None
             self._show_digest()
         if looking:
-            entry = self.view.newest_visible_id
-            self.looking.saw(seen_place(self.core.timeline, entry) if entry is not None else None)
+            self._saw_window()
         self.looking.tick()
 
-    def leave(self) -> None:
-        """The focus went elsewhere, or the operator left the session: write the mark now, to the disk."""
+    def leave(self, *, saw: bool = False) -> None:
+        """The focus went elsewhere, or the operator left the session: write the mark now, to the disk.
+        ``saw``: what is in the window was on screen, with the focus, until now (it counts as seen)."""
+        if saw:
+            self._saw_window()
         self.looking.save(durable=True)
 
     # ------------------------------------------------------------------ internals
+
+    def _saw_window(self) -> None:
+        """The newest entry in the window has been seen: the mark moves there (only forward)."""
+        entry = self.view.newest_visible_id
+        self.looking.saw(seen_place(self.core.timeline, entry) if entry is not None else None)
 
     def _place(self) -> None:
         mark, began, timeline = self.mark, self._began, self.core.timeline
@@ -128,7 +201,8 @@ class LastLooked:
         if self._clock() - mark.looked_at >= AWAY_FOR_DIGEST:
             self._digest = self._digest_lines(back.earlier_than_loaded)
         self.view.set_since_rule(back.entry_id, self._header)
-        self.view.open_at_rule()
+        if self._open:
+            self.view.open_at_rule()
 
     def _digest_lines(self, partial: bool) -> list[str]:
         mark = self.mark

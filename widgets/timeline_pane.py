@@ -36,6 +36,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from client.textsafe import safe_line
+from client.timeline import TimelineEntry
 from client.views import View, is_problem
 from widgets.find_bar import FindBar
 from widgets.notices import Notice, tell
@@ -137,6 +138,15 @@ class TimelinePane(Vertical):
         elif view.view is not View.EVERYTHING:
             why += f" in {view.view.label} (f changes the view)"
         tell(self, (f"{why}.", "", "information"))
+        return False
+
+    def show_entry(self, entry: TimelineEntry | None, why: str) -> bool:
+        """Scroll to ``entry`` (following stops there) and give the timeline the focus; when it is not
+        there to show (None, dropped, hidden by the view), say ``why`` instead."""
+        if entry is not None and self.view.scroll_to_entry(entry.id):
+            self.view.focus()
+            return True
+        tell(self, (why, "", "information"))
         return False
 
     def copy_entry(self) -> bool:

@@ -105,6 +105,19 @@ def test_what_was_seen_stops_before_an_entry_that_began_below_the_window() -> No
     assert last is not None and last.number == 2
 
 
+def test_the_newest_entry_seen_covers_the_events_after_it_that_changed_nothing_shown() -> None:
+    timeline = Timeline()
+    timeline.apply(event(1, 1))
+    timeline.apply(event(2, 2))
+    timeline.apply(event(3, 3, "session.updated", session={"id": SID}))  # counters: no entry shows it
+    seen = seen_place(timeline, 2)
+    assert seen is not None and seen.number == 3
+    mark = Mark(seen, T0)
+    assert new_since(timeline, mark) == 0  # looked at to the end: nothing new on the list
+    timeline.apply(event(4, 4, "tool.started", call_id="c1", name="Bash"))
+    assert new_since(timeline, mark) == 1
+
+
 def test_a_mark_moves_only_forward_and_is_written_when_due(tmp_path: Path) -> None:
     now = [T0]
     ticks = [0.0]
