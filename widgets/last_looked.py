@@ -88,6 +88,9 @@ class LastLooked:
         """The operator left this session for another screen (the next time it is shown is a visit)."""
         self._blurred_at: datetime | None = None
         self._open = True
+        self._opened_at: float | None = None
+        """The scroll the view was opened at the rule with, while the operator has not moved it since: the
+        rest of a backlog arriving after the first new entry opens it there again (the rule near the top)."""
         """Open the view at the rule (it was following the end when the visit began; one the operator had
         scrolled up to read stays where they left it: quick switch keeps every session's scroll)."""
 
@@ -145,6 +148,7 @@ class LastLooked:
         self._began = self._clock()
         self._open = self.view.following
         self._placed = self.mark is None  # never looked at here: nothing to come back to
+        self._opened_at = None
         self._digest = []
         self._digest_due = None
         if self.view.since_rule_from is not None:
@@ -156,7 +160,10 @@ class LastLooked:
         keep the digest above it current (at most once every :data:`DIGEST_EVERY` seconds)."""
         if not self._placed:
             self._place()
-        elif self._digest and self._digest_due is None:
+            return
+        if self._opened_at is not None:
+            self._open_again()
+        if self._digest and self._digest_due is None:
             self._digest_due = self._monotonic() + DIGEST_EVERY
 
     def tick(self, *, looking: bool) -> None:
@@ -201,8 +208,19 @@ class LastLooked:
         if self._clock() - mark.looked_at >= AWAY_FOR_DIGEST:
             self._digest = self._digest_lines(back.earlier_than_loaded)
         self.view.set_since_rule(back.entry_id, self._header)
-        if self._open:
-            self.view.open_at_rule()
+        if self._open and self.view.open_at_rule():
+            self._opened_at = self.view.scroll_y
+            # Once laid out again (the "following paused" line under the timeline takes a line of it),
+            # once more: the same place whether the backlog came in one batch or several.
+            self.view.call_after_refresh(self._open_again)
+
+    def _open_again(self) -> None:
+        view = self.view
+        cursor = view.cursor_entry
+        if view.scroll_y != self._opened_at or cursor is None or cursor.id != view.since_rule_entry:
+            self._opened_at = None  # the operator moved: the view stays where they put it
+        elif view.open_at_rule():
+            self._opened_at = view.scroll_y
 
     def _digest_lines(self, partial: bool) -> list[str]:
         mark = self.mark

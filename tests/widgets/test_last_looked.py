@@ -149,3 +149,34 @@ async def test_the_mark_follows_what_is_on_screen_only_forward_and_only_while_lo
         app.last.leave()
         written = MarkStore(tmp_path).get(SID)
         assert written is not None and written.place.number == 80
+
+
+async def test_the_rest_of_a_backlog_arriving_later_brings_the_rule_near_the_top(tmp_path: Path) -> None:
+    _, events = history()
+    marks = MarkStore(tmp_path)
+    marks.put(SID, Mark(place_of(events, 40), NOW - timedelta(minutes=20)))
+    app = Host(marks)
+    async with app.run_test(size=(100, 24)) as pilot:
+        app.last.visit()
+        app.feed(events[:42])  # the first new entry is the last one so far: the rule can only go low
+        await settle(pilot)
+        app.feed(events[42:])  # the rest of the backlog, the operator has not moved
+        await settle(pilot)
+        rule = next(i for i, line in enumerate(app.view.lines_text) if line.startswith(RULE))
+        assert app.view.scroll_y == rule - 3 - 1  # the digest's three lines and one line before them
+
+
+async def test_a_view_the_operator_moved_stays_when_more_arrives(tmp_path: Path) -> None:
+    _, events = history()
+    marks = MarkStore(tmp_path)
+    marks.put(SID, Mark(place_of(events, 40), NOW - timedelta(minutes=20)))
+    app = Host(marks)
+    async with app.run_test(size=(100, 24)) as pilot:
+        app.last.visit()
+        app.feed(events[:60])
+        await settle(pilot)
+        app.view.action_cursor_first()  # the operator goes to read the beginning
+        await settle(pilot)
+        app.feed(events[60:])
+        await settle(pilot)
+        assert app.view.scroll_y == 0
