@@ -62,7 +62,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("i or F2", "inbox: every session's approvals and undelivered notes (a / d / Enter there)"),
             ("", "x in the inbox: the highlighted call's whole arguments (its column is cut to fit)"),
             ("Ctrl+P", "command palette"),
-            ("Ctrl+Q", "quit"),
+            ("Ctrl+C, Ctrl+Q", "quit, drafts kept (Ctrl+C with text selected copies it first)"),
         ],
     ),
 ]
