@@ -17,22 +17,10 @@ Escape                 :class:`FindBar.Closed` (bar already hidden)  ``view.end_
 here are text, never key commands (``n`` stays the note key of the screen): the bar binds only the four
 keys above. :meth:`FindBar.open` shows it with the last query selected and searches it again from the
 cursor, so ``/`` then Enter goes on from there and typing replaces it.
-
-**The collector while typing a query.** A session of 5,000 events holds some 100,000 objects the garbage
-collector tracks (300,000 after a long follow), and a full collection walks all of them: 60-150 ms, which
-a keystroke that happens to trigger one waits for (``benchmarks/bench_find_attach.py``: p95 70-100 ms, max
-above 100 ms, against a target of 50 ms). So while the find line has the focus on the screen shown, what
-existed when it got the focus is frozen out of the collector (``gc.freeze``, constant time) and handed back
-when the focus leaves, the screen is covered or the bar goes (``gc.unfreeze``, constant time): keystrokes
-then meet collections of the few objects made since (a few ms). Frozen objects are still freed when
-nothing refers to them; only cyclic garbage among them waits for the unfreeze, so what is held back is
-bounded by the heap when typing started. The bar freezes only when nothing else in the process is frozen
-and unfreezes only what it froze (:data:`FREEZE_WHILE_TYPING` turns it off, for the benchmark).
 """
 
 from __future__ import annotations
 
-import gc
 from typing import ClassVar
 
 from rich.text import Text
@@ -41,36 +29,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from client.find import FindStatus
-
-FREEZE_WHILE_TYPING = True
-"""Freeze what exists out of the garbage collector while a query is typed (see the module docstring)."""
-
-
-class _TypingFreeze:
-    """One ``gc.freeze`` held for one find line at most; never unfreezes what it did not freeze."""
-
-    def __init__(self) -> None:
-        self.held = False
-
-    def hold(self) -> None:
-        if FREEZE_WHILE_TYPING and not self.held and gc.get_freeze_count() == 0:
-            gc.freeze()
-            self.held = True
-
-    def renew(self) -> None:
-        """A key is being answered: what was made since the last freeze (new output while the line had the
-        focus, the previous keys' frames) goes out of the collector's scans too."""
-        if self.held:
-            gc.freeze()
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            gc.unfreeze()
 
 
 class FindBar(Horizontal):
@@ -171,36 +132,11 @@ class FindBar(Horizontal):
         super().__init__(name=name, id=id, classes=classes)
         self._placeholder = placeholder
         self._status = FindStatus()
-        self._freeze = _TypingFreeze()
 
     def compose(self) -> ComposeResult:
         yield Static("/", id="find-prompt")
         yield Input(placeholder=self._placeholder, id="find-input", max_length=200, select_on_focus=False)
         yield Static("", id="find-count")
-
-    def on_mount(self) -> None:
-        self.app.screen_change_signal.subscribe(self, self._typing_changed)
-
-    def on_unmount(self) -> None:
-        self._freeze.release()
-
-    def on_descendant_focus(self) -> None:
-        self._typing_changed()
-
-    def on_descendant_blur(self) -> None:
-        self._typing_changed()
-
-    def _typing_changed(self, _screen: Screen[object] | None = None) -> None:
-        """The focus or the screen shown changed: hold the collector freeze exactly while a query is typed."""
-        if self.is_attached and self.input.has_focus and self.screen is self.app.screen:
-            self._freeze.hold()
-        else:
-            self._freeze.release()
-
-    @property
-    def typing_freeze(self) -> bool:
-        """Whether this find line holds the collector freeze now (tests, benchmarks)."""
-        return self._freeze.held
 
     @property
     def input(self) -> Input:
@@ -248,12 +184,10 @@ class FindBar(Horizontal):
 
     def action_next(self) -> None:
         """↓ in the find line."""
-        self._freeze.renew()
         self.post_message(self.Next(self))
 
     def action_previous(self) -> None:
         """↑ in the find line."""
-        self._freeze.renew()
         self.post_message(self.Previous(self))
 
     def action_close(self) -> None:
@@ -263,13 +197,11 @@ class FindBar(Horizontal):
     @on(Input.Changed, "#find-input")
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
-        self._freeze.renew()
         self.post_message(self.Changed(self, event.value))
 
     @on(Input.Submitted, "#find-input")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self._freeze.renew()
         self.post_message(self.Next(self))
 
 

@@ -8,7 +8,6 @@ what the screen shows. None of these keys may act from the note box, where every
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,7 +25,6 @@ from tests.tui.test_type_ahead import PERSON, SLOW, TypingClock, type_keys
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from tui.screens.decline_comment import DeclineCommentScreen
-from tui.screens.help import HelpScreen
 from tui.screens.sessions import SessionsScreen
 from widgets.find_bar import FindBar
 
@@ -367,31 +365,6 @@ async def test_a_decision_key_right_after_leaving_the_find_line_decides_nothing(
         await pilot.press("escape")
     await agent.end()
     await asyncio.wait_for(call, 10)
-
-
-async def test_the_collector_freeze_is_held_only_while_a_query_is_typed(
-    client: Backend, agent: HarnessSession
-) -> None:
-    """While the find line has the focus the session is frozen out of the collector (keystrokes do not
-    wait for full collections); everything is handed back when the line loses the focus, when another
-    screen covers it (help), and when the app ends with the line focused."""
-    app = PreloopApp(client, start_session_id=agent.session_id)
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await out_of_the_box(pilot, app)
-        assert gc.get_freeze_count() == 0
-        await find(pilot, screen, "Bash")
-        assert bar_of(screen).typing_freeze and gc.get_freeze_count() > 0
-        await pilot.press("f1")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help")
-        await until(pilot, lambda: gc.get_freeze_count() == 0, "handed back under the help screen")
-        await pilot.press("escape")
-        await until(pilot, lambda: app.screen is screen, "back")
-        await until(pilot, lambda: gc.get_freeze_count() > 0, "frozen again, the line still focused")
-        await pilot.press("escape")
-        await until(pilot, lambda: gc.get_freeze_count() == 0, "handed back when the line closed")
-        await find(pilot, screen, "make")
-        assert gc.get_freeze_count() > 0
-    assert gc.get_freeze_count() == 0  # the app ended with the find line focused
 
 
 async def test_at_80_columns_an_approval_keeps_its_keys_and_help_in_the_keys_line(
