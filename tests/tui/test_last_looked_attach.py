@@ -1,7 +1,8 @@
 """ "New since you last looked" on the real attach screen, against the real local server: the mark kept in
 the state dir across a restart of the app (the rule, the digest above it, the view opening there), the
 digest after a decline made by another client, nothing marked for what arrived while the operator watched,
-and the terminal's focus deciding what was looked at (events that came while it was elsewhere are new).
+the terminal's focus deciding what was looked at (events that came while it was elsewhere are new), and a
+mark older than the loaded tail (the rule at the top, with how many stored events lie between).
 
 The apps' clocks are set back where a test needs "a while ago" (the mark's time): the server stamps its
 events with the real time, which is what the marks are compared with."""
@@ -9,11 +10,13 @@ events with the real time, which is what the marks are compared with."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual import events
 
 from client.backend import Backend
@@ -26,6 +29,7 @@ from tests.conftest import LiveServer
 from tests.tui import test_pilot
 from tests.tui.test_pilot import attached, until
 from tui.app import PreloopApp
+from tui.screens import attach
 from tui.screens.attach import AttachScreen
 from widgets.timeline_view import TimelineView
 
@@ -69,7 +73,9 @@ async def look_then_quit(client: Backend, marks: Path, session_id: str, last_wor
 
 async def reattach(pilot: Any, app: PreloopApp, words: str) -> tuple[AttachScreen, TimelineView, int]:
     """The attach screen once ``words`` and the rule are shown; the rule's row."""
-    screen = await attached(pilot, app)
+    await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+    screen = app.screen
+    assert isinstance(screen, AttachScreen)
     view = view_of(screen)
     await until(pilot, lambda: any(words in line for line in view.lines_text), words)
     await until(pilot, lambda: rule_row(view) is not None, "the rule")
@@ -196,3 +202,26 @@ async def test_events_that_came_while_the_terminal_was_elsewhere_are_new(
             return back is not None and left.place.before(back.place)
 
         await until(pilot, moved_on, "the mark to move on", seconds=10)
+
+
+async def test_a_mark_older_than_the_loaded_tail_puts_the_rule_at_the_top_with_the_gap(
+    client: Backend, agent: HarnessSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marks = tmp_path / "marks"
+    mark = await look_then_quit(client, marks, agent.session_id, "Looking at the test first.")
+    for i in range(2, 22):  # twenty steps while the app is closed
+        await agent.narrate(i, [f"Much later, step {i}."])
+    monkeypatch.setattr(attach, "HISTORY_EVENTS", 12)  # a long session opens at its newest events only
+
+    app = PreloopApp(client, start_session_id=agent.session_id, refresh_interval=0, marks=MarkStore(marks))
+    async with app.run_test(size=SIZE) as pilot:
+        screen, view, row = await reattach(pilot, app, "Much later, step 21.")
+        lines = view.lines_text
+        gap = re.search(r"· ([\d,]+) events? between not loaded", lines[row])
+        assert gap is not None, lines[row]
+        first = screen.core.timeline.get(screen.core.timeline.first_id)
+        assert first is not None and first.first_place is not None and mark.place.number is not None
+        assert int(gap[1]) == first.first_place.number - mark.place.number - 1  # by the server's numbers
+        assert "from the loaded part only" in lines[row - 3]
+        away = next(i for i, line in enumerate(lines) if line.startswith("  Away"))
+        assert away <= 1 and "Much later" not in "".join(lines[:away])  # at the top (under "not loaded")
