@@ -127,15 +127,17 @@ class TimelinePane(Vertical):
 
     def jump_problem(self, *, forward: bool) -> bool:
         """``]`` / ``[``: highlight the next / previous problem and give the timeline the focus so it is
-        seen; when there is none that way, say so (and whether the view hides some) and move nothing."""
+        seen; when there is none that way, say so (and that ``f`` shows more when the view hides some) and
+        move nothing."""
         view = self.view
         if view.next_problem() if forward else view.previous_problem():
             view.focus()
             return True
         why = self.NOTHING_THAT_WAY[forward]
-        if not any(is_problem(entry) for entry in view.timeline):
+        problems = [entry for entry in view.timeline if is_problem(entry)]
+        if not problems:
             why = "No problem in this session so far"
-        elif view.view is not View.EVERYTHING:
+        elif not all(view.view.shows(entry) for entry in problems):  # (problems only hides none)
             why += f" in {view.view.label} (f changes the view)"
         tell(self, (f"{why}.", "", "information"))
         return False

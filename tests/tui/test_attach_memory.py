@@ -217,8 +217,9 @@ async def test_problem_jumps_in_any_view_and_say_when_there_is_none(
 ) -> None:
     """From the newest entry: ``]`` finds nothing below and says so; ``[`` goes to the second failure,
     again to the first, and a third time says there is none above. In the problems view ``]`` goes on to
-    the second failure; in the steering view (no failed call shown) it says the view hides them; in the
-    tools view ``[`` from the newest call finds the second failure."""
+    the second failure, and past it says there is none (no hint to change a view that hides none); in the
+    steering view (no failed call shown) it says the view hides them; in the tools view ``[`` from the
+    newest call finds the second failure."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await out_of_the_box(pilot, app)
@@ -240,6 +241,10 @@ async def test_problem_jumps_in_any_view_and_say_when_there_is_none(
         await until(
             pilot, lambda: "make migrate" in cursor_text(screen), "the next failure among the problems"
         )
+        await pilot.press("right_square_bracket")  # this view hides no problem: no hint to change it
+        await pilot.pause(0.3)
+        assert not any("f changes the view" in said for said in messages(app))
+        assert "make migrate" in cursor_text(screen)
         await pilot.press("f")  # steering only: this session has no notes or approvals
         await until(pilot, lambda: screen.view.view is View.STEERING, "steering only")
         await pilot.press("left_square_bracket")
