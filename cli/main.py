@@ -207,6 +207,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     p.set_defaults(handler=_handler("export", "export"))
 
+    p = add(
+        sessions_sub,
+        "digest",
+        "what changed in a session since a time, or since you last looked; --all: the shift handoff",
+        "What happened in a session: time away, tool calls (how many failed), approvals decided (by whom,\n"
+        "with the comment) and waiting, your notes and what the agent did after reading each, its latest\n"
+        "commentary and whether a final answer came. --since-last counts from where you last looked in the\n"
+        "full-screen app on this machine (it reads that mark and does not move it).\n"
+        "--all --since 8h is the shift handoff: every session with activity in the window, the ones that\n"
+        "need a human first, then what was decided in it (approvals, declines with comments, notes).",
+    )
+    p.add_argument("session", nargs="?", metavar="SESSION_ID", help="session UUID or short id (4+ hex)")
+    p.add_argument("--all", action="store_true", help="every session with activity in the window (handoff)")
+    p.add_argument("--since", metavar="DURATION", help="the window: 30m, 2h, 8h, 1d, ...")
+    p.add_argument(
+        "--since-last", action="store_true", help="since you last looked at it in the app (this machine)"
+    )
+    p.add_argument("--format", choices=("text", "md"), default="text", help="text (default) or md")
+    p.add_argument("--json", action="store_true", help="print it as JSON for scripts")
+    p.set_defaults(handler=_handler("digest", "digest"))
+
     # ---------------------------------------------------------------------------------------- notes
     notes = add(groups, "notes", "send, list and withdraw operator notes")
     notes_sub = notes.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)

@@ -4,10 +4,11 @@ An operator half-way through a long note who goes back to the list, attaches to 
 terminal dies must find the text again on re-attach. The attach screen saves the note box here on every
 change and when it leaves; it loads it back on attach. A sent note clears its draft.
 
-Files: ``<directory>/<session id>.txt`` (UTF-8, mode 0600, written to a temporary file and renamed, so a
-kill mid-write leaves the old draft or the new one, never half of one). The default directory is
-``client.paths.state_dir() / "drafts"``. Without a directory the store is memory only (tests, snapshots).
-A draft that cannot be written (disk full, read-only home) stays in memory: saving never raises.
+Files: ``<directory>/<session id>.txt`` (UTF-8, mode 0600, written to a temporary file and renamed by
+:func:`client.paths.replace_file`, so a kill mid-write leaves the old draft or the new one, never half).
+The default directory is ``client.paths.state_dir() / "drafts"``. Without a directory the store is memory
+only (tests, snapshots). A draft that cannot be written (disk full, read-only home) stays in memory:
+saving never raises.
 
 Two costs, two moments. Every keystroke is written (write and rename: ~0.3 ms), which is all it takes for
 the app being killed or crashing to lose nothing: the kernel has the file. Flushing it to the disk itself
@@ -19,10 +20,10 @@ a second while typing) and on leaving.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import tempfile
 from pathlib import Path
+
+from client.paths import flush_to_disk, replace_file
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
@@ -67,32 +68,11 @@ class DraftStore:
         if self._memory.get(session_id) == text:
             if durable and path is not None:
                 with contextlib.suppress(OSError):
-                    _flush(path)
+                    flush_to_disk(path)
             return
         self._memory[session_id] = text
         if path is None:
             return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".draft-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.write(text)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            if durable:
-                _flush(path)
-        except OSError:
-            pass  # the draft is still in memory; losing the file copy must not stop the operator typing
-
-
-def _flush(path: Path) -> None:
-    """Put a draft file, and its name in its directory, on the disk itself (a power loss keeps it)."""
-    for target, flags in ((path, os.O_RDONLY), (path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))):
-        fd = os.open(target, flags)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        # On failure the draft is still in memory: losing the file copy must not stop the operator typing.
+        with contextlib.suppress(OSError):
+            replace_file(path, text, durable=durable)

@@ -70,12 +70,28 @@ class EventDecodeError(ValueError):
 
 
 class BaseEvent(WireModel):
-    """Fields every event carries."""
+    """Fields every event carries.
+
+    ``seq`` is the stream's number. On our server it is also the event's identity there (stored, resumable
+    with ``after``); a backend that maps another server's messages numbers its events itself, per follow,
+    so it also says which of the server's own facts an event came from: ``server_seq`` where the server
+    numbers its events (a Dendrux app's ``sequence_index``), ``server_id`` where it names them instead
+    (Preloop: the fact's stable key, built from its activity item's id, ``tool:<activity id>``, or from a
+    note's or approval's id and state). Both stay out of the wire when unset, so our server's events are
+    unchanged and an older client reads a newer one's events."""
 
     seq: int = Field(ge=0)  # ours count from 1; a Dendrux app counts from 0
     type: str
     session_id: str
     at: UtcDatetime
+    server_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    server_seq: int | None = Field(default=None, ge=0, exclude_if=lambda v: v is None)
+
+    @property
+    def origin(self) -> str | int | None:
+        """The server's own identity of this event: its number where it has one, else its name; None on
+        our server, where ``seq`` is that identity (``client.timeline.Place`` reads it)."""
+        return self.server_seq if self.server_seq is not None else self.server_id
 
 
 class SessionStarted(BaseEvent):

@@ -8,7 +8,9 @@ server does not answer, it names the command that started it (``client.config.ho
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 import platformdirs
@@ -57,6 +59,36 @@ def write_private(path: Path, text: str) -> None:
         fh.write(text)
     os.chmod(tmp, 0o600)  # an older .tmp left by a crash keeps its mode through O_CREAT
     os.replace(tmp, path)
+
+
+def replace_file(path: Path, text: str, *, durable: bool = False) -> None:
+    """Write ``text`` as the whole of ``path`` (mode 0600, its folder made 0700 when missing): written to
+    a temporary file of its own in the same folder and renamed over it, so a crash, a kill or a second
+    process writing at once leaves the old content or a new one, never half. ``durable`` also puts the
+    file, and its name in the folder, on the disk itself (``fsync``: survives a power loss; ~1 ms, at
+    times 10+ ms on a busy disk). Raises ``OSError``; callers that must not fail catch it."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        flush_to_disk(path)
+
+
+def flush_to_disk(path: Path) -> None:
+    """Put a file, and its name in its folder, on the disk itself (a power loss keeps it)."""
+    for target, flags in ((path, os.O_RDONLY), (path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))):
+        fd = os.open(target, flags)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def default_db_path() -> Path:

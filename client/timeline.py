@@ -82,6 +82,7 @@ __all__ = [
     "Entry",
     "NoteEntry",
     "NoteRecord",
+    "Place",
     "RunEntry",
     "RunStatus",
     "SessionEntry",
@@ -122,14 +123,65 @@ class RunStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where an event stands on the server it came from: what a mark of "where you last looked"
+    remembers, so that a later follow (another process, after a restart) finds the place again.
+
+    ``id`` is the server's own identity of the event (our server's seq, a Dendrux sequence index, the
+    stable key of a Preloop fact: see ``client.events.BaseEvent``), ``at`` its time, ``number`` its place
+    in the server's own numbering where it has one (our seq, the Dendrux index; None on Preloop, where
+    only the time orders places)."""
+
+    id: str
+    at: datetime
+    number: int | None = None
+
+    @staticmethod
+    def of(seq: int, at: datetime, origin: str | int | None) -> Place:
+        """The place of an event with this stream ``seq``, time and ``origin`` (``BaseEvent.origin``: None
+        on our server, where the seq is the server's own number)."""
+        if origin is None:
+            return Place(str(seq), at, seq)
+        return Place(str(origin), at, origin if isinstance(origin, int) else None)
+
+    def before(self, other: Place) -> bool:
+        """Whether this place comes before ``other``: by number when both have one, else by time (equal
+        times: not before, so an entry of the very instant a mark names counts as seen)."""
+        if self.number is not None and other.number is not None:
+            return self.number < other.number
+        return self.at < other.at
+
+
 @dataclass(slots=True, eq=False)
 class Entry:
-    """Fields every timeline entry has. ``id`` is stable; ``revision`` grows each time the entry changes."""
+    """Fields every timeline entry has. ``id`` is stable; ``revision`` grows each time the entry changes.
+
+    ``seq`` / ``at`` / ``origin`` are those of the event that made the entry, ``last_seq`` / ``last_at`` /
+    ``last_origin`` those of the last event applied to it (a tool call's completion, a text's latest
+    chunk); :attr:`first_place` and :attr:`place` read them as :class:`Place` (the server's identity and
+    time, which a mark keeps: ``client.marks``)."""
 
     id: int
     seq: int
     at: datetime | None
     revision: int = 0
+    origin: str | int | None = None
+    last_seq: int = 0
+    last_at: datetime | None = None
+    last_origin: str | int | None = None
+
+    @property
+    def first_place(self) -> Place | None:
+        """The place of the event that made this entry (None for the dropped-entries marker)."""
+        return None if self.at is None else Place.of(self.seq, self.at, self.origin)
+
+    @property
+    def place(self) -> Place | None:
+        """The place of the last event applied to this entry."""
+        if self.last_at is None:
+            return self.first_place
+        return Place.of(self.last_seq, self.last_at, self.last_origin)
 
     @property
     def chars(self) -> int:
@@ -388,6 +440,10 @@ class Timeline:
         self._awaiting_then: dict[str, NoteRecord] = {}
         self._touched_notes: set[str] = set()
         self._touched_approvals: set[str] = set()
+        self._current: Event | None = None
+        """The event being applied (``_append`` / ``_touch`` stamp entries with its place)."""
+        self._last_event: Event | None = None
+        self._entry_seq = 0  # the seq of the newest event that made or changed an entry
 
     # ------------------------------------------------------------------ reading
 
@@ -396,6 +452,10 @@ class Timeline:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def __reversed__(self) -> Iterator[TimelineEntry]:
+        """Newest first (what "new since" reads: only as far back as it must)."""
+        return reversed(self._entries)
 
     def get(self, entry_id: int) -> TimelineEntry | None:
         """The entry with this id, or None once it was dropped (the view asks by id)."""
@@ -410,6 +470,18 @@ class Timeline:
     def retained_chars(self) -> int:
         """Characters held in all entries: what the memory cap is measured against (benchmarks print it)."""
         return self._chars
+
+    @property
+    def last_place(self) -> Place | None:
+        """The place of the newest event applied (None before any)."""
+        event = self._last_event
+        return None if event is None else Place.of(event.seq, event.at, event.origin)
+
+    @property
+    def last_entry_seq(self) -> int:
+        """The seq of the newest event that made or changed an entry (0 before any): the events after it
+        changed nothing shown (a session's counters, say), so whoever sees the newest entry saw them."""
+        return self._entry_seq
 
     @property
     def dropped_count(self) -> int:
@@ -476,6 +548,7 @@ class Timeline:
         bucket: TextEntry | None = None
         bucket_run: str | None = None
         bucket_iteration = 0
+        last: Event | None = None
         for event in events:
             seq = event.seq
             if seq <= self.last_seq:
@@ -485,6 +558,7 @@ class Timeline:
                 self.events_not_loaded = seq - 1  # history starts here: the feed sent a tail
             self.last_seq = seq
             applied += 1
+            last = event
             if type(event) is ModelDelta:  # narrows for mypy, unlike a saved type
                 if bucket is not None and event.iteration == bucket_iteration and event.run_id == bucket_run:
                     same_text = True
@@ -498,6 +572,7 @@ class Timeline:
                     if bucket is None:  # a new text (what _on_delta does, the lookup already done)
                         bucket = TextEntry(0, seq, event.at, run_id=run_id, iteration=event.iteration)
                         texts[key] = bucket
+                        self._current = event
                         self._append(bucket)
                     elif bucket.phase is not streaming:
                         # the step already settled this text; a late chunk must not change it
@@ -506,6 +581,7 @@ class Timeline:
                             self._chars > max_chars
                             or len(entries) - (self._marker is not None) >= self.max_entries
                         ):
+                            self._current = event
                             self._enforce_caps()
                         continue
                     bucket_run, bucket_iteration = event.run_id, event.iteration
@@ -516,6 +592,9 @@ class Timeline:
                 self._chars += size
                 self._revision += 1
                 bucket.revision = self._revision
+                bucket.last_seq = self._entry_seq = seq
+                bucket.last_at = event.at
+                bucket.last_origin = event.server_seq if event.server_seq is not None else event.server_id
                 updated[bucket.id] = None
                 if same_text and self._chars <= max_chars:
                     continue  # the entry count did not change since the last check (which passed)
@@ -525,11 +604,16 @@ class Timeline:
                 handler = handlers.get(kind)
                 if handler is None:
                     handler = _resolve_handler(kind)
+                self._current = event
                 handler(self, event)
             # _enforce_caps' own early return, inlined: it is checked after every event.
             if self._chars > max_chars or len(entries) - (self._marker is not None) >= self.max_entries:
                 bucket = None  # it may drop or cut texts
+                self._current = event
                 self._enforce_caps()
+        if last is not None:
+            self._last_event = last
+        self._current = None
         return applied
 
     def apply(self, event: Event) -> bool:
@@ -763,16 +847,30 @@ class Timeline:
 
     # ------------------------------------------------------------------ bookkeeping
 
+    def _stamp(self, entry: TimelineEntry) -> None:
+        """Remember the event being applied as the entry's last (its place: ``Entry.place``)."""
+        event = self._current
+        if event is not None:
+            entry.last_seq = self._entry_seq = event.seq
+            entry.last_at = event.at
+            entry.last_origin = event.origin
+
     def _touch(self, entry: TimelineEntry) -> None:
         self._revision += 1
         entry.revision = self._revision
         self._updated[entry.id] = None
+        if entry is not self._marker:
+            self._stamp(entry)
 
     def _append(self, entry: TimelineEntry) -> None:
         entry.id = self._next_id
         self._next_id += 1
         self._revision += 1
         entry.revision = self._revision
+        event = self._current
+        if event is not None:
+            entry.origin = event.origin
+            self._stamp(entry)
         self._entries.append(entry)
         self._by_id[entry.id] = entry
         self._chars += entry.chars

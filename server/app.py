@@ -42,7 +42,7 @@ from server.harness import (
 from server.http_input import Authenticate, BodyGuard, Offset, StrictJsonRoute, validation_error
 from server.notes import NoteTarget
 from server.store import Store, now_utc
-from server.stream import MAX_TAIL, REPLAY_AFTER_HEADER, sse_body
+from server.stream import MAX_TAIL, REPLAY_AFTER_HEADER, STORED_THROUGH_HEADER, sse_body
 
 API = "/api/v1"
 VERSION = "0.1.0"
@@ -276,13 +276,18 @@ def create_app(
         session_id: str,
         after: Annotated[int | None, Query(ge=0)] = None,
         tail: Annotated[int | None, Query(ge=1, le=MAX_TAIL)] = None,
+        since: Annotated[UtcDatetime | None, Query()] = None,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> StreamingResponse:
         """Replay from storage after the resume point, then live push; ends after ``session.ended``.
 
         ``tail=N`` without a resume point replays only the newest N stored events: a client attaching to
-        a long session shows its recent history at once instead of reading all of it. Where the replay
-        starts is in the ``Preloop-Replay-After`` header (the seq just before the first one sent)."""
+        a long session shows its recent history at once instead of reading all of it. ``since=<ISO
+        time>`` replays only the events stored at or after that time (a digest of the last half hour reads
+        that half hour); with ``tail`` too, the later start wins. Where the replay starts is in the
+        ``Preloop-Replay-After`` header (the seq just before the first one sent), the newest stored seq
+        when the stream opened in ``Preloop-Stored-Through`` (a reader that wants what is stored now,
+        not what comes next, stops there)."""
         start = after or 0
         resume = after is not None
         if last_event_id is not None and last_event_id.strip():
@@ -294,6 +299,9 @@ def create_app(
         sid, _, last_seq = await plane.sessions.session_status(op, session_id)
         if tail is not None and not resume:
             start = max(last_seq - tail, 0)
+        if since is not None and not resume:
+            before = await plane.store.seq_before_time(sid, since)
+            start = max(start, last_seq if before is None else before)
         # A resume point beyond the newest event (e.g. an id from a database that was reset) must not
         # hide every new event: start from the newest one instead.
         start = min(max(start, 0), last_seq)
@@ -304,6 +312,7 @@ def create_app(
                 "Cache-Control": "no-cache",
                 "X-Accel-Buffering": "no",
                 REPLAY_AFTER_HEADER: str(start),
+                STORED_THROUGH_HEADER: str(last_seq),
             },
         )
 

@@ -27,6 +27,8 @@ REPLAY_BYTES = 1024 * 1024
 MAX_TAIL = 1_000_000
 #: Response header: the seq just before the first replayed event (what ``tail`` resolved to).
 REPLAY_AFTER_HEADER = "Preloop-Replay-After"
+#: Response header: the newest stored seq when the stream opened (a reader of what is stored stops there).
+STORED_THROUGH_HEADER = "Preloop-Stored-Through"
 
 
 async def _ended(store: Store, session_id: str) -> bool:

@@ -12,11 +12,14 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
-               close_backend=False, follow=True, drafts=None)
+               close_backend=False, follow=True, drafts=None, marks=None)
         The app object itself (tests drive it with ``run_test``). ``clock`` returns the current UTC time
         (tests freeze it); ``refresh_interval`` is the sessions list timer (0 turns it off); ``follow=False``
         skips the live stream (snapshot tests feed events themselves); ``drafts`` keeps unsent notes per
-        session (default: in memory; ``run_app`` uses files in the state dir, so a crash loses no draft).
+        session (default: in memory; ``run_app`` uses files in the state dir, so a crash loses no draft);
+        ``marks`` where the operator last looked at each session (``client.marks``; the same: in memory,
+        or the state dir's ``marks/`` from ``run_app``), which the sessions list's NEW column, the inbox's
+        followed sessions and the attach screen's "new since you last looked" read.
 
 The app keeps the attention inbox (``client.inbox.Inbox``) fed from ``backend.watch_attention()`` while it
 runs (``attention=False`` skips it), shows its count in every header (and in the sessions list's PENDING
@@ -69,7 +72,8 @@ from client.backend import Backend
 from client.drafts import DraftStore
 from client.errors import ClientError
 from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
-from client.models import Approval, AttentionSnapshot, NoteState
+from client.marks import MarkStore, News, news_of
+from client.models import Approval, AttentionSnapshot, NoteState, Session
 from client.paths import state_dir
 from client.present import session_title, short_id
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
@@ -139,6 +143,7 @@ class PreloopApp(App[str | None]):
         close_backend: bool = False,
         follow: bool = True,
         drafts: DraftStore | None = None,
+        marks: MarkStore | None = None,
         handle_signals: bool = False,
         confirm_risks: frozenset[str] = CONFIRM_RISKS,
         attention: bool = True,
@@ -156,6 +161,9 @@ class PreloopApp(App[str | None]):
         """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_app`` sets it."""
         self.drafts = drafts if drafts is not None else DraftStore()
         """Unsent notes per session; ``run_app`` keeps them in the state dir so a crash loses none."""
+        self.marks = marks if marks is not None else MarkStore()
+        """Where the operator last looked at each session (``client.marks``); ``run_app`` keeps them in the
+        state dir, so a restart comes back to "new since you last looked"."""
         self.backend = backend
         self.start_session_id = start_session_id
         self.read_only = read_only
@@ -338,6 +346,7 @@ class PreloopApp(App[str | None]):
             confirm_risks=self.confirm_risks,
             monotonic=self.monotonic,
             keep_as_draft=self.keep_as_draft,
+            followed=self.followed_news,
         )
         screen.status = self.attention_status
         self.push_screen(screen, lambda _: self.inbox_updated())
@@ -363,6 +372,8 @@ class PreloopApp(App[str | None]):
         for screen in self._followed_screens.values():
             if screen.is_mounted:
                 screen.save_draft()
+                # where the operator last looked, to the disk: the one on screen was looked at until now
+                screen.last_looked.leave(saw=self.app_focus and screen.last_looked.shown)
         self.exit(message, return_code=return_code)
 
     async def action_quit(self) -> None:
@@ -428,6 +439,37 @@ class PreloopApp(App[str | None]):
             clock=self.clock,
             refresh_interval=self.refresh_interval,
             pending=self.inbox.pending_by_session,
+            news=self.session_news,
+        )
+
+    def session_news(self, row: Session) -> News:
+        """What a session holds for the operator (the sessions list's NEW column, the inbox's followed
+        sessions): new events since they last looked when it is followed here, approvals waiting and a
+        problem as the list and the live inbox tell it, a note the agent read since."""
+        return self._news(row.id, row)
+
+    def followed_news(self) -> list[tuple[str, str | None, News]]:
+        """Each followed session (most recent first) with its agent and news, for the inbox."""
+        out: list[tuple[str, str | None, News]] = []
+        for session_id in self.following.recent:
+            screen = self._followed_screens.get(session_id)
+            row = screen.core.session if screen is not None else None
+            out.append(
+                (session_id, row.agent_label if row is not None else None, self._news(session_id, row))
+            )
+        return out
+
+    def _news(self, session_id: str, row: Session | None) -> News:
+        counts = self.inbox.pending_by_session()
+        failed = sum(1 for note in self.inbox.notes if note.runtime_session_id == session_id)
+        screen = self._followed_screens.get(session_id)
+        ended = row is not None and row.ended_at is not None
+        return news_of(
+            row,
+            pending=counts.get(session_id, 0) if counts is not None and not ended else None,
+            failed_notes=failed,
+            core=screen.core if screen is not None else None,
+            mark=self.marks.get(session_id),
         )
 
     def _attach_screen(self, session_id: str) -> AttachScreen:
@@ -446,6 +488,7 @@ class PreloopApp(App[str | None]):
                 confirm_risks=self.confirm_risks,
                 monotonic=self.monotonic,
                 steering=self.steering,
+                marks=self.marks,
             )
             self._followed_screens[session_id] = screen
             self.install_screen(screen, name=f"attach-{session_id}")
@@ -584,6 +627,7 @@ async def run_app(
         start_session_id=session_id,
         read_only=read_only,
         drafts=DraftStore(state_dir() / "drafts"),
+        marks=MarkStore(state_dir() / "marks"),
         handle_signals=True,
         confirm_risks=confirm_risks_from_env(),
     )

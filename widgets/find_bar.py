@@ -58,10 +58,12 @@ class FindBar(Horizontal):
     }
     """
 
+    # Shown in the keys line while the find line has the focus (its letters are text: no letter key is).
+    # ↑ / ↓ are priority keys: the input's own (inherited scrolling) bindings would hide them from the line.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("down", "next", "Next match", show=False, id="find.next"),
-        Binding("up", "previous", "Previous match", show=False, id="find.previous"),
-        Binding("escape", "close", "Close find", show=False, id="find.close"),
+        Binding("down", "next", "next", key_display="Enter/↓", priority=True, id="find.next"),
+        Binding("up", "previous", "previous", key_display="↑", priority=True, id="find.previous"),
+        Binding("escape", "close", "close find", key_display="Esc", id="find.close"),
     ]
 
     class Changed(Message):

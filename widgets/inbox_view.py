@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 
 from client.inbox import ApprovalGone, note_ended_at
+from client.marks import News
 from client.models import Approval, Note
 from client.present import relative_time, settled_phrase, short_id
 from client.textsafe import safe_line
@@ -254,6 +255,39 @@ def failed_notes_text(notes: Sequence[Note], now: datetime, window: timedelta) -
         if note.undeliverable_reason:
             out.append(f"({safe_line(note.undeliverable_reason, 24)}) ", style="dim")
         out.append(safe_line(note.text, 100))
+    return out
+
+
+def news_words(news: News) -> Text:
+    """What a followed session holds for the operator, in words with glyphs: ``12 new · ⚑ 1 waiting · ✗ run
+    error · ✉ the agent read a note`` (``nothing new`` when it holds nothing)."""
+    out = Text()
+    parts: list[tuple[str, str]] = []
+    if news.new:
+        parts.append((f"{news.new:,} new since you looked", "bold"))
+    if news.waiting:
+        parts.append((f"⚑ {news.waiting} waiting", "bold yellow"))
+    if news.problem:
+        parts.append((f"✗ {safe_line(news.problem, 40)}", "bold red"))
+    if news.note_read:
+        parts.append(("✉ the agent read a note", "bold green"))
+    if not parts:
+        return Text("nothing new", style="dim")
+    for i, (words, style) in enumerate(parts):
+        if i:
+            out.append(" · ", style="dim")
+        out.append(words, style=style)
+    return out
+
+
+def followed_text(followed: Sequence[tuple[str, str | None, News]]) -> Text:
+    """The sessions followed in this app, each with what it holds since the operator last looked."""
+    out = Text("Sessions you follow", style="bold")
+    for session_id, agent, news in followed:
+        out.append("\n  ")
+        out.append_text(session_label(agent, session_id))
+        out.append("  ")
+        out.append_text(news_words(news))
     return out
 
 

@@ -59,6 +59,15 @@ def steering_notice(outcome: SteeringOutcome, approval: Approval | None = None) 
     return None
 
 
+def nothing_to_withdraw(can_withdraw: bool) -> Notice:
+    """What ``w`` says with nothing it can withdraw (rather than doing nothing): nothing is pending, or
+    this server cannot withdraw a note at all."""
+    if can_withdraw:
+        return "Nothing pending to withdraw.", "", "information"
+    said = "This server cannot withdraw a note once it is sent: it stays until the agent reads it"
+    return f"{said} or the session ends.", "", "information"
+
+
 def tell(node: Widget, notice: Notice | None) -> None:
     """Show a notice (as plain text: it may quote an agent's words), if there is one."""
     if notice is not None:

@@ -3,10 +3,15 @@
 Wide, the side column sits on the right. Narrow (:meth:`SessionBody.set_narrow`), it moves under the
 timeline at full width, approvals only, and the notes list is a toggle (:meth:`SessionBody.toggle_notes`)
 that takes the timeline's place, with one count line ("✉ Notes (3) · 1 waiting · p shows them") while
-hidden. Under the timeline, a line says when following is paused and how much arrived below.
-Its keys act wherever the focus is inside it: ``c`` folds the narration (also from the side panels),
-``l`` wraps long lines, ``p`` toggles the notes list when narrow. Presentational only: it arranges the
-widgets it is given and says what they show.
+hidden. The timeline sits in a :class:`~widgets.timeline_pane.TimelinePane` (the view's name above it, the
+follow hint and the find line under it), which does what the timeline's keys ask.
+
+Its keys act wherever the focus is inside it (the timeline, the find line, the side panels) and never from
+the note box, which is not inside it: ``c`` folds the narration (also from the side panels), ``l`` wraps
+long lines, ``p`` toggles the notes list when narrow; ``/`` finds, ``f`` cycles the views, ``]`` / ``[``
+jump to the next / previous problem, ``y`` copies the highlighted entry (while the timeline has the focus)
+and Escape closes an open find line whose input no longer has the focus. Presentational only: it arranges
+the widgets it is given and says what they show.
 """
 
 from __future__ import annotations
@@ -21,8 +26,13 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from widgets.approvals_panel import ApprovalsPanel
+from widgets.keys_line import COMPACT_BELOW
 from widgets.notes_panel import NotesPanel
+from widgets.timeline_pane import PANE_ACTIONS, TimelinePane
 from widgets.timeline_view import TimelineView
+
+SPARE_KEYS_LINE = 80
+"""From this many columns it lists ``/ Find`` and ``f View`` while no approval (``a`` / ``d``) is listed."""
 
 
 class SessionBody(Horizontal):
@@ -39,17 +49,32 @@ class SessionBody(Horizontal):
             tooltip="Narrow: the notes or the timeline",
         ),
         Binding("l", "toggle_wrap", "Wrap", show=False, id="attach.wrap", tooltip="Wrap long tool lines"),
+        # / and f are listed in the keys line where it has room for them (see _keys_line_has_room); where it
+        # has not, their hidden twins act the same.
+        Binding(
+            "slash", "find(True)", "Find", key_display="/", id="attach.find", tooltip="Find in the timeline"
+        ),
+        Binding("slash", "find", "Find", show=False, id="attach.find_unlisted"),
+        Binding(
+            "f", "cycle_view(True)", "View", id="attach.view", tooltip="Everything/problems/steering/tools"
+        ),
+        Binding("f", "cycle_view", "View", show=False, id="attach.view_unlisted"),
+        Binding("right_square_bracket", "next_problem", "Next problem", show=False, id="attach.next_problem"),
+        Binding(
+            "left_square_bracket",
+            "previous_problem",
+            "Previous problem",
+            show=False,
+            id="attach.prev_problem",
+        ),
+        Binding(
+            "y", "copy_entry", "Copy", show=False, id="attach.copy", tooltip="Copy the highlighted entry"
+        ),
+        Binding("escape", "close_find", "Close find", show=False, id="attach.close_find"),
     ]
 
     DEFAULT_CSS = """
     SessionBody { height: 1fr; }
-    SessionBody #main { width: 1fr; height: 1fr; }
-    SessionBody TimelineView { width: 1fr; height: 1fr; }
-    SessionBody #follow-hint {
-        display: none; height: 1; width: 1fr; padding: 0 1; background: $accent-muted; color: $text;
-        text-style: bold;
-    }
-    SessionBody #follow-hint.-shown { display: block; }
     SessionBody #side { width: 40%; min-width: 30; max-width: 70; height: 1fr; }
     SessionBody #notes-hint { display: none; height: 1; padding: 0 1; color: $text-muted; }
     SessionBody.-narrow { layout: vertical; }
@@ -69,15 +94,14 @@ class SessionBody(Horizontal):
     ) -> None:
         super().__init__(id=id)
         self.view = view
+        self.pane = TimelinePane(view, id="main")
         self.approvals = approvals
         self.notes = notes
-        self._follow_hint = Static("", id="follow-hint")
         self._notes_hint = Static("", id="notes-hint")
+        self._had_room = True
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="main"):
-            yield self.view
-            yield self._follow_hint
+        yield self.pane
         with Vertical(id="side"):
             yield self.approvals
             yield self.notes
@@ -85,8 +109,12 @@ class SessionBody(Horizontal):
 
     def on_mount(self) -> None:
         self._show_notes_count()
-        self.watch(self.view, "following", self._show_follow_hint)
-        self.watch(self.view, "unseen", self._show_follow_hint)
+
+    def on_resize(self) -> None:
+        room = self._keys_line_has_room()
+        if room != self._had_room:  # (a new approval count re-checks the keys by itself)
+            self._had_room = room
+            self.screen.refresh_bindings()
 
     @property
     def showing_notes(self) -> bool:
@@ -118,9 +146,50 @@ class SessionBody(Horizontal):
         """``c`` from the side panels too (the timeline answers ``c`` itself when it has the focus)."""
         self.view.action_toggle_commentary()
 
+    def action_find(self, listed: bool = False) -> None:
+        """``/``: the find line under the timeline."""
+        self.pane.open_find()
+
+    def action_close_find(self) -> None:
+        """Escape while the find line is open but not being typed into."""
+        self.pane.close_find()
+
+    def action_cycle_view(self, listed: bool = False) -> None:
+        """``f``: everything, problems only, steering only, tools only."""
+        self.pane.cycle_view()
+
+    def action_next_problem(self) -> None:
+        """``]``: the next problem below the highlighted entry."""
+        self.pane.jump_problem(forward=True)
+
+    def action_previous_problem(self) -> None:
+        """``[``: the previous problem above it."""
+        self.pane.jump_problem(forward=False)
+
+    def action_copy_entry(self) -> None:
+        """``y``: the highlighted entry to the clipboard."""
+        self.pane.copy_entry()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``p`` only where the notes list is a toggle (narrow)."""
-        return self.has_class("-narrow") if action == "toggle_notes" else True
+        """``p`` only where the notes list is a toggle (narrow); the timeline's keys only while it is shown
+        and where they act (:meth:`TimelinePane.offers`)."""
+        if action == "toggle_notes":
+            return self.has_class("-narrow")
+        if action in PANE_ACTIONS:
+            if action in ("find", "cycle_view") and bool(parameters) != self._keys_line_has_room():
+                return False  # the listed one where the keys line has room, else its unlisted twin
+            return not self.showing_notes and self.pane.offers(action)
+        return True
+
+    def _keys_line_has_room(self) -> bool:
+        """Whether the keys line can list ``/ Find`` and ``f View`` and still show ``? Help`` at its end:
+        from :data:`~widgets.keys_line.COMPACT_BELOW` columns, and from :data:`SPARE_KEYS_LINE` while no
+        approval's keys (``a`` / ``d``, offered while one waits and the panel may decide) are in it."""
+        width = self.app.size.width
+        if width >= COMPACT_BELOW:
+            return True
+        deciding = self.approvals.count > 0 and not self.approvals.read_only
+        return width >= SPARE_KEYS_LINE and not deciding
 
     @on(NotesPanel.Counted)
     def _show_notes_count(self, event: NotesPanel.Counted | None = None) -> None:
@@ -128,10 +197,3 @@ class SessionBody(Horizontal):
             event.stop()
         where = "p: back to the timeline" if self.showing_notes else "p shows them"
         self._notes_hint.update(Text(f"✉ {self.notes.border_title or 'Notes'} · {where}"))
-
-    def _show_follow_hint(self) -> None:
-        """Scrolled up to read: say that following is paused, how much arrived below, and how to resume."""
-        unseen = self.view.unseen
-        words = f"↓ {unseen} new · End to follow" if unseen else "⏸ following paused · End to follow"
-        self._follow_hint.update(Text(words))
-        self._follow_hint.set_class(not self.view.following, "-shown")

@@ -23,6 +23,8 @@ note                       ``✉ note <state>`` with the state's glyph
 unknown event              ``? unknown event <type>`` (dim)
 highlighted (cursor) entry ``▌`` in the first cell of each of its lines, bold on a tint
 find matches               underlined on a tint; the current match's in reverse
+new since you last looked  ``── new since you last looked (14:02) ───`` above the first new entry,
+                           the digest's lines (``client.digest``) above it after a while away
 =========================  ==============================================================
 
 The last two are laid over cached lines by :func:`cursor_strip` and :func:`highlight_strip` (the view
@@ -372,6 +374,37 @@ def render_marker(count: int, width: int, not_loaded: int = 0) -> Text:
         word = "entry" if count == 1 else "entries"
         parts.append(f"{count} earlier {word} dropped" if parts else f"… {count} earlier {word} dropped")
     return _one_line([(" · ".join(parts), STYLE_MARKER)], max(width, MIN_WIDTH))
+
+
+STYLE_RULE = Style(bold=True, color="cyan")
+STYLE_DIGEST_LABEL = Style(bold=True)
+RULE = "─"
+
+
+def render_since_rule(
+    looked: str, width: int, *, earlier_than_loaded: bool = False, between: int | None = None
+) -> Text:
+    """The rule above the first entry that is new since the operator last looked (``looked``: "14:02"):
+    ``── new since you last looked (14:02) ─────``. A mark older than everything loaded says how many
+    events lie between it and the first one shown, where the server can tell, or that it is earlier."""
+    words = f"new since you last looked ({looked})"
+    if earlier_than_loaded:
+        if between:
+            noun = "event" if between == 1 else "events"
+            words += f" · {between:,} {noun} between not loaded"
+        elif between is None:
+            words += " · earlier than the loaded part"
+    head = f"{RULE * 2} {words} "
+    width = max(width, MIN_WIDTH)
+    fill = max(width - cell_len(head), 2)
+    return _one_line([(head + RULE * fill, STYLE_RULE)], width)
+
+
+def render_digest_line(line: str, width: int) -> Text:
+    """One line of the digest shown above the rule (``client.digest.digest_lines``: already terminal-safe),
+    its first word ("Away", "Approvals:", "Note", "Agent:") in bold, cut to the width."""
+    label, sep, rest = line.partition(" ")
+    return _one_line([("  ", None), (label + sep, STYLE_DIGEST_LABEL), (rest, None)], max(width, MIN_WIDTH))
 
 
 def render_empty_view(view: View, hidden: int, width: int) -> Text:

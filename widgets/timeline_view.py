@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from rich.style import Style
@@ -258,6 +258,12 @@ class TimelineView(ScrollView, can_focus=True):
         self._origin: int | None = None
         self._origin_pinned = False
         self._find_unfolded: int | None = None
+        # "New since you last looked": entries from ``_rule_from`` on are new; the rule (and the digest,
+        # ``_rule_make(width)``'s lines) sits above ``_rule_at``, the first of them shown.
+        self._rule_from: int | None = None
+        self._rule_at: int | None = None
+        self._rule_make: Callable[[int], list[RenderedLine]] | None = None
+        self._rule_lines: tuple[int, list[RenderedLine]] | None = None
         self.set_reactive(TimelineView.collapse_commentary, collapse_commentary)
 
     # ------------------------------------------------------------------ public API
@@ -435,6 +441,73 @@ class TimelineView(ScrollView, can_focus=True):
         self._set_cursor(entry_id, pin=entry_id != self._order[-1])
         self.scroll_to(y=self._row(entry_id), animate=False, immediate=True)
         return True
+
+    def set_since_rule(
+        self, entry_id: int | None, header: Callable[[int], list[RenderedLine]] | None = None
+    ) -> None:
+        """Show "new since you last looked" above ``entry_id`` (above the first entry from it on that the
+        view shows): ``header(width)`` gives the lines (the digest, then the rule line). None removes it.
+        The lines belong to that entry's block (they move with it, are dropped with it) but are never part
+        of the entry: the cursor bar, find and copy leave them out."""
+        self._rule_from = entry_id
+        self._rule_make = header if entry_id is not None else None
+        self._rule_lines = None
+        self._rule_at = None
+        self._needs_full = True
+        if self.is_mounted:
+            self.flush()
+
+    def update_since_rule(self) -> None:
+        """The rule's lines changed (the digest above it is kept current): drawn again where they are,
+        the rest of the window left as it is."""
+        self._rule_lines = None
+        carrier = self._rule_at
+        if carrier is None or not self.is_mounted:
+            return
+        self.flush()
+        if carrier in self._start:
+            self._resplice([carrier])
+            self.virtual_size = Size(self._width, self.line_count)
+            self.refresh()
+
+    @property
+    def since_rule_entry(self) -> int | None:
+        """The entry the "new since you last looked" rule sits above (None: no rule shown)."""
+        return self._rule_at
+
+    @property
+    def since_rule_from(self) -> int | None:
+        """The first entry that is new since the operator last looked (None: no rule)."""
+        return self._rule_from
+
+    def open_at_rule(self) -> bool:
+        """Bring the rule near the top of the window, the cursor on the first new entry, following paused
+        (the operator reads on from where they left); False when there is no rule shown."""
+        self.flush()
+        entry = self._rule_at
+        if entry is None or entry not in self._start:
+            return False
+        self._set_cursor(entry, pin=True)
+        top = 0 if entry == self._order[0] else max(self._row(entry) - 1, 0)  # one line of what came before
+        self.scroll_to(y=top, animate=False, immediate=True)
+        self._update_following()
+        return True
+
+    @property
+    def newest_visible_id(self) -> int | None:
+        """The newest entry with a line in the window (what the operator has seen; the rule's own lines are
+        not the entry's); None when the window shows no entry."""
+        if not self._order or self.scrollable_content_region.height <= 0:
+            return None
+        key = self._base + int(self.scroll_y) + self._height - 1 - self._has_marker
+        if key < self._start[self._order[0]]:
+            return None  # only the marker line is in the window
+        key = min(key, self._base + len(self._lines) - 1)
+        entry = self._entry_of_line(key)
+        if entry is not None and entry == self._rule_at and key < self._start[entry] + self._rule_count():
+            position = bisect_left(self._order, entry) - 1
+            return self._order[position] if position >= 0 else None
+        return entry
 
     def action_toggle_commentary(self) -> None:
         """Narration between tool calls can be long: fold it to one line each, or unfold it."""
@@ -641,6 +714,9 @@ class TimelineView(ScrollView, can_focus=True):
 
     def _decorate(self, strip: Strip, key: int, width: int, rich_style: Style) -> Strip:
         """The cursor bar and find highlights over one cached line (only visible lines get here)."""
+        carrier = self._rule_at
+        if carrier is not None and 0 <= key - self._start.get(carrier, key + 1) < self._rule_count():
+            return strip  # the rule and the digest are not the entry's lines
         on_cursor = False
         cursor = self._cursor
         if cursor is not None and self._cursor_shown():
@@ -842,6 +918,21 @@ class TimelineView(ScrollView, can_focus=True):
         entry = self.timeline.get(entry_id)
         return entry is not None and self.view.shows(entry)
 
+    def _rule_header(self) -> list[RenderedLine]:
+        """The rule's lines (the digest, then the rule) at the current width, rendered once per width."""
+        make = self._rule_make
+        if make is None:
+            return []
+        cached = self._rule_lines
+        if cached is None or cached[0] != self._width:
+            cached = (self._width, make(self._width))
+            self._rule_lines = cached
+        return cached[1]
+
+    def _rule_count(self) -> int:
+        """How many lines the rule takes above its entry (0: none shown)."""
+        return len(self._rule_header()) if self._rule_at is not None else 0
+
     def _render_block(self, entry_id: int) -> list[RenderedLine] | None:
         """An entry's lines, re-rendered only when its revision or the width changed."""
         entry = self.timeline.get(entry_id)
@@ -879,6 +970,7 @@ class TimelineView(ScrollView, can_focus=True):
         self._order = []
         self._start.clear()
         self._count.clear()
+        self._rule_at = None
         first = max(self._first_shown, self.timeline.first_id)
         self._first_shown = first
         for stale in [i for i in self._rendered if i < first]:
@@ -896,6 +988,10 @@ class TimelineView(ScrollView, can_focus=True):
         lines = self._render_block(entry_id)
         if lines is None:
             return
+        start = self._rule_from
+        if start is not None and (self._rule_at == entry_id or (self._rule_at is None and entry_id >= start)):
+            self._rule_at = entry_id
+            lines = [*self._rule_header(), *lines]
         self._order.append(entry_id)
         self._start[entry_id] = self._base + len(self._lines)
         self._count[entry_id] = len(lines)
@@ -912,6 +1008,8 @@ class TimelineView(ScrollView, can_focus=True):
             del self._start[entry_id]
             self._rendered.pop(entry_id, None)
             self._unfolded.discard(entry_id)
+            if entry_id == self._rule_at:  # the rule leaves with what it was above
+                self._rule_from = self._rule_at = self._rule_make = None
             drop += 1
         if drop:
             del self._order[:drop]
@@ -980,6 +1078,12 @@ class TimelineView(ScrollView, can_focus=True):
             self._start[entry_id] = self._base + len(self._lines)
             start = offsets[entry_id]
             self._lines.extend(old_tail[start : start + count])
+        if self._rule_at is not None and self._rule_at not in self._start:
+            # The entry the rule sat above stopped passing the view: the next flush puts it above the
+            # next one shown.
+            self._rule_at = None
+            self._needs_full = True
+            self.sync()
 
     def _newest_that_fit(self, entry_ids: list[int]) -> list[int]:
         """The newest of ``entry_ids`` (ascending) whose lines fit in ``max_lines``, rendered newest first

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here witho
         SessionList,
     )
     from client.status import StreamStatus
+    from client.timeline import Place
 
 ServerKind = Literal["local", "preloop", "dendrux"]
 """The kinds of server the client knows; ``client.backends.backend_for`` maps each to its backend."""
@@ -178,6 +179,19 @@ class LiveFeed(Protocol):
     ) -> AsyncIterator[Event | StreamStatus]: ...
 
 
+class HistoryDesk(Protocol):
+    """A session's stored events since a time or a place, read once (no live follow): what the digest
+    (``client.history``) reads, as cheaply as the server allows."""
+
+    async def history(
+        self, session_id: str, *, since: datetime | None = None, after: Place | None = None
+    ) -> list[Event]:
+        """The events stored at or after ``since``, or after the place ``after`` (it wins), oldest first,
+        as of now; a server that cannot narrow the read returns more (the caller filters). Every failure
+        is a ``client.errors.ClientError``."""
+        ...
+
+
 class AttentionFeed(Protocol):
     """Every session's pending approvals and failed notes, for the attention inbox (``client.inbox``)."""
 
@@ -186,7 +200,7 @@ class AttentionFeed(Protocol):
     ) -> AsyncIterator[AttentionSnapshot | Event | StreamStatus]: ...
 
 
-class Backend(SessionDesk, NoteDesk, ApprovalDesk, LiveFeed, AttentionFeed, Protocol):
+class Backend(SessionDesk, NoteDesk, ApprovalDesk, LiveFeed, HistoryDesk, AttentionFeed, Protocol):
     """Everything the TUI and the CLI talk to; one class per server kind implements it."""
 
     @property

@@ -8,7 +8,8 @@ that job has in common on every server live here, once:
 * reading JSON that may hold anything: :func:`parse_time` (ISO with ``Z``, an offset, both, or no zone
   at all = UTC), :func:`as_str`, :func:`as_int`, :func:`as_dict`, and :func:`iso` to write a time back;
 * :func:`event_body`: the fields every event body carries (``type``, ``session_id``, ``at``);
-* :class:`Sequencer`: numbers bodies with a contiguous local ``seq`` from 1 and validates them into
+* :class:`Sequencer`: numbers bodies with a contiguous local ``seq`` from 1, stamps each with the server's
+  own identity of the fact it came from (``server_id`` / ``server_seq``), and validates them into
   events; a body that does not validate is counted in ``skipped``, never raised. Each backend's mapper
   (``PreloopMapper``, ``DendruxMapper``) is a Sequencer that knows its server.
 
@@ -110,13 +111,26 @@ class Sequencer:
         self.last_seq = 0
         self.skipped = 0
 
-    def number(self, bodies: Iterable[dict[str, Any]]) -> list[Event]:
+    def number(
+        self,
+        bodies: Iterable[dict[str, Any]],
+        *,
+        server_id: str | None = None,
+        server_seq: int | None = None,
+    ) -> list[Event]:
         """Our events for ``bodies``, numbered in order; an invalid body is counted and left out (its
-        number is not used, so the seq stays contiguous)."""
+        number is not used, so the seq stays contiguous). ``server_id`` / ``server_seq`` name the server's
+        own fact they came from (``client.events.BaseEvent``): a mark remembers it, not our seq, which
+        another follow numbers differently."""
+        origin: dict[str, Any] = {}
+        if server_id is not None:
+            origin["server_id"] = server_id
+        if server_seq is not None:
+            origin["server_seq"] = server_seq
         events: list[Event] = []
         for body in bodies:
             try:
-                event = event_from_dict({**body, "seq": self.last_seq + 1})
+                event = event_from_dict({**body, **origin, "seq": self.last_seq + 1})
             except EventDecodeError:
                 self.skipped += 1
                 continue

@@ -317,3 +317,47 @@ def test_100k_events_stay_under_the_caps() -> None:
     assert len(timeline._appended) <= 4_000 + 1
     last = list(timeline)[-1]
     assert isinstance(last, ToolEntry) and last.state is ToolState.COMPLETED
+
+
+def test_each_entry_remembers_the_server_identity_and_time_of_the_last_event_it_applied() -> None:
+    """A mark of where the operator last looked is kept by the server's own identity and time (our seq;
+    a mapped server's own id or number), not by the entry id this process gave it."""
+    feed = Feed()
+    timeline = Timeline()
+    timeline.apply(feed("tool.started", at="2026-03-01T10:00:00Z", call_id="c1", name="Bash"))
+    timeline.apply(feed("model.delta", at="2026-03-01T10:00:01Z", iteration=1, text="thinking"))
+    timeline.apply(feed("tool.completed", at="2026-03-01T10:00:02Z", call_id="c1", name="Bash"))
+    tool, text = list(timeline)
+    assert tool.first_place is not None and tool.place is not None and text.place is not None
+    assert (tool.first_place.id, tool.first_place.number) == ("1", 1)
+    assert (tool.place.id, tool.place.number, tool.place.at.second) == ("3", 3, 2)
+    assert (text.place.id, text.place.at.second) == ("2", 1)
+    assert timeline.last_place is not None and timeline.last_place.id == "3"
+
+    def mapped_event(seq: int, second: int, **fields: Any) -> Event:
+        at = f"2026-03-01T10:00:0{second}Z"
+        return event_from_dict({"seq": seq, "session_id": SID, "at": at, **fields})
+
+    mapped = Timeline()
+    mapped.apply(mapped_event(1, 0, type="tool.started", call_id="c", name="Read", server_id="tool:5c1d"))
+    mapped.apply_many(
+        [
+            mapped_event(2, 1, type="model.delta", iteration=1, text="a", server_seq=7),
+            mapped_event(3, 2, type="model.delta", iteration=1, text="b", server_seq=9),
+        ]
+    )
+    named, numbered = list(mapped)
+    assert named.place is not None and (named.place.id, named.place.number) == ("tool:5c1d", None)
+    assert numbered.first_place is not None and numbered.first_place.number == 7
+    assert numbered.place is not None and (numbered.place.id, numbered.place.number) == ("9", 9)
+
+
+def test_our_servers_events_keep_their_wire_shape_without_the_identity_fields() -> None:
+    """The identity fields are ours to add for mapped servers; our own server's events (where the seq is
+    the identity) are serialised exactly as before, and a client that does not know them reads them."""
+    from client.events import event_to_json
+
+    event = Feed()("tool.started", call_id="c1", name="Bash")
+    assert "server_id" not in event_to_json(event) and "server_seq" not in event_to_json(event)
+    stamped = event.model_copy(update={"server_seq": 4})
+    assert '"server_seq":4' in event_to_json(stamped)

@@ -233,3 +233,18 @@ def test_dendrux_ulids_are_ids_and_their_starts_are_short_ids_but_words_are_not(
     # a ULID's first 10 characters are its millisecond timestamp: runs started together differ after them
     assert short_id("01M8SFCPN5QP9XN11F674EFJPJ") == "01M8SFCPN5QP"
     assert short_id("1a2b3c4d-0000-4000-8000-1234567890ab") == "1a2b3c4d"
+
+
+def test_every_mapped_event_carries_the_dendrux_sequence_index_it_came_from() -> None:
+    """Our seq is this follow's count; the app's own ``sequence_index`` is what a mark of "where you last
+    looked" keeps (another follow numbers differently; the app answers ``?after=<index>``)."""
+    _, events = _mapped()
+    indexes = [item["sequence_index"] for item in _load("rest_events.json")["items"]]
+    assert all(e.server_seq is not None for e in events)
+    assert {e.server_seq for e in events} <= set(indexes)
+    assert [e.server_seq for e in events] == sorted(e.server_seq or 0 for e in events)
+    started = [e for e in events if isinstance(e, ToolStarted)]
+    llm = [
+        i["sequence_index"] for i in _load("rest_events.json")["items"] if i["event_type"] == "llm.completed"
+    ]
+    assert started[0].server_seq == llm[0]  # a call starts with the model step that made it

@@ -301,3 +301,17 @@ def test_backoff_grows_from_half_a_second_to_its_cap_with_jitter() -> None:
     assert 0.5 <= delay(1) <= 1.0
     assert 1.0 <= delay(2) <= 2.0
     assert all(1.25 <= delay(n) <= 2.5 for n in (3, 10, 20))
+
+
+def test_every_mapped_event_carries_the_preloop_fact_it_came_from() -> None:
+    """Two follows number Preloop's activity alike only by chance; the fact's key (the activity item's id
+    for a tool call) is the same in both, and is what a mark of where the operator last looked keeps."""
+    items = _activity("116_runtime_session_activity_final").items
+    first = _admit_all(list(replay_drafts(SID, items)))
+    again = _admit_all(list(replay_drafts(SID, items[:-1])))  # a follow that met one fact fewer
+    assert all(e.server_id for e in first)
+    tools = [e for e in first if isinstance(e, ToolStarted)]
+    assert tools and all(e.server_id == f"tool:{e.call_id}" for e in tools)
+    by_id = {e.server_id: e.seq for e in first if isinstance(e, ToolCompleted)}
+    moved = {e.server_id: e.seq for e in again if isinstance(e, ToolCompleted)}
+    assert set(moved) <= set(by_id) and any(by_id[k] != moved[k] for k in moved)

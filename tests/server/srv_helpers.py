@@ -45,6 +45,7 @@ class Stream:
     retry: list[int] = field(default_factory=list)
     closed_by_server: bool = False
     replay_after: str | None = None
+    stored_through: str | None = None
 
     @property
     def seqs(self) -> list[int]:
@@ -66,6 +67,7 @@ async def read_stream(
     *,
     after: int | None = None,
     tail: int | None = None,
+    since: str | None = None,
     last_event_id: str | None = None,
     stop: Callable[[Stream], bool] = lambda s: False,
     seconds: float = 10.0,
@@ -74,11 +76,13 @@ async def read_stream(
     headers = {"Authorization": f"Bearer {token}"}
     if last_event_id is not None:
         headers["Last-Event-ID"] = last_event_id
-    params: dict[str, int] = {}
+    params: dict[str, int | str] = {}
     if after is not None:
         params["after"] = after
     if tail is not None:
         params["tail"] = tail
+    if since is not None:
+        params["since"] = since
     out = Stream()
 
     async def run() -> None:
@@ -91,6 +95,7 @@ async def read_stream(
             out.status = resp.status_code
             out.content_type = resp.headers.get("content-type", "")
             out.replay_after = resp.headers.get("preloop-replay-after")
+            out.stored_through = resp.headers.get("preloop-stored-through")
             if resp.status_code != 200:
                 await resp.aread()
                 return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -299,6 +300,51 @@ async def test_a_resume_point_wins_over_tail_and_a_long_tail_is_everything(live_
         live_server.url, live_server.token, agent.session_id, tail=1000, stop=lambda s: len(s.frames) >= 4
     )
     assert whole.seqs == [1, 2, 3, 4] and whole.replay_after == "0"
+
+
+async def test_since_replays_only_the_events_stored_from_that_time(live_server, harness) -> None:
+    """``?since=<ISO time>`` (our extension, for the digest): only the events stored at or after that time
+    are sent, found by one index seek; ``Preloop-Stored-Through`` says where what is stored now ends."""
+    agent = await harness.start_session(agent_name="since")
+    await agent.run_started("an old task")
+    await agent.delta("old ", 1)
+    everything = await read_stream(
+        live_server.url, live_server.token, agent.session_id, stop=lambda s: len(s.frames) >= 3
+    )
+    assert everything.seqs == [1, 2, 3] and everything.stored_through == "3"
+    await asyncio.sleep(0.05)
+    cut = datetime.now(UTC)
+    await asyncio.sleep(0.05)
+    await agent.delta("new ", 1)
+    await agent.delta("newer", 1)
+    for spelled in (cut.isoformat(), cut.isoformat().replace("+00:00", "Z")):
+        recent = await read_stream(
+            live_server.url,
+            live_server.token,
+            agent.session_id,
+            since=spelled,
+            stop=lambda s: len(s.frames) >= 2,
+        )
+        assert recent.seqs == [4, 5] and recent.replay_after == "3" and recent.stored_through == "5"
+        assert [f.data["text"] for f in recent.frames] == ["new ", "newer"]
+    future = (cut + timedelta(hours=1)).isoformat()
+    nothing = await read_stream(
+        live_server.url, live_server.token, agent.session_id, since=future, seconds=1.5
+    )
+    assert nothing.seqs == [] and nothing.replay_after == "5"
+    resumed = await read_stream(
+        live_server.url,
+        live_server.token,
+        agent.session_id,
+        since=future,
+        after=3,
+        stop=lambda s: len(s.frames) >= 2,
+    )
+    assert resumed.seqs == [4, 5]  # a resume point wins, as over tail
+    bad = await read_stream(
+        live_server.url, live_server.token, agent.session_id, since="yesterday", seconds=5
+    )
+    assert bad.status == 422
 
 
 @pytest.mark.parametrize("tail", [0, -1, 10**7])

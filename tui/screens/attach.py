@@ -1,20 +1,23 @@
 """The attach screen: watch one session live and steer it (notes, approvals) without stopping it.
 
 Layout: header, a banner for states that must not be missed (reconnecting, refused, ended), the body
-(``widgets.session_body``: the timeline beside the approvals and notes, stacked when narrow) and the note
-box (``widgets.composer.NoteBox``; hidden in read-only mode and once the session ended).
+(``widgets.session_body``: the timeline pane beside the approvals and notes, stacked when narrow; the pane,
+``widgets.timeline_pane``, does find, views, problem jumps and copy) and the note box
+(``widgets.composer.NoteBox``; hidden in read-only mode and once the session ended).
 
 The session's state is a ``client.session.SessionCore`` (timeline, notes, pending approvals, row, status,
 the REST/stream merge); steering goes through ``client.steering`` (approvals through a ``Decider``, as in
 the inbox). This screen times and draws: as soon as it is composed one worker asks for the row and both
 lists and another takes the stream; events go to the core at most once per frame (``FRAME``), the first
 at once (the operator sees the session, then it catches up), and each ``SessionChange`` is drawn as is.
-The app keeps the screen of every followed session (``tui.following``); ``q`` removes it.
+The app keeps the screen of every followed session (``tui.following``); ``q`` removes it. "New since you
+last looked" (the mark, the rule, the digest) is ``widgets.last_looked``'s, told of each change.
 
 Focus. The note box has the focus on attach, so what the user types becomes a note, never a key action
 (``a`` approves!); Escape leaves it. A box being typed into when the session ends stays, with the focus
 and the draft, until Escape. Nothing else moves the focus by itself. ``a`` / ``d`` are ignored for half a
-second after the screen is shown, the terminal gets the focus back, or the focus leaves the note box.
+second after the screen is shown, the terminal gets the focus back, or the focus leaves the note box (or
+the find line: its letters are text too).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from client.backend import Backend
 from client.drafts import DraftStore
 from client.errors import AuthError
 from client.events import Event
+from client.marks import MarkStore
 from client.models import Approval, Note
 from client.paths import exports_dir
 from client.session import SessionChange, SessionCore
@@ -52,8 +56,9 @@ from widgets.banner import Banner, status_notice
 from widgets.composer import Composer, NoteBox
 from widgets.inbox_view import InboxBadge
 from widgets.keys_line import KeysLine
+from widgets.last_looked import LastLooked
 from widgets.notes_panel import NotesPanel
-from widgets.notices import steering_notice, tell
+from widgets.notices import nothing_to_withdraw, steering_notice, tell
 from widgets.session_body import SessionBody
 from widgets.session_header import SessionHeader
 from widgets.timeline_view import TimelineView
@@ -112,6 +117,7 @@ class AttachScreen(Screen[None]):
         confirm_risks: frozenset[str] = CONFIRM_RISKS,
         monotonic: Monotonic | None = None,
         steering: Steering | None = None,
+        marks: MarkStore | None = None,
     ) -> None:
         super().__init__()
         self.backend, self.session_id, self.read_only = backend, session_id, read_only
@@ -124,7 +130,7 @@ class AttachScreen(Screen[None]):
         )  # fmt: skip
         self.guard = self.decider.guard
         self._monotonic, self._leave, self._clock, self._follow = monotonic, leave, clock, follow
-        self._drafts = drafts if drafts is not None else DraftStore()
+        self._drafts, self.marks = drafts if drafts is not None else DraftStore(), marks or MarkStore()
         self._buffer: list[Event] = []
         self._flush_scheduled = self._flushed_once = False
         self._reshown = self._loading_started = False
@@ -147,6 +153,7 @@ class AttachScreen(Screen[None]):
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
         self.notes_panel = NotesPanel(core.notes, core.thens, clock=clock, id="notes")
         self.body = SessionBody(self.view, self.approvals_panel, self.notes_panel, id="body")
+        self.last_looked = LastLooked(self.view, core, self.marks, clock=clock, can=self.backend.capabilities)
         self.note_box = NoteBox(drafts=None if read_only else self._drafts, draft_key=self.session_id)
         self.composer = self.note_box.composer
         self.composer.can_focus = not read_only
@@ -186,11 +193,12 @@ class AttachScreen(Screen[None]):
         self.decider.arm_on_app_focus()
         self.watch(self, "focused", self._focus_moved, init=False)
         self._mounted.set()
+        self.last_looked.start()  # the first visit: the rule and the digest if something is new
         self.set_timer(FOOTER_AT_THE_LATEST, self._mount_footer)  # when no event comes to paint first
 
     def _focus_moved(self, old: Widget | None, new: Widget | None) -> None:
-        if old is self.composer and new is not self.composer:
-            self.guard.arm()  # the operator was typing a note a moment ago
+        if old in (self.composer, self.body.pane.find_bar.input) and new is not old:
+            self.guard.arm()  # the operator was typing a note (or a query) a moment ago
 
     async def _mount_footer(self) -> None:
         if self._footer.parent is None and self.is_attached:
@@ -299,6 +307,7 @@ class AttachScreen(Screen[None]):
             self._box_closed()
         if change.timeline:
             self.view.sync()
+        self.last_looked.changed()
 
     def _box_closed(self) -> None:
         """Nothing can be sent any more: the note box closes or goes (``NoteBox.session_over``)."""
@@ -362,11 +371,7 @@ class AttachScreen(Screen[None]):
 
     def action_withdraw_none(self) -> None:
         """``w`` with nothing it can withdraw: say why rather than do nothing."""
-        if self.backend.capabilities.withdraw_notes:
-            self.notify("Nothing pending to withdraw.", markup=False)
-        else:
-            said = "This server cannot withdraw a note once it is sent: it stays until the agent reads it"
-            self.notify(f"{said} or the session ends.", markup=False)
+        tell(self, nothing_to_withdraw(self.backend.capabilities.withdraw_notes))
 
     @work(group="attach-withdraw")
     async def withdraw(self, note: Note) -> None:
@@ -378,12 +383,8 @@ class AttachScreen(Screen[None]):
     def action_jump_then(self) -> None:
         """Did it listen? Show what the agent did first after reading the highlighted (or newest read)
         note: the timeline scrolls there and stops following."""
-        highlighted = self.notes_panel.highlighted_note
-        entry, why = self.core.then_of(highlighted.note_id if highlighted is not None else None)
-        if entry is not None and self.view.scroll_to_entry(entry.id):
-            self.view.focus()
-        else:
-            self.notify(why, markup=False)
+        note = self.notes_panel.highlighted_note
+        self.body.pane.show_entry(*self.core.then_of(note.note_id if note is not None else None))
 
     @work(group="attach-export")
     async def action_export(self) -> None:

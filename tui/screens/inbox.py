@@ -5,8 +5,10 @@ server, polled elsewhere) for as long as it runs; this screen only draws it and 
 are oldest first with their session, tool, risk, arguments (cut to the column, with an ellipsis: ``x``
 shows all of them) and expiry countdown; ``a`` approves, ``d`` declines with an optional comment (the same
 ``tui.screens.decide.Decider`` as the attach screen), Enter opens the session.
-Below them: the notes that ended expired, failed or undeliverable in the last hours, and the approvals
-that were settled elsewhere while the inbox was open. Opening the inbox marks its notes as seen.
+Below them: the notes that ended expired, failed or undeliverable in the last hours, the approvals that
+were settled elsewhere while the inbox was open, and the sessions followed in the app, each with how many
+events are new since the operator last looked there and what needs them (``client.marks.News``).
+Opening the inbox marks its notes as seen.
 
 ``a`` and ``d`` are ignored for half a second after the inbox opens, comes back from a dialog, or the
 terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``), and the letters typed
@@ -15,7 +17,7 @@ right after it were not meant for it. The one-key approve of a low-risk call is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import ClassVar
 
@@ -27,6 +29,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from client.inbox import Inbox
+from client.marks import News
 from client.models import Approval
 from client.present import describe_session
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
@@ -42,6 +45,7 @@ from widgets.inbox_view import (
     agent_of,
     decided_elsewhere_text,
     failed_notes_text,
+    followed_text,
     update_static,
 )
 
@@ -86,6 +90,7 @@ class InboxScreen(Screen[None]):
     InboxScreen #inbox-empty { padding: 1 2; color: $text-muted; }
     InboxScreen #inbox-recent { padding: 0 1; margin-top: 1; color: $text-muted; }
     InboxScreen #inbox-notes { padding: 0 1; margin-top: 1; }
+    InboxScreen #inbox-followed { padding: 0 1; margin-top: 1; }
     """
 
     def __init__(
@@ -99,8 +104,12 @@ class InboxScreen(Screen[None]):
         confirm_risks: frozenset[str] = frozenset(),
         monotonic: Monotonic | None = None,
         keep_as_draft: Callable[[str, str, str], None] | None = None,
+        followed: Callable[[], Sequence[tuple[str, str | None, News]]] | None = None,
     ) -> None:
         super().__init__()
+        self._followed = followed
+        """(session id, agent, news) of each session followed in the app: how many events are new since
+        the operator last looked, and what needs them (the "Sessions you follow" part)."""
         self._keep_as_draft = keep_as_draft
         """(session id, words, why): a decline comment whose approval was settled meanwhile, kept as a
         draft note of its session."""
@@ -135,6 +144,7 @@ class InboxScreen(Screen[None]):
             yield Static("", id="inbox-empty")
             yield Static("", id="inbox-recent")
             yield Static("", id="inbox-notes")
+            yield Static("", id="inbox-followed")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -190,6 +200,7 @@ class InboxScreen(Screen[None]):
             self.query_one("#inbox-notes", Static),
             failed_notes_text(self.inbox.notes, now, self.inbox.notes_window),
         )
+        self._show_followed()
         self._shown_version = self.inbox.version
         can_act = table.selected is not None
         if can_act != self._can_act:
@@ -203,11 +214,20 @@ class InboxScreen(Screen[None]):
         if widget.display != shown:
             widget.display = shown
 
+    def _show_followed(self) -> None:
+        """The followed sessions and their news (they move with their streams: redrawn every tick)."""
+        followed = self.query_one("#inbox-followed", Static)
+        items = self._followed() if self._followed is not None else []
+        self._set_display(followed, bool(items))
+        if items:
+            update_static(followed, followed_text(items))
+
     def _tick(self) -> None:
         if self.inbox.prune(self._clock()):
             self.refresh_view()
         else:
             self.query_one(InboxApprovals).tick(self._clock())
+            self._show_followed()
 
     # ------------------------------------------------------------------ actions
 

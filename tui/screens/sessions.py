@@ -26,6 +26,7 @@ from textual.worker import get_current_worker
 
 from client.backend import Backend
 from client.errors import ClientError
+from client.marks import News
 from client.models import Session
 from client.present import (
     ACTIVE_WINDOW_MINUTES,
@@ -55,10 +56,13 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("tools", "TOOLS", "TOOLS"),
     ("model", "MODEL", "MODEL"),
     ("pending", "PENDING", "⚑"),
+    ("new", "NEW", "NEW"),
     ("title", "TITLE", "TITLE"),
 ]
 """(key, header, narrow header). The headers are ``preloop sessions list``'s and mean the same: TOOLS counts
-tool calls, MODEL names the model. ↓ marks the sort column (``client.present.sort_sessions``)."""
+tool calls, MODEL names the model. ↓ marks the sort column (``client.present.sort_sessions``). NEW is the
+app's own (``client.marks.News``): for a session followed here, how many events came since the operator
+last looked; for any session ✗ when something went wrong and ✉ when the agent read a note since."""
 
 DROP_ORDER = NARROW_DROP_ORDER
 """Below ``WIDE_AT`` columns these go first, in this order, while the titles lack room: what tells sessions
@@ -77,6 +81,8 @@ stays named in the status line, and a row still fits on one line."""
 MODEL_WIDTH = 20
 TIME_WIDTH = 8
 """A relative time is at most 8 cells ("just now", "100d ago"): the column never outgrows it later."""
+NEW_WIDTH = 8
+"""The NEW column keeps room for "+1,234 ✗" whatever it shows now (a count grows while followed)."""
 
 
 MIN_TITLE = 12
@@ -105,11 +111,12 @@ def session_cells(
     title_width: int = 120,
     title: str | None = None,
     keys: tuple[str, ...] | None = None,
+    news: News | None = None,
 ) -> list[Text]:
     """The table cells of one session (pure: the snapshot tests and the refresh share it).
 
     ``title`` is the already fitted title (:func:`client.present.fit_titles` over the page), else the
-    session's own title cut to ``title_width``.
+    session's own title cut to ``title_width``; ``news`` fills the NEW column (:func:`news_cell`).
     """
     pending = row.pending_approval_count or 0
     if pending > 0:
@@ -125,9 +132,24 @@ def session_cells(
         "tools": Text(count_cell(row.tool_call_count), justify="right"),
         "model": Text(safe_line(row.latest_model_alias or "-", MODEL_WIDTH)),
         "pending": pending_cell,
+        "new": news_cell(news),
         "title": Text(title if title is not None else safe_line(title_of(row), title_width)),
     }
     return [cells[key] for key in keys or tuple(key for key, _, _ in COLUMNS)]
+
+
+def news_cell(news: News | None) -> Text:
+    """The NEW column: ``+12`` events new since the operator last looked at a session followed here (``·``
+    when nothing is new), then ``✗`` when something went wrong and ``✉`` when the agent read a note since
+    (glyphs as well as colour: ``NO_COLOR`` loses nothing); ``-`` when there is nothing to say."""
+    out = Text()
+    if news is not None and news.new is not None:
+        out.append(f"+{news.new:,}" if news.new else "·", style="bold" if news.new else "dim")
+    if news is not None and news.problem:
+        out.append((" " if out else "") + "✗", style="bold red")
+    if news is not None and news.note_read:
+        out.append((" " if out else "") + "✉", style="bold green")
+    return out if out else Text("-", style="dim")
 
 
 def agent_cell(row: Session, width: int) -> str:
@@ -139,11 +161,13 @@ def agent_cell(row: Session, width: int) -> str:
     return safe_line(label, width)
 
 
-def plan_layout(rows: list[Session], width: int, now: datetime) -> ColumnLayout:
+def plan_layout(rows: list[Session], width: int, now: datetime, *, news: bool = False) -> ColumnLayout:
     """The columns for a ``width``-column terminal: all of them when wide; when narrow, drop the columns in
-    ``DROP_ORDER`` while the titles lack room, so what tells sessions apart stays in view."""
+    ``DROP_ORDER`` while the titles lack room, so what tells sessions apart stays in view. NEW is shown only
+    when some row has ``news`` to show (a session followed here, a problem, a note read): its room goes to
+    the titles otherwise."""
     narrow = width < WIDE_AT
-    keys = [key for key, _, _ in COLUMNS]
+    keys = [key for key, _, _ in COLUMNS if news or key != "new"]
     labels = {key: (short if narrow else long) for key, long, short in COLUMNS}
     longest = max((len(title_of(row)) for row in rows), default=0)
     wanted = max(MIN_TITLE, min(TITLE_WANTED, longest))
@@ -151,11 +175,12 @@ def plan_layout(rows: list[Session], width: int, now: datetime) -> ColumnLayout:
     def widths(agent_width: int) -> dict[str, int]:
         found: dict[str, int] = {key: cell_len(label) for key, label in labels.items()}
         for row in rows:
-            cells = session_cells(row, now, agent_width=agent_width, title="")
+            cells = session_cells(row, now, agent_width=agent_width, title="", keys=tuple(keys))
             for key, cell in zip(keys, cells, strict=True):
                 found[key] = max(found[key], cell.cell_len)
         for key in ("started", "activity"):  # "5s ago" now may read "just now" or "100d ago" later
             found[key] = max(cell_len(labels[key]), TIME_WIDTH)
+        found["new"] = max(cell_len(labels["new"]), NEW_WIDTH)  # "+120 ✗ ✉" comes and goes
         return found
 
     def room(shown: list[str], sizes: dict[str, int]) -> int:
@@ -247,12 +272,16 @@ class SessionsScreen(Screen[None]):
         clock: Callable[[], datetime],
         refresh_interval: float = 5.0,
         pending: Callable[[], Mapping[str, int] | None] | None = None,
+        news: Callable[[Session], News] | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
         self._pending = pending
         """Approvals waiting per session as the live inbox knows them (None until it knows): the PENDING
         column and the header's "⚑ n waiting" then say the same, not the list's last refresh."""
+        self._news = news
+        """Each row's NEW column (new events since last looked, a problem, a note read); None: no column."""
+        self._shown_news: list[News] = []
         self._rows: list[Session] = []
         self._open_session = open_session
         self._clock = clock
@@ -294,7 +323,10 @@ class SessionsScreen(Screen[None]):
         shrinks (narrower terminal, a longer agent name) the columns are rebuilt; when the room grows the
         rows are merely re-cut.
         """
-        layout = plan_layout(self.visible_sessions(), self.app.size.width, self._clock())
+        rows = self.visible_sessions()
+        news = self._news
+        shown = news is not None and any(news(row).has_news for row in rows)
+        layout = plan_layout(rows, self.app.size.width, self._clock(), news=shown)
         old = self.columns_layout
         same = old is not None and (layout.keys, layout.narrow, layout.agent_width) == (
             old.keys,
@@ -364,11 +396,20 @@ class SessionsScreen(Screen[None]):
         self.inbox_changed()
 
     def inbox_changed(self) -> None:
-        """The live inbox changed: the PENDING column follows it (only what differs is redrawn)."""
+        """The live inbox changed, or the screen is shown again: the PENDING and NEW columns follow it
+        (a followed session's events kept coming meanwhile; only what differs is redrawn)."""
         rows = self._live_counts(self._rows)
-        if [r.pending_approval_count for r in rows] != [r.pending_approval_count for r in self.sessions]:
+        counts = [r.pending_approval_count for r in rows]
+        if counts != [r.pending_approval_count for r in self.sessions] or self._news_moved():
             self.sessions = rows
             self.apply_rows()
+
+    def _news_moved(self) -> bool:
+        """Whether any visible row's NEW cell would now say something else than it shows."""
+        news = self._news
+        if news is None:
+            return False
+        return [news(row) for row in self.visible_sessions()] != self._shown_news
 
     def _gone(self) -> bool:
         """An answer that came back while the screen is being taken apart (the app exiting: its widgets
@@ -410,17 +451,23 @@ class SessionsScreen(Screen[None]):
             return
         titles = fit_titles([title_of(s) for s in rows], layout.title_width)
 
-        def cells(session: Session, title: str) -> list[Text]:
-            return session_cells(session, now, agent_width=layout.agent_width, title=title, keys=layout.keys)
+        news = self._news
+        self._shown_news = [news(session) for session in rows] if news is not None else []
+        told: list[News | None] = list(self._shown_news) if news is not None else [None] * len(rows)
+
+        def cells(session: Session, title: str, said: News | None) -> list[Text]:
+            return session_cells(
+                session, now, agent_width=layout.agent_width, title=title, keys=layout.keys, news=said
+            )
 
         if wanted == current:
-            for session, title in zip(rows, titles, strict=True):
-                for column, cell in zip(layout.keys, cells(session, title), strict=True):
+            for session, title, said in zip(rows, titles, told, strict=True):
+                for column, cell in zip(layout.keys, cells(session, title, said), strict=True):
                     table.update_cell(session.id, column, cell, update_width=True)
         else:
             table.clear()
-            for session, title in zip(rows, titles, strict=True):
-                table.add_row(*cells(session, title), key=session.id)
+            for session, title, said in zip(rows, titles, told, strict=True):
+                table.add_row(*cells(session, title, said), key=session.id)
             if cursor_key is not None and cursor_key in wanted:
                 table.move_cursor(row=wanted.index(cursor_key), animate=False)
         self._show_status()

@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
 from client.backends.dendrux.mapping import (
@@ -59,6 +59,9 @@ from client.models import (
 from client.notetext import require_sendable
 from client.status import StreamStatus
 from client.textsafe import safe_line
+
+if TYPE_CHECKING:
+    from client.timeline import Place
 
 __all__ = ["ACTIVE_STATUSES", "NO_APPROVE_COMMENT", "DendruxBackend", "looks_like_dendrux"]
 
@@ -496,6 +499,16 @@ class DendruxBackend(RestBackend):
         async with aclosing(feed.follow(self, session_id, after=after)) as items:
             async for item in items:
                 yield item
+
+    async def history(
+        self, session_id: str, *, since: datetime | None = None, after: Place | None = None
+    ) -> list[Event]:
+        """The run's events after the place ``after`` (by its Dendrux index) or since ``since`` (found by
+        index with a few one-event requests: the app has no time filter), mapped as a follow does
+        (:func:`client.backends.dendrux.feed.history`)."""
+        from client.backends.dendrux import feed
+
+        return await feed.history(self, session_id, since=since, after=after)
 
     async def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0

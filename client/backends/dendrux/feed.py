@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from client.backends.dendrux.mapping import TERMINAL_EVENTS, DendruxMapper, RawEvent, raw_event
 from client.errors import ApiError, ClientError, NotFound, Unsupported
@@ -51,8 +52,9 @@ if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
     from client.backends.dendrux import DendruxBackend
+    from client.timeline import Place
 
-__all__ = ["FeedStats", "follow"]
+__all__ = ["FeedStats", "follow", "history"]
 
 _PAGE = 1000
 _LATE_FIRST = 0.25
@@ -189,7 +191,7 @@ def follow(
         for raw in raws:
             seen.released.append(raw.index)
             if closing is not None and raw.type in TERMINAL_EVENTS and not mapper.ended:
-                out += mapper.close_out(closing)
+                out += mapper.close_out(closing, index=raw.index)
             out += mapper.map(raw)
         return [e for e in out if e.seq > after]
 
@@ -337,3 +339,102 @@ async def _next(frames: AsyncIterator[ServerSentEvent]) -> ServerSentEvent | Non
         return await anext(frames)
     except StopAsyncIteration:
         return None
+
+
+async def _first_index(probe: Callable[[int], Awaitable[Any]], newer: Callable[[Any], bool]) -> int:
+    """The smallest position whose item ``newer`` accepts (items ordered so that once one is, every later
+    one is), found with about 2·log2(n) one-item requests: doubling until past it, then halving. The
+    position after the last item when none is accepted."""
+    low, high = -1, 0  # every item up to ``low`` is older; the answer is at most ``high`` (once found)
+    step = 1
+    while True:
+        item = await probe(high)
+        if item is None or newer(item):
+            break
+        low = high
+        high += step
+        step *= 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        item = await probe(middle)
+        if item is None or newer(item):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+async def history(
+    backend: DendruxBackend, run_id: str, *, since: datetime | None = None, after: Place | None = None
+) -> list[Event]:
+    """A run's events after the place ``after`` (its Dendrux ``sequence_index``: ``?after=``) or from the
+    time ``since``, mapped as a follow maps them. The app has no time filter: the first event at or after
+    ``since`` is found by its index with one-event requests (about 2·log2 of the run's length), and the
+    trace rows holding the model's words likewise; then only the events from there are read, 1,000 a
+    request. Decisions on approvals requested before the window are not in it (the caller reads the
+    run's approvals)."""
+    run = await backend.get_run(run_id)
+    mapper = DendruxMapper(run_id=run_id, run=run)
+    try:
+        body = await backend._steer("GET", f"/runs/{run_id}/notes", run_id, "notes")
+    except Unsupported:
+        body = None
+    notes = body.get("notes") if isinstance(body, dict) else None
+    notes = notes if isinstance(notes, list) else []
+    mapper.learn_notes(notes)
+    events_path = f"/runs/{run_id}/events"
+
+    async def event_at(index: int) -> RawEvent | None:
+        params: dict[str, Any] = {"limit": 1, **({"after": index - 1} if index > 0 else {})}
+        body = await backend.get_json(events_path, params=params)
+        items = body.get("items") if isinstance(body, dict) else None
+        return raw_event(items[0]) if items else None
+
+    cursor = -1
+    if after is not None and after.number is not None:
+        cursor = after.number
+    elif since is not None:
+        cursor = await _first_index(event_at, lambda raw: raw.at >= since) - 1
+    raws: list[RawEvent] = []
+    while True:
+        params = {"limit": _PAGE, **({"after": cursor} if cursor >= 0 else {})}
+        body = await backend.get_json(events_path, params=params)
+        items = body.get("items") if isinstance(body, dict) else None
+        items = items if isinstance(items, list) else []
+        for item in items:
+            with contextlib.suppress(EventDecodeError):
+                raw = raw_event(item)
+                raws.append(raw)
+                cursor = max(cursor, raw.index)
+        if len(items) < _PAGE:
+            break
+    iterations = [raw.iteration for raw in raws if raw.type == "llm.completed"]
+    if iterations:
+        first = min(iterations)
+        traces_path = f"/runs/{run_id}/traces"
+
+        async def trace_at(offset: int) -> dict[str, Any] | None:
+            body = await backend.get_json(traces_path, params={"limit": 1, "offset": offset})
+            items = body.get("items") if isinstance(body, dict) else None
+            return items[0] if items and isinstance(items[0], dict) else None
+
+        def reached(row: dict[str, Any]) -> bool:
+            meta = row.get("meta")
+            iteration = meta.get("iteration") if isinstance(meta, dict) else None
+            return isinstance(iteration, int) and iteration >= first
+
+        offset = await _first_index(trace_at, reached) if first > 0 else 0
+        while True:
+            body = await backend.get_json(traces_path, params={"limit": _PAGE, "offset": offset})
+            items = body.get("items") if isinstance(body, dict) else None
+            items = items if isinstance(items, list) else []
+            mapper.learn_traces(items)
+            offset += len(items)
+            if len(items) < _PAGE:
+                break
+    out: list[Event] = []
+    for raw in raws:
+        if raw.type in TERMINAL_EVENTS and not mapper.ended:
+            out += mapper.close_out(notes, index=raw.index)
+        out += mapper.map(raw)
+    return out

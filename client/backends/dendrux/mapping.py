@@ -4,7 +4,8 @@ A Dendrux run is what we call a session (``session_id`` = ``run_id``). Its event
 ``sequence_index`` from **0**, contiguous; the follower orders raw events by that index, then
 :class:`DendruxMapper` (one per follow, a :class:`client.backends.wire.Sequencer`, as Preloop's
 ``PreloopMapper`` is) turns each into zero or more of our events, numbered with a contiguous local
-``seq`` from 1 (one Dendrux event may become several of ours, and some need REST rows first).
+``seq`` from 1 (one Dendrux event may become several of ours, and some need REST rows first); each
+carries the ``sequence_index`` it came from as ``server_seq``, the event's identity on the app.
 
 =====================================  ==========================================================
 Dendrux                                ours
@@ -329,22 +330,24 @@ class DendruxMapper(Sequencer):
     # ------------------------------------------------------------------ mapping
 
     def map(self, raw: RawEvent) -> list[Event]:
-        """Our events for one Dendrux event (numbered; invalid bodies are counted in ``skipped``)."""
-        return self.number(self._bodies(raw))
+        """Our events for one Dendrux event (numbered, each carrying the Dendrux ``sequence_index`` as
+        ``server_seq``; invalid bodies are counted in ``skipped``)."""
+        return self.number(self._bodies(raw), server_seq=raw.index)
 
     def fill(self) -> list[Event]:
         """Owed steps whose trace row has been learnt since, sent again with their text (a ``model.step``
         for the same iteration: shown in place of the empty one), plus ``tool.started`` for their calls
         that have not finished yet; works after the run ended too."""
-        bodies: list[dict[str, Any]] = []
+        events: list[Event] = []
         for iteration, raw in list(self.owed.items()):
             if iteration in self.traces:
                 del self.owed[iteration]
-                bodies += self._llm(raw, again=True)
-        return self.number(bodies)
+                events += self.number(self._llm(raw, again=True), server_seq=raw.index)
+        return events
 
-    def close_out(self, notes: Iterable[Any] = ()) -> list[Event]:
-        """After the terminal event: notes never read become ``note.undeliverable``; held tool results go."""
+    def close_out(self, notes: Iterable[Any] = (), *, index: int | None = None) -> list[Event]:
+        """At the terminal event (Dendrux ``index``, which these events carry as their ``server_seq``):
+        notes never read become ``note.undeliverable``."""
         bodies: list[dict[str, Any]] = []
         for row in notes:
             if isinstance(row, dict) and row.get("note_id"):
@@ -353,7 +356,7 @@ class DendruxMapper(Sequencer):
                 if note.state == "undeliverable" and note.note_id not in self._delivered:
                     self._delivered.add(note.note_id)
                     bodies.append(self._body("note.undeliverable", now(), note=note.model_dump(mode="json")))
-        return self.number(bodies)
+        return self.number(bodies, server_seq=index)
 
     def _body(self, kind: str, at: datetime, **payload: Any) -> dict[str, Any]:
         return event_body(kind, self.run_id, at, **payload)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from client.backends.base import Capabilities, ServerKind
@@ -18,6 +18,7 @@ from client.models import AttentionSnapshot, Session
 if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
     from client.events import Event
     from client.status import StreamStatus
+    from client.timeline import Place
 
 __all__ = ["LocalBackend"]
 
@@ -42,6 +43,15 @@ class LocalBackend(PreloopRestApi):
         async with aclosing(feed.follow(self, require_uuid(session_id), after=after, tail=tail)) as items:
             async for item in items:
                 yield item
+
+    async def history(
+        self, session_id: str, *, since: datetime | None = None, after: Place | None = None
+    ) -> list[Event]:
+        """The stored events after ``after`` (by seq) or since ``since``, as of now: only those are read
+        (``?after=`` / ``?since=`` on the event stream, see :func:`client.backends.local.feed.history`)."""
+        from client.backends.local import feed
+
+        return await feed.history(self, require_uuid(session_id), since=since, after=after)
 
     async def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0

@@ -22,25 +22,33 @@ keep most of them):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from contextlib import aclosing, suppress
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from client.backends.rest import API_PREFIX
-from client.errors import ClientError
-from client.events import Event
+from client.errors import ClientError, ConnectionLost, error_for_status
+from client.events import Event, EventDecodeError, parse_event
 from client.ids import short_id
 from client.status import Ended, Live, StreamStatus
 from client.streaming.intake import SeqIntake
-from client.streaming.reconnect import Link, Retry, reconnecting
+from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
 
 if TYPE_CHECKING:
     from client.backends.rest import PreloopRestApi
+    from client.timeline import Place
 
-__all__ = ["REPLAY_AFTER_HEADER", "events_path", "follow"]
+__all__ = ["REPLAY_AFTER_HEADER", "STORED_THROUGH_HEADER", "events_path", "follow", "history"]
 
 #: The stream's answer to ``?tail=N``: the seq just before the first replayed event (docs/protocol.md).
 REPLAY_AFTER_HEADER = "Preloop-Replay-After"
+#: The newest stored seq when the stream opened: a reader of what is stored now stops there.
+STORED_THROUGH_HEADER = "Preloop-Stored-Through"
+QUIET_AFTER_REPLAY = 1.5
+"""Seconds without a frame after which :func:`history` takes the replay of a server that does not send
+``Preloop-Stored-Through`` as complete."""
 
 
 def events_path(session_id: str) -> str:
@@ -108,3 +116,57 @@ def follow(
         backoff_max=conn.backoff_max,
         classify=conn.stream_failure,
     )
+
+
+async def history(
+    api: PreloopRestApi, session_id: str, *, since: datetime | None = None, after: Place | None = None
+) -> list[Event]:
+    """The session's stored events after the place ``after`` (its seq: ``?after=``) or from the time
+    ``since`` (``?since=``, our server's extension: one index seek, then only those events), read once up
+    to the newest stored when the stream opened (``Preloop-Stored-Through``); a frame that cannot be
+    decoded is skipped. An older server without the extension replays everything: the caller filters."""
+    from client.backends.wire import iso
+
+    params: dict[str, Any] | None = None
+    if after is not None and after.number is not None:
+        params = {"after": after.number}
+    elif since is not None:
+        params = {"since": iso(since)}
+    what = f"session {short_id(session_id)}"
+    events: list[Event] = []
+    try:
+        async with api.conn.event_source(events_path(session_id), what=what, params=params) as source:
+            headers = source.response.headers
+            try:
+                through = int(headers.get(STORED_THROUGH_HEADER, ""))
+            except ValueError:
+                through = None  # an older server: the replay ends where the stream first goes quiet
+            if through is not None and through <= int(headers.get(REPLAY_AFTER_HEADER, "0") or 0):
+                return events
+            async with aclosing(source.aiter_sse()) as frames:
+                while True:
+                    try:
+                        # An older server says nothing of where its replay ends: quiet for a moment, it has.
+                        async with asyncio.timeout(QUIET_AFTER_REPLAY if through is None else None):
+                            frame = await anext(frames)
+                    except (StopAsyncIteration, TimeoutError):
+                        break
+                    if not frame.data:
+                        continue
+                    try:
+                        event = parse_event(frame.data, frame.event or None)
+                    except EventDecodeError:
+                        continue
+                    events.append(event)
+                    if event.type == "session.ended" or (through is not None and event.seq >= through):
+                        break
+    except Refusal as refusal:
+        raise error_for_status(refusal.status or 403, {"detail": refusal.reason}, what=what) from None
+    except Retry as retry:
+        raise ConnectionLost(f"could not read the session's events ({retry.reason}); try again") from None
+    except Exception as exc:
+        reason = api.conn.stream_failure(exc)
+        if reason is None:
+            raise
+        raise ConnectionLost(f"could not read the session's events ({reason}); try again") from None
+    return events

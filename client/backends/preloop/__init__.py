@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from client.backends.base import Capabilities, ServerKind
 from client.backends.preloop import feed
@@ -24,6 +25,9 @@ from client.events import Event
 from client.ids import require_uuid, short_id
 from client.models import AttentionSnapshot
 from client.status import StreamStatus
+
+if TYPE_CHECKING:
+    from client.timeline import Place
 
 __all__ = ["PreloopBackend", "PreloopTiming"]
 
@@ -77,6 +81,13 @@ class PreloopBackend(PreloopRestApi):
         ) as items:
             async for item in items:
                 yield item
+
+    async def history(
+        self, session_id: str, *, since: datetime | None = None, after: Place | None = None
+    ) -> list[Event]:
+        """Everything the server can tell about the session now (its activity list is one newest-first
+        request without a time filter: ``since`` and ``after`` are the caller's to apply)."""
+        return await feed.history(self, require_uuid(session_id), timing=self.timing)
 
     async def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0

@@ -468,3 +468,21 @@ async def follow(
     async with contextlib.aclosing(follower.run()) as items:
         async for item in items:
             yield item
+
+
+async def history(
+    client: PreloopBackend, session_id: str, *, timing: PreloopTiming | None = None
+) -> list[Event]:
+    """Everything Preloop can tell about a session now, as our events (what a follow replays on attach:
+    the row, the activity list, newest first and whole, the notes and the pending approvals), without
+    the websocket. Preloop's activity has no time filter: it is one request whatever the window, and the
+    caller keeps what it asked for. A refusal is the server's error (a ``ClientError``)."""
+    follower = _Follower(client, session_id, 0, timing or PreloopTiming())
+    try:
+        events, _ended = await follower._replay()
+    except Refusal as refusal:
+        cause = refusal.__cause__
+        if isinstance(cause, ClientError):
+            raise cause from None
+        raise
+    return events

@@ -11,8 +11,10 @@ Every source becomes a :class:`Draft`: zero or more event bodies (without ``seq`
 ``key`` naming the fact (``tool:<activity_id>``, ``note:<note_id>:delivered``, ``session:ended`` ...).
 :class:`PreloopMapper` (one per follow, a :class:`client.backends.wire.Sequencer`) maps drafts to
 events: it drops any whose key it has already seen (the same tool call replayed from the activity list
-and pushed live), numbers the survivors with a contiguous local ``seq`` and validates them into
-:mod:`client.events` models. (A Dendrux app's ``DendruxMapper`` is the same job for its raw events.)
+and pushed live), numbers the survivors with a contiguous local ``seq``, stamps each with its key as
+``server_id`` (the fact's identity on the server: the same in every follow, unlike the local ``seq``)
+and validates them into :mod:`client.events` models. (A Dendrux app's ``DendruxMapper`` is the same
+job for its raw events.)
 
 Mapping (see docs/preloop.md for the full table):
 
@@ -513,4 +515,4 @@ class PreloopMapper(Sequencer):
         if draft.model_call_id:
             iteration = self.iteration_for(draft.model_call_id)
             bodies = tuple({**b, "iteration": iteration} if "iteration" in b else b for b in bodies)
-        return self.number(bodies)
+        return self.number(bodies, server_id=draft.key)

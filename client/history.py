@@ -1,0 +1,123 @@
+"""Read what a digest needs from a server, as cheaply as it allows, and compute it (``client.digest``).
+
+``preloop sessions digest`` and ``benchmarks/bench_digest.py`` call :func:`read_digest` (one session) and
+:func:`read_handoff` (every session with activity in a window). For one session that is:
+
+* the session row;
+* the events since the time or the place asked (``Backend.history``): on our server only those are read
+  (``?since=`` or ``?after=`` on the event stream, one index seek), on a Dendrux app those after the index
+  found by a few one-event requests, on Preloop its whole activity list (one request; it has no filter);
+  whatever a server sent beyond the window is dropped here, so every kind says the same;
+* the session's notes and its approvals in every status (decisions whose request was before the window
+  are only in the latter).
+
+They are applied to a :class:`client.session.SessionCore` exactly as a live follow would apply them, so
+the digest printed here is the one the attach screen shows above its "new since you last looked" rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from math import ceil
+
+from client.backend import Backend, SessionFilter
+from client.digest import Digest, Handoff, Since, session_digest
+from client.errors import ClientError
+from client.events import Event
+from client.models import Approval, Note, Session
+from client.session import SessionCore
+from client.timeline import Place, Timeline
+
+__all__ = ["HANDOFF_SESSIONS", "read_digest", "read_handoff", "since_filter"]
+
+PAGE = 100
+HANDOFF_SESSIONS = 200
+"""At most this many sessions with activity in the window are read for a handoff (newest first)."""
+PARALLEL = 4
+"""Sessions read at once for a handoff."""
+
+
+def since_filter(events: list[Event], since: Since) -> list[Event]:
+    """The events that came since (a server that could not narrow the read sent more)."""
+    return [e for e in events if since.covers(Place.of(e.seq, e.at, e.origin))]
+
+
+async def _all_notes(backend: Backend, session_id: str) -> list[Note]:
+    notes: list[Note] = []
+    while True:
+        page = await backend.list_notes(session_id=session_id, limit=PAGE, offset=len(notes))
+        notes.extend(page.notes)
+        if len(page.notes) < PAGE:
+            return notes
+
+
+async def _all_approvals(backend: Backend, session_id: str, status: str | None) -> list[Approval]:
+    approvals: list[Approval] = []
+    while True:
+        page = await backend.list_approvals(
+            session_id=session_id, status=status, limit=PAGE, skip=len(approvals)
+        )
+        approvals.extend(page.items)
+        if len(page.items) < PAGE:
+            return approvals
+
+
+async def read_digest(
+    backend: Backend, session_id: str, since: Since, now: datetime, *, row: Session | None = None
+) -> Digest:
+    """One session's digest since ``since`` (a time, or a mark's place), read from the server now."""
+    if row is None:
+        row = await backend.get_session(session_id)
+    by_place = since.place is not None and since.place.number is not None
+    events = await backend.history(
+        session_id, since=None if by_place else since.at, after=since.place if by_place else None
+    )
+    core = SessionCore(session_id, timeline=Timeline(max_entries=1_000_000, max_chars=500_000_000))
+    core.row_loaded(row)
+    core.apply_events(since_filter(events, since))
+    can = backend.capabilities
+    notes: list[Note] = []
+    everything: list[Approval] = []
+    if can.notes:
+        notes = await _all_notes(backend, session_id)
+    if can.approvals:
+        everything = await _all_approvals(backend, session_id, None)
+    core.lists_loaded(notes, [a for a in everything if a.pending])
+    return session_digest(core, since, now, approvals=everything, comment_kept=can.approve_comment)
+
+
+async def read_handoff(backend: Backend, since: datetime, now: datetime) -> Handoff:
+    """Every session with activity since ``since`` (at most :data:`HANDOFF_SESSIONS`), each with its
+    digest; a session that cannot be read is listed with why, not fatal."""
+    minutes = max(ceil((now - since).total_seconds() / 60), 1)
+    rows = [
+        row
+        async for row in backend.iter_sessions(
+            SessionFilter(active_within_minutes=minutes), max_items=HANDOFF_SESSIONS
+        )
+    ]
+    gate = asyncio.Semaphore(PARALLEL)
+    skipped: dict[str, str] = {}
+
+    async def one(row: Session) -> Digest | None:
+        async with gate:
+            try:
+                return await read_digest(backend, row.id, Since(since), now, row=row)
+            except ClientError as exc:
+                skipped[row.id] = str(exc)
+                return None
+
+    found = [d for d in await asyncio.gather(*map(one, rows)) if d is not None and d.active]
+    return Handoff(
+        since=since,
+        until=now,
+        digests=tuple(found),
+        comment_kept=backend.capabilities.approve_comment,
+        skipped=skipped,
+    )
+
+
+def window_start(now: datetime, window: timedelta) -> datetime:
+    """``now - window`` in UTC (``--since 8h``)."""
+    return (now - window).astimezone(UTC)
