@@ -419,7 +419,7 @@ def digest_lines(digest: Digest) -> list[str]:
     if d.final_answer is not None:
         agent += f" · final answer: “{safe_line(d.final_answer, 60)}”"
     else:
-        agent += " · no final answer yet" if not d.ended else " · ended without a final answer"
+        agent += " · no final answer since" if not d.ended else " · ended without a final answer"
     lines.append(agent)
     return lines[:6]
 
@@ -521,7 +521,7 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
     lines.append(
         f"- **Latest commentary**: {'“' + _md(d.commentary) + '”' if d.commentary else 'none since'}"
     )
-    final = f"“{_md(d.final_answer)}”" if d.final_answer is not None else "not yet"
+    final = f"“{_md(d.final_answer)}”" if d.final_answer is not None else "none since"
     lines.append(f"- **Final answer**: {final}")
     if d.ended:
         lines.append(f"- **Session ended**: {_md(d.ended)}")

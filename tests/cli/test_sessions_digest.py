@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from datetime import UTC, datetime
 
 from client.backends import connect
@@ -98,6 +99,18 @@ def test_since_last_reads_the_apps_mark_and_leaves_it_where_it_was(live_server) 
     assert [n["text"] for n in doc["notes"]] == ["run | the tests first"]
     assert doc["last_looked_at"] == "2026-01-02T03:04:00Z" and doc["since_place"]["number"] == place.number
     assert (state_dir() / "marks" / f"{session_id}.json").read_text() == before
+
+
+def test_a_window_after_the_final_answer_does_not_say_there_is_none_yet(live_server) -> None:
+    """The agent answered before the window: the digest says none came since, not "no final answer yet"
+    (which would send the operator looking for an answer the agent already gave)."""
+    session_id, _, _ = run(_shift(live_server.url, live_server.token))
+    time.sleep(1.5)
+    text = preloop("sessions", "digest", session_id, "--since", "1s")
+    assert text.returncode == 0, text.stderr
+    assert "no final answer since" in text.stdout and "yet" not in text.stdout
+    md = preloop("sessions", "digest", session_id, "--since", "1s", "--format", "md")
+    assert "- **Final answer**: none since" in md.stdout
 
 
 def test_the_shift_handoff_puts_what_needs_a_human_first(live_server) -> None:
