@@ -2,7 +2,8 @@
 wait costs the server.
 
 The real control plane (``EmbeddedServer`` on 127.0.0.1, in a thread) and a client made as ``preloop``
-makes it (``connect(resolve_settings())``, default backoff: 1 s doubling to 30 s), following one
+makes it (``connect(resolve_settings())``, default backoff: 0.5 s growing to 2.5 s, at most every 5 s
+while the token is refused), following one
 session whose agent reports an event every 0.2 s. Each round: the operator token is rotated server-side
 and the server restarted (every stream drops, the client's token is refused from then on); after a
 random 0-``--wait`` seconds the new token is written where the client looks (the local server's file:
@@ -118,7 +119,7 @@ async def main(rounds: int, wait: float) -> None:
         server.stop()
     resumes.sort()
     rates = [r for r in attempts_per_minute if r == r]
-    print(f"\n{rounds} rounds, default backoff (1 s doubling, capped at 5 s while the token is refused)")
+    print(f"\n{rounds} rounds, default backoff (0.5 s growing to 2.5 s; 5 s while refused)")
     print(
         f"new token → live: median {statistics.median(resumes):.2f} s, "
         f"p95 {resumes[int(0.95 * (len(resumes) - 1))]:.2f} s, max {resumes[-1]:.2f} s"
