@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, TextIO
+from typing import TextIO
 
 from cli.exits import EXIT_FAILED, EXIT_OK
 from cli.plain_input import (
@@ -103,29 +103,6 @@ _KIND_STYLE = {
     "run": "bold",
     "unknown": "dim",
 }
-
-
-# -------------------------------------------------------------------------------------------- tasks
-
-CANCEL_AGAIN_AFTER = 0.5
-"""Seconds a cancelled task gets to end before it is cancelled again (see :func:`stop_tasks`)."""
-
-
-async def stop_tasks(*tasks: asyncio.Task[Any] | None) -> None:
-    """Cancel these tasks and wait until every one has ended, cancelling again any still running after
-    :data:`CANCEL_AGAIN_AFTER`: a cancellation can be lost in a race (a timeout inside the HTTP stack
-    expiring at the same moment swallows it), and then the follower would read its stream on, and Ctrl+C
-    would never end the command. Their outcomes are read here, so none is reported as never retrieved."""
-    pending = {task for task in tasks if task is not None and not task.done()}
-    for task in pending:
-        task.cancel()
-    while pending:
-        _, pending = await asyncio.wait(pending, timeout=CANCEL_AGAIN_AFTER)
-        for task in pending:
-            task.cancel()
-    for ended in tasks:
-        if ended is not None and not ended.cancelled():
-            ended.exception()
 
 
 # -------------------------------------------------------------------------------------------- input
@@ -495,4 +472,8 @@ async def follow_plain(
         return EXIT_OK
     finally:
         stop_reading()
-        await stop_tasks(pump_task, quit_wait, input_task)
+        for task in (pump_task, quit_wait, input_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task

@@ -27,6 +27,7 @@ or single tests (a worker's start-up costs more than it saves there). ``-n N`` o
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -36,6 +37,13 @@ import pytest
 from server.accounts import hash_token, new_token
 from server.embedded import EmbeddedServer
 from server.harness_client import HarnessClient
+
+# A suite started in the background of a non-interactive shell (`.ci/run &`) starts with SIGINT ignored,
+# as POSIX shells start background commands; Python then installs no KeyboardInterrupt handler and every
+# `preloop` the tests spawn inherits the ignore, so the tests that press Ctrl+C on a command wait for an
+# exit that cannot come. An operator's shell starts `preloop` with SIGINT at its default: so do the tests.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SUITE_WORKERS = 4
 """Workers for a run over folders. The whole suite on the 2-core machine, other work on it at load 1.4-4.4:
