@@ -18,7 +18,7 @@ import http.client
 import select
 from urllib.parse import unquote, urlsplit
 
-from client.connection import EngineFailure, Reply
+from client.engine import EngineFailure, Reply
 
 __all__ = ["BlockingEngine"]
 

@@ -13,8 +13,8 @@ answer checked, its read timeout the stall timeout), and parsed by httpx-sse's `
 or events: that is the backends' business.
 
 **Two engines, one REST path.** A request is built here (the query, the JSON body, the token), sent by an
-engine that only carries bytes (:class:`Engine`), and its answer read here (:class:`Reply`, error statuses
-into :mod:`client.errors`, bodies into pydantic models). The engine is httpx's ``AsyncClient``
+engine that only carries bytes (:mod:`client.engine`: ``Engine``), and its answer read here (``Reply``,
+error statuses into :mod:`client.errors`, bodies into pydantic models). The engine is httpx's ``AsyncClient``
 (:mod:`client.httpx_engine`) for the app, every live feed and any https server; a one-shot command
 (``one_shot=True``: ``preloop sessions list``, ``preloop notes list``) sends its requests one after another
 and nothing else runs meanwhile, so on a plain http server they go over the standard library's
@@ -34,13 +34,13 @@ import asyncio
 import json as jsonlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 from urllib.request import getproxies
 
 from pydantic import BaseModel, ValidationError
 
+from client.engine import Engine, EngineFailure, Reply
 from client.errors import (
     ApiError,
     ClientError,
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     import httpx
     from httpx_sse import EventSource
 
-__all__ = ["Connection", "Engine", "EngineFailure", "Reply", "display_url"]
+__all__ = ["Connection", "display_url"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -125,28 +125,6 @@ def _target(path: str, params: Mapping[str, Any] | None) -> str:
     return f"{target}?{urlencode(pairs)}" if pairs else target
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """An answer, read whole: status, headers (names lower-case; repeated ones joined by ", "), body, and
-    the request it answers (for messages)."""
-
-    status_code: int
-    headers: Mapping[str, str]
-    content: bytes
-    method: str
-    path: str
-    """The URL path that was asked for, without the query."""
-
-    @property
-    def text(self) -> str:
-        """The body as text (UTF-8; bytes that are not become U+FFFD)."""
-        return self.content.decode("utf-8", errors="replace")
-
-    def json(self) -> Any:
-        """The body decoded from JSON (ValueError when it is not)."""
-        return jsonlib.loads(self.content)
-
-
 class Answer(Protocol):
     """What :meth:`Connection.api_error` reads of an error answer: a :class:`Reply`, or the
     ``httpx.Response`` a live stream was refused with."""
@@ -159,28 +137,6 @@ class Answer(Protocol):
     def text(self) -> str: ...
 
     def json(self) -> Any: ...
-
-
-class EngineFailure(Exception):
-    """An engine's request did not complete: ``kind`` says how, ``sent`` whether it may have reached the
-    server (False: nothing left this machine)."""
-
-    def __init__(self, kind: Literal["unreachable", "timeout", "lost"], *, sent: bool) -> None:
-        super().__init__(kind)
-        self.kind = kind
-        self.sent = sent
-
-
-class Engine(Protocol):
-    """Carries one request and reads its whole answer; EngineFailure when that cannot be done."""
-
-    async def send(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Reply:
-        """Send ``method target`` (path and query, below the base URL) with exactly these headers."""
-        ...
-
-    async def aclose(self) -> None:
-        """Close what the engine holds open."""
-        ...
 
 
 def _proxied() -> bool:

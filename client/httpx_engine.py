@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from client.connection import EngineFailure, Reply
+from client.engine import EngineFailure, Reply
 
 if TYPE_CHECKING:
     from client.connection import Connection

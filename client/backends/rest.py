@@ -21,7 +21,8 @@ from typing import Any, Self
 from pydantic import TypeAdapter, ValidationError
 
 from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
-from client.connection import Connection, Reply
+from client.connection import Connection
+from client.engine import Reply
 from client.errors import (
     ClientError,
     InvalidResponse,

@@ -17,7 +17,7 @@ import pytest
 from cli.main import main
 from client import connection
 from client.blocking_engine import BlockingEngine
-from client.connection import Reply
+from client.engine import Reply
 from client.httpx_engine import HttpxEngine
 from server.harness_client import HarnessSession
 from tests.cli.helpers import with_sessions

@@ -33,7 +33,8 @@ from client.backends.dendrux.mapping import (
     session_list,
 )
 from client.backends.rest import RestBackend
-from client.connection import Connection, Reply
+from client.connection import Connection
+from client.engine import Reply
 from client.errors import (
     ClientError,
     Conflict,
