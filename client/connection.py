@@ -1,4 +1,4 @@
-"""One connection to one server: one httpx ``AsyncClient``, the token, how answers become errors and models.
+"""One connection to one server: one httpx client, the token, and how answers become errors and models.
 
 Every backend (``client.backends``) talks through one of these, whatever the server's API looks like, so
 a failed request, a refused token or a redirect reads the same on every kind of server, and every command
@@ -10,10 +10,16 @@ a failed request, a refused token or a redirect reads the same on every kind of 
 
 Requests, live streams and the token all go through the one client (:attr:`Connection.http`), so proxies
 (``HTTP_PROXY``, ``NO_PROXY``...), certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``) and https are honoured
-as httpx honours them, by every command alike. Every live feed's SSE stream is opened here too, with
-httpx-sse (:meth:`Connection.event_source`: the answer checked, its read timeout the stall timeout), and
-parsed by httpx-sse's ``EventSource.aiter_sse``; :meth:`Connection.stream_failure` says what a broken
-stream means. It knows nothing about sessions, notes or events: that is the backends' business.
+as httpx honours them, by every command alike. That client is an ``httpx.AsyncClient``, except for a
+one-shot command (``blocking=True``: ``sessions list``, ``notes list``), which sends one request after
+another, runs nothing meanwhile and follows no stream: its client is the blocking ``httpx.Client`` with the
+same settings and auth step, each request waited for in place (it spares the command the start-up of
+httpx's async stack); requests, errors and the token take the same code either way.
+
+Every live feed's SSE stream is opened here too, with httpx-sse (:meth:`Connection.event_source`: the
+answer checked, its read timeout the stall timeout), and parsed by httpx-sse's ``EventSource.aiter_sse``;
+:meth:`Connection.stream_failure` says what a broken stream means. It knows nothing about sessions, notes
+or events: that is the backends' business.
 
 The token can change while the connection lives: given a ``token_source`` (``client.config.token_reader``),
 a request the server answers 401 makes the connection read the token again; when it changed (``preloop
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -110,7 +116,8 @@ def _tls_verify(url: str) -> ssl.SSLContext | bool:
 
 class _Bearer(httpx.Auth):
     """The connection's current token on every request; a 401 reads it again and, if it changed, sends
-    the request once more with the new one (httpx reads and closes the refused answer first)."""
+    the request once more with the new one (httpx reads and closes the refused answer first). The same
+    steps for the async client and the blocking one."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -123,6 +130,14 @@ class _Bearer(httpx.Auth):
             _authorise(request, self._conn.token)
             yield request
 
+    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        used = self._conn.token
+        _authorise(request, used)
+        response = yield request
+        if response.status_code == 401 and self._conn.reread_token_blocking(used):
+            _authorise(request, self._conn.token)
+            yield request
+
 
 def _authorise(request: httpx.Request, token: str | None) -> None:
     if token:
@@ -132,14 +147,15 @@ def _authorise(request: httpx.Request, token: str | None) -> None:
 
 
 class Connection:
-    """One server with one token, the one ``httpx.AsyncClient`` every request and stream takes, and the
-    settings every live feed shares. Close it with ``await conn.aclose()`` or ``async with``.
+    """One server with one token, the one httpx client every request and stream takes, and the settings
+    every live feed shares. Close it with ``await conn.aclose()`` or ``async with``.
 
-    ``transport`` replaces httpx's (tests inject faults a real server cannot produce on demand).
-    ``timeout`` bounds connecting and each read of a request. ``stall_timeout`` (default twice
-    ``keepalive_interval``) is how long a live stream may stay silent before its follower reconnects;
-    ``backoff_initial``/``backoff_max`` bound the reconnect backoff. ``token_source`` reads the token again
-    after a 401 (see the module docstring); without it a refused token stays refused.
+    ``transport`` replaces httpx's (tests inject faults a real server cannot produce on demand; an
+    ``httpx.BaseTransport`` for a blocking connection). ``blocking``: the client is ``httpx.Client`` (see
+    the module docstring). ``timeout`` bounds connecting and each read of a request. ``stall_timeout``
+    (default twice ``keepalive_interval``) is how long a live stream may stay silent before its follower
+    reconnects; ``backoff_initial``/``backoff_max`` bound the reconnect backoff. ``token_source`` reads the
+    token again after a 401 (see the module docstring); without it a refused token stays refused.
     """
 
     def __init__(
@@ -147,7 +163,8 @@ class Connection:
         base_url: str,
         token: str | None,
         *,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx.AsyncBaseTransport | httpx.BaseTransport | None = None,
+        blocking: bool = False,
         timeout: float = 10.0,
         keepalive_interval: float = 15.0,
         stall_timeout: float | None = None,
@@ -166,16 +183,24 @@ class Connection:
         self.stall_timeout = stall_timeout if stall_timeout is not None else 2 * keepalive_interval
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
-        self.http = httpx.AsyncClient(
-            base_url=url,
-            transport=transport,
-            timeout=httpx.Timeout(timeout),
-            headers={"Accept": "application/json"},
-            auth=_Bearer(self),
-            follow_redirects=False,
-            verify=_tls_verify(url),
-        )
+        options: dict[str, Any] = {
+            "base_url": url,
+            "timeout": httpx.Timeout(timeout),
+            "headers": {"Accept": "application/json"},
+            "auth": _Bearer(self),
+            "follow_redirects": False,
+            "verify": _tls_verify(url),
+        }
+        self.http: httpx.AsyncClient | httpx.Client
         """The client every request and live stream of this connection goes through."""
+        sync = transport if isinstance(transport, httpx.BaseTransport) else None
+        not_sync = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
+        if transport is not None and (sync if blocking else not_sync) is None:
+            raise TypeError(f"{transport!r} cannot carry a {'' if blocking else 'non-'}blocking connection")
+        if blocking:
+            self.http = httpx.Client(transport=sync, **options)
+        else:
+            self.http = httpx.AsyncClient(transport=not_sync, **options)
 
     def __repr__(self) -> str:
         return f"Connection(base_url={self.base_url!r}, token=***)"
@@ -190,7 +215,10 @@ class Connection:
 
     async def aclose(self) -> None:
         """Close the connection pool; open streams end."""
-        await self.http.aclose()
+        if isinstance(self.http, httpx.Client):
+            self.http.close()
+        else:
+            await self.http.aclose()
 
     @property
     def display_url(self) -> str:
@@ -213,16 +241,28 @@ class Connection:
         async with self._token_lock:
             if self._token != refused:
                 return True
-            if self._token_source is None:
-                return False
-            try:
-                fresh = _check_token(await asyncio.to_thread(self._token_source))
-            except (ClientError, OSError):
-                return False  # an unreadable store is "nothing new"; the 401 says what to do
-            if fresh is None or fresh == self._token:
-                return False
-            self._token = fresh
-            return True
+            return self._take(await asyncio.to_thread(self._read_source))
+
+    def reread_token_blocking(self, refused: str | None) -> bool:
+        """:meth:`reread_token` for the blocking client (one request at a time, so nothing to wait for)."""
+        return self._token != refused or self._take(self._read_source())
+
+    def _read_source(self) -> str | None:
+        """The token the source gives now (None: no source, nothing there, or an unreadable store, which is
+        "nothing new": the 401 says what to do)."""
+        if self._token_source is None:
+            return None
+        try:
+            return _check_token(self._token_source())
+        except (ClientError, OSError):
+            return None
+
+    def _take(self, fresh: str | None) -> bool:
+        """Use ``fresh`` from now on if it is another token; whether it was."""
+        if fresh is None or fresh == self._token:
+            return False
+        self._token = fresh
+        return True
 
     # ------------------------------------------------------------------------------------ requests
 
@@ -253,6 +293,8 @@ class Connection:
         does not complete is a TransportError (its ``sent`` says whether the server may have seen it)."""
         query = {key: value for key, value in (params or {}).items() if value is not None}
         try:
+            if isinstance(self.http, httpx.Client):
+                return self.http.request(method, path, params=query, json=json)
             return await self.http.request(method, path, params=query, json=json)
         except httpx.TransportError as exc:
             raise self.transport_error(exc, method, path) from None
@@ -298,6 +340,9 @@ class Connection:
         from httpx_sse import aconnect_sse  # here: a command that follows no stream never loads it
 
         from client.streaming.reconnect import Refusal, Retry
+
+        if not isinstance(self.http, httpx.AsyncClient):
+            raise TypeError("a blocking connection (one-shot commands) follows no live stream")
 
         timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
         async with aconnect_sse(

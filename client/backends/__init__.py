@@ -14,7 +14,7 @@
       dendrux/        a Dendrux 0.4.1 app: read router + our steer router + feed.py (its SSE
                       stream, backfilled) + mapping.py (RawEvent -> DendruxMapper)      DendruxBackend
     client/streaming/ the live-feed toolkit every backend uses (decode, order, backoff, refusal, reconnect)
-    client/connection.py  one connection per server, one httpx.AsyncClient: requests, how answers become
+    client/connection.py  one connection per server, one httpx client: requests, how answers become
                       client.errors, and every SSE stream opened (httpx-sse's aconnect_sse) and
                       checked: Connection.event_source
 
