@@ -358,6 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8765, help="port to bind (default 8765; 0 = any free port)")
     p.add_argument("--db", metavar="PATH", help="SQLite database file (default: in the user data directory)")
+    p.add_argument(
+        "--add-operator",
+        metavar="NAME",
+        help="add a person with their own operator token (printed once) and exit; their decisions and "
+        "notes are shown under NAME",
+    )
     p.set_defaults(handler=_handler("serve", "serve"))
 
     p = add(
@@ -385,6 +391,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="port to bind (default 8766, or a free one when it is taken; 0 = any free port)",
     )
     p.add_argument("--fresh", action="store_true", help="delete the demo's database first and start over")
+    p.add_argument(
+        "--add-operator",
+        metavar="NAME",
+        help="add a person to the demo's server with their own operator token (printed once) and exit",
+    )
     p.set_defaults(handler=_handler("serve", "demo"))
     return parser
 
