@@ -301,6 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="which approvals (default pending)",
     )
     p.add_argument(
+        "--decided",
+        action="store_true",
+        help="every settled approval, the latest decision first: who decided (you, a colleague by name, an "
+        "AI, a standing rule), when, and the comment",
+    )
+    p.add_argument(
         "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
     )
     p.add_argument("--json", action="store_true", help="print the approvals as JSON (NDJSON with --watch)")

@@ -56,10 +56,10 @@ from client.models import Approval
 from client.present import (
     clock,
     connection_lost,
+    decision_words,
     event_line,
     format_duration,
     session_title,
-    settled_phrase,
     short_id,
     withdraw_outcome,
 )
@@ -311,8 +311,8 @@ class _Commands:
         if isinstance(outcome, Decided):
             self.printer.notice(f"approval {short_id(target)} {safe_line(outcome.approval.status)}")
         elif isinstance(outcome, AlreadySettled):
-            said = settled_phrase(outcome.approval.status, elsewhere=True)
-            self.printer.notice(f"approval {short_id(target)} {said}: nothing decided")
+            said = decision_words(outcome.approval, you=outcome.by_you)
+            self.printer.notice(f"approval {short_id(target)} was already {said}: nothing decided")
         elif isinstance(outcome, DecisionFailed):
             self.printer.notice(f"{outcome.error.title}: {outcome.error.hint}")
 

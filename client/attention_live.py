@@ -150,6 +150,7 @@ async def settled(backend: ApprovalDesk, gone: list[Approval]) -> list[ApprovalD
             continue
         if row.pending:
             continue
+        row = await backend.approval_trail(row)  # who settled it (Preloop names them in its history)
         session = row.runtime_session_id or approval.runtime_session_id or ""
         at = row.resolved_at or datetime.now(UTC)
         out.append(ApprovalDecided(seq=0, session_id=session, at=at, approval=row))

@@ -1,4 +1,5 @@
-"""Reading a whole list a page at a time: a session's notes, the approvals (of a session, in a status).
+"""Reading a whole list a page at a time: a session's notes, the approvals (of a session, in a status), and
+the settled approvals with who decided them (:func:`with_trails`).
 
 The scripted ``notes list``, the app and the short-id resolver (``client.steering``) page alike and stop
 at the same limit.
@@ -6,13 +7,22 @@ at the same limit.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from client.backend import Backend
     from client.models import Approval, Note
 
-__all__ = ["LIST_MAX", "PAGE", "all_approvals", "last_notes_page", "session_notes"]
+__all__ = [
+    "LIST_MAX",
+    "PAGE",
+    "TRAILS_AT_ONCE",
+    "all_approvals",
+    "last_notes_page",
+    "session_notes",
+    "with_trails",
+]
 
 PAGE = 100
 LIST_MAX = 1000
@@ -30,6 +40,24 @@ async def all_approvals(
         done = len(page.items) < PAGE or (page.total is not None and len(items) >= page.total)
         if done or len(items) >= LIST_MAX:
             return items
+
+
+TRAILS_AT_ONCE = 4
+"""Approval histories read at once (:func:`with_trails`)."""
+
+
+async def with_trails(backend: Backend, approvals: list[Approval]) -> list[Approval]:
+    """The approvals, each settled one with who decided it (``Backend.approval_trail``: free on a server
+    that sends the decider with the row; one history request each, a few at a time, on Preloop)."""
+    gate = asyncio.Semaphore(TRAILS_AT_ONCE)
+
+    async def one(approval: Approval) -> Approval:
+        if approval.pending:
+            return approval
+        async with gate:
+            return await backend.approval_trail(approval)
+
+    return list(await asyncio.gather(*(one(a) for a in approvals)))
 
 
 def last_notes_page(count: int, offset: int, total: int | None) -> bool:

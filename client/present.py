@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from client import ids
 from client.cells import cell_len, fit, head, tail
 from client.ids import MIN_PREFIX
-from client.models import Approval, Note, NoteState, Session
+from client.models import Approval, ApprovalDecider, Note, NoteState, Session
 from client.textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:
@@ -135,48 +135,107 @@ def settled_phrase(status: str, *, elsewhere: bool) -> str:
     return f"is no longer pending ({state})"
 
 
-def decided_by(approval: Approval, operator: str | None = None) -> dict[str, str | None] | None:
-    """Who or what decided an approval, as far as the server says (None while it is pending).
+def decider_of(approval: Approval) -> ApprovalDecider | None:
+    """Who or what decided an approval, as far as the server says: its ``decider`` (our server names the
+    operator; Preloop's history, read by ``Backend.approval_trail``), else what the row's flags say (an AI
+    reviewer's model, a standing rule's reason). None while pending, for an expiry or a session's end
+    (nobody's decision), and for a person the server does not name."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    if approval.decider is not None:
+        return approval.decider
+    if approval.decided_by_ai:
+        return ApprovalDecider(kind="ai", name=approval.ai_model, at=approval.resolved_at)
+    if approval.auto_approved_reason:
+        return ApprovalDecider(kind="rule", name=approval.auto_approved_reason, at=approval.resolved_at)
+    return None
 
-    Servers do not name the person: ``decided_by_human`` says a human decided, ``decided_by_ai`` an AI
-    reviewer, ``auto_approved_reason`` a policy; an expired approval was decided by nobody. ``operator``
-    is the person's name when it is known who decided (this client did, and the server named this client's
-    operator as the author of its notes): the same person is then named the same way in both tables.
-    """
+
+def decider_words(approval: Approval, *, you: bool = False) -> str | None:
+    """Who decided, in words: "you" (this operator: ``Decisions.by_you``), the person's name ("dana"),
+    "an AI reviewer (gpt-4o)", "a standing rule (bypass_active)", "a person the server does not name";
+    None when nobody decided (pending, expired, cancelled) or the server does not say who."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    if you:
+        return "you"
+    who = decider_of(approval)
+    if who is None:
+        return "a person the server does not name" if approval.decided_by_human else None
+    name = safe_line(who.name, 60) if who.name else None
+    if who.kind == "ai":
+        return f"an AI reviewer ({name})" if name else "an AI reviewer"
+    if who.kind == "rule":
+        return f"a standing rule ({name})" if name else "a standing rule"
+    return name or "a person the server does not name"
+
+
+def decision_words(approval: Approval, *, you: bool = False, comment: int | None = 120) -> str:
+    """What became of an approval, who did it, when and with which comment, in one line:
+    ``approved by dana 14:02: “looks fine”``, ``declined by you 09:15``, ``expired 14:05 (nobody
+    decided)``, ``cancelled 14:06 (the session ended)``; ``comment`` cuts the comment (None: whole)."""
+    status = safe_line(approval.status, 20)
+    who = decider_words(approval, you=you)
+    decider = decider_of(approval)
+    when = (decider.at if decider is not None and decider.at else None) or approval.resolved_at
+    words = status + (f" by {who}" if who else "")
+    if when is not None:
+        words += f" {clock(when)[:5]}"
+    if status == "expired":
+        words += " (nobody decided)"
+    elif status == "cancelled":
+        words += " (the session ended)"
+    elif status == "pending":
+        words = "pending"
+    if approval.approver_comment:
+        words += f": “{safe_line(approval.approver_comment, comment)}”"
+    return words
+
+
+def decided_by(approval: Approval, *, you: bool = False) -> dict[str, object] | None:
+    """Who decided, for scripts (JSON, the export): ``kind`` (``human``, ``ai``, ``policy``, ``expiry``,
+    ``unknown``), ``name`` and ``user_id`` as the server gives them, ``you`` (this operator decided it),
+    ``at``, and ``detail`` (the words :func:`decider_words` says). None while pending."""
     if approval.pending:
         return None
     if approval.status == "expired":
         return {"kind": "expiry", "detail": "nobody decided before it expired"}
-    if approval.decided_by_human:
-        return {"kind": "human", "detail": _clean_text(operator) or "an operator"}
-    if approval.decided_by_ai:
-        return {"kind": "ai", "detail": _clean_text(approval.ai_model) or "an AI reviewer"}
-    if approval.auto_approved_reason:
-        return {"kind": "policy", "detail": _clean_text(approval.auto_approved_reason)}
-    return {"kind": "unknown", "detail": None}
+    who = decider_of(approval)
+    kinds = {"person": "human", "ai": "ai", "rule": "policy"}
+    named = "human" if approval.decided_by_human or you else "unknown"
+    kind = kinds[who.kind] if who is not None else named
+    out: dict[str, object] = {"kind": kind, "detail": decider_words(approval, you=you)}
+    if who is not None:
+        out["name"] = _clean_text(who.name)
+        out["user_id"] = who.user_id
+        out["at"] = _iso(who.at)
+    out["you"] = you
+    return out
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else _utc(when).isoformat().replace("+00:00", "Z")
 
 
 def _clean_text(text: str | None) -> str | None:
     return None if text is None else safe_text(text)
 
 
-def settled_line(approval: Approval) -> str:
-    """An approval that is no longer pending, in one line: what happened to it, by whom (as far as the
-    server says), when, and with which comment ("approval 3f6c1a52 (Bash) was approved by an operator at
-    12:00:05, comment "ship it"")."""
+def settled_line(approval: Approval, *, you: bool = False) -> str:
+    """An approval that is no longer pending, in one line: which, then what happened to it, by whom, when
+    and with which comment ("approval 3f6c1a52 (Bash) approved by dana 14:02: “looks fine”")."""
     tool = f" ({safe_line(approval.tool_name, 40)})" if approval.tool_name else ""
-    who = decided_by(approval)
-    by = f" by {safe_line(who['detail'], 60)}" if who and who["kind"] != "expiry" and who["detail"] else ""
-    when = f" at {clock(approval.resolved_at)}" if approval.resolved_at else ""
-    said = f', comment "{safe_line(approval.approver_comment, 200)}"' if approval.approver_comment else ""
-    what = settled_phrase(approval.status, elsewhere=False)
-    return f"approval {short_id(approval.id)}{tool} {what}{by}{when}{said}"
+    return f"approval {short_id(approval.id)}{tool} {decision_words(approval, you=you, comment=200)}"
 
 
-def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
-    """A sentence for an approval that stopped waiting: "The Bash approval expired before anyone
-    decided.", "... was approved elsewhere." (see :func:`settled_phrase`)."""
-    return f"The {safe_line(tool or 'tool', 40)} approval {settled_phrase(status, elsewhere=elsewhere)}."
+def approval_outcome(approval: Approval, *, elsewhere: bool, you: bool = False) -> str:
+    """A sentence for an approval that stopped waiting, naming who settled it when the server says:
+    "The Bash approval was approved by dana 14:02: “looks fine”.", else "... was approved elsewhere.",
+    "The Bash approval expired before anyone decided." (see :func:`settled_phrase`)."""
+    tool = safe_line(approval.tool_name or "tool", 40)
+    if approval.status in ("approved", "declined") and (you or decider_of(approval) is not None):
+        return f"The {tool} approval was {decision_words(approval, you=you)}."
+    return f"The {tool} approval {settled_phrase(approval.status, elsewhere=elsewhere)}."
 
 
 def normalize_kind(kind: str) -> str:
@@ -244,7 +303,7 @@ SORT_DESCRIPTION = "newest first (by start time)"
 first" and marks the STARTED column)."""
 
 
-NARROW_DROP_ORDER = ("model", "tools", "activity")
+NARROW_DROP_ORDER = ("model", "cost", "tools", "activity")
 """Columns a sessions list drops first, in this order, while a narrow terminal leaves the titles too little
 room (the CLI's table and the TUI's sessions screen alike): id, agent, title, state and pending stay."""
 

@@ -10,7 +10,8 @@ must be told about; it returns one of the outcome types below and each front end
 * a withdrawal: :class:`Withdrawn`, :class:`TooLate` (the note was no longer pending: picked up,
   delivered, expired, or withdrawn already; its row says which) or :class:`WithdrawFailed`;
 * a decision: :class:`Decided`, :class:`AlreadySettled` (lost the race to another operator, or expired:
-  the approval's current row, fetched at once, says who or what settled it and with which comment),
+  the approval's current row, fetched at once with its trail (``Backend.approval_trail``), says who or
+  what settled it and with which comment),
   :class:`AlreadyDeciding` (a decision from here is on its way) or :class:`DecisionFailed`.
 
 :class:`Decisions` is the one record, per app or command, of the approvals decided *here*: the inbox, every
@@ -125,10 +126,12 @@ class Decided:
 @dataclass(frozen=True, slots=True)
 class AlreadySettled:
     """Someone or something else settled it first (another operator, its expiry, the session ending):
-    ``approval`` is its current row (status, comment, who decided as far as the server says)."""
+    ``approval`` is its current row (status, comment, who decided as far as the server says);
+    ``by_you`` when the server says this very operator did (from another terminal)."""
 
     approval: Approval
     verb: Verb
+    by_you: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +162,30 @@ SteeringOutcome = SendOutcome | WithdrawOutcome | DecideOutcome
 class Decisions:
     """The approvals decided in this process (one per app or command): an approval's echo from a feed is
     "decided here" from the moment its decision leaves until the server says it lost; remembered in a
-    bounded window (the oldest forgotten first)."""
+    bounded window (the oldest forgotten first). ``me`` is this operator's user id on the server
+    (``Backend.whoami``, set once known): a decision the server says that user made is "you" too, made
+    from another terminal or before a restart."""
 
     def __init__(self, remember: int = 2000) -> None:
         self._remember = remember
         self._here: OrderedDict[str, None] = OrderedDict()
         self._in_flight: set[str] = set()
+        self.me: str | None = None
+
+    def by_you(self, approval: Approval) -> bool:
+        """Whether this operator decided ``approval``: here, or as the server's decider names them."""
+        if approval.status not in ("approved", "declined"):
+            return False
+        if self.here(approval.id):
+            return True
+        decider = approval.decider
+        return self.me is not None and decider is not None and decider.user_id == self.me
+
+    async def learn_me(self, backend: Backend) -> None:
+        """Ask the server once who this token acts for (nothing when it cannot say)."""
+        if self.me is None:
+            me = await backend.whoami()
+            self.me = me.id if me is not None else None
 
     def start(self, approval_id: str) -> bool:
         """A decision leaves now; False when one from here is already on its way (send nothing)."""
@@ -248,25 +269,29 @@ class Steering:
             self.decisions.finish(approval_id, decided=False)
             current = await self._current(approval_id)
             if current is not None and not current.pending:
-                return AlreadySettled(current, verb)
+                await self.decisions.learn_me(self.backend)
+                return AlreadySettled(current, verb, self.decisions.by_you(current))
             return DecisionFailed(approval_id, verb, exc)
         self.decisions.finish(approval_id, decided=True)
         return Decided(result, verb)
 
     async def final_record(self, approval: Approval) -> Approval:
         """An approval that left a list without its final record (a poll or a reconnect only saw it go):
-        read it once, so its real status (approved, declined, expired...) can be told; the record as it
-        was when that read fails or it still reads pending."""
+        read it once, so its real status (approved, declined, expired...) and who settled it can be told;
+        the record as it was when that read fails or it still reads pending."""
         if not approval.pending:
-            return approval
+            return approval if approval.decider is not None else await self.backend.approval_trail(approval)
         current = await self._current(approval.id)
         return current if current is not None and not current.pending else approval
 
     async def _current(self, approval_id: str) -> Approval | None:
+        """The approval as the server has it now, with who settled it when it is no longer pending (a
+        race lost to a colleague names them)."""
         try:
-            return await self.backend.get_approval(approval_id)
+            approval = await self.backend.get_approval(approval_id)
         except ClientError:
             return None
+        return approval if approval.pending else await self.backend.approval_trail(approval)
 
 
 # ------------------------------------------------------------------------------------------- short ids

@@ -192,10 +192,19 @@ class PreloopApp(App[str | None]):
             self.push_screen(self._attach_screen(self.start_session_id))
         else:
             self.push_screen(self._sessions_screen())
+        # Who this operator is on the server, so a decision the server names them for reads "you".
+        self.call_after_refresh(self.learn_me)
         if self.attention:
             # The screen the user asked for starts loading first; the inbox after its first frame.
             self.call_after_refresh(self.watch_inbox)
             self.set_interval(EXPIRY_CHECK_SECONDS, self.check_expiring)
+
+    @work(group="whoami", exclusive=True)
+    async def learn_me(self) -> None:
+        """Ask the server once who this token acts for (``Decisions.me``); a failure leaves "you" to the
+        decisions made in this app."""
+        with contextlib.suppress(ClientError):
+            await self.steering.decisions.learn_me(self.backend)
 
     # ------------------------------------------------------------------ the attention inbox
 

@@ -1,9 +1,10 @@
 """The attach screen's two-line header: which session, what it is doing, and how the stream is doing.
 
 Line one names the session (short id, agent, title); line two carries the pending-approval count (first
-and bold when something waits for a human), read-only, the session state and the connection state
+and bold when something waits for a human), read-only, the session state, the connection state
 (live / connecting / reconnecting in Ns, attempt n / token refused: waiting for a login / ended /
-refused). All server text goes through
+refused) and what the run has cost so far when the server says (``$0.42 · 12k tokens (9.8k in / 2.2k
+out)``, ``client.costs``: nothing at all when it does not). All server text goes through
 ``client.present`` / ``client.textsafe`` and is appended to ``rich.text.Text`` objects, never
 interpolated into markup.
 """
@@ -16,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from rich.text import Text
 from textual.widgets import Static
 
+from client.costs import Cost, cost_words
 from client.models import Session
 from client.present import agent_state, kind_label, session_title, short_id
 from client.status import Connecting, Ended, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
@@ -53,6 +55,7 @@ class SessionHeader(Static):
         self.session: Session | None = None
         self.status: StreamStatus = Connecting()
         self.pending_approvals = 0
+        self.cost: Cost | None = None
         self.read_only = read_only
         self._clock = clock
         self._retry_at: datetime | None = None
@@ -78,6 +81,12 @@ class SessionHeader(Static):
             self.status = status
             if isinstance(status, Reconnecting):
                 self._retry_at = self._clock() + timedelta(seconds=status.delay)
+            self._render_header()
+
+    def set_cost(self, cost: Cost | None) -> None:
+        """What the run has cost so far (None: the server says nothing, and nothing is shown)."""
+        if cost != self.cost:
+            self.cost = cost
             self._render_header()
 
     def set_pending(self, count: int) -> None:
@@ -140,6 +149,9 @@ class SessionHeader(Static):
         if session is not None and not (count and state != "ended"):
             parts.append(Text("agent ").append_text(session_badge(state, words)))
         parts.append(Text("stream ").append_text(self.connection_text()))
+        spent = cost_words(self.cost)
+        if spent:
+            parts.append(Text(spent, style="bold"))
         if not count:
             parts.append(Text("no approvals pending", style="dim"))
         line2 = Text(" · ").join(parts)

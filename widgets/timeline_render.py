@@ -18,7 +18,7 @@ commentary (narration)     ``│`` gutter, dim; collapsed: ``▸ commentary (N l
 final answer               ``● answer`` header, ``┃`` gutter, Markdown
 interrupted text           ``┊`` gutter, ends with ``⚠ interrupted``
 tool call                  ``◌ running`` / ``✓ ok`` / ``✗ failed`` / ``⊘ denied`` + duration
-approval                   ``⏸ approval requested`` / ``✓ approval approved`` / ``✗ approval declined``
+approval                   ``⏸ approval requested`` / ``✓ approval approved … by dana`` / ``✗ … declined``
 note                       ``✉ note <state>`` with the state's glyph
 unknown event              ``? unknown event <type>`` (dim)
 highlighted (cursor) entry ``▌`` in the first cell of each of its lines, bold on a tint
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 
 from rich.cells import cell_len, chop_cells
 from rich.console import Console
@@ -44,6 +45,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from client.models import Approval
+from client.present import decider_words
 from client.textsafe import safe_line, safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -306,7 +309,7 @@ def _render_tool(entry: ToolEntry, width: int, wrap: bool = False, whole: bool =
 
 
 def _render_approval(
-    entry: ApprovalEntry, width: int, wrap: bool = False, whole: bool = False
+    entry: ApprovalEntry, width: int, wrap: bool = False, whole: bool = False, you: bool = False
 ) -> list[RenderedLine]:
     approval = entry.approval
     tool = safe_line(approval.tool_name or "tool") if approval else "tool"
@@ -322,6 +325,9 @@ def _render_approval(
     status = entry.status
     icon, style = _APPROVAL_LOOK.get(status, ("•", STYLE_DIM))
     parts = [(f"{icon} approval {safe_line(status)}  ", style), (tool, STYLE_NAME)]
+    who = decider_words(approval, you=you) if approval is not None else None
+    if who:
+        parts.append((f"  by {who}", STYLE_DIM))
     if whole and summary:
         parts.append(("  " + summary, None))
     if approval is not None and approval.approver_comment:
@@ -423,18 +429,21 @@ def render_entry(
     collapse_commentary: bool = False,
     wrap: bool = False,
     whole: bool = False,
+    by_you: Callable[[Approval], bool] | None = None,
 ) -> list[RenderedLine]:
     """The lines of one entry at ``width`` cells; the view calls it again when the entry changes.
     ``wrap`` shows tool, approval and unknown-event lines in full instead of cut to one line; ``whole``
     shows every line in full and also what the compact line leaves out (a finished tool's result, the
-    summary of a decided approval, a long note): what find searches, shown for its current match."""
+    summary of a decided approval, a long note): what find searches, shown for its current match.
+    ``by_you`` tells a decision of this operator (it reads "by you"; others by the decider's name)."""
     width = max(width, MIN_WIDTH)
     if isinstance(entry, TextEntry):
         return _render_text(entry, width, collapse_commentary and not whole)
     if isinstance(entry, ToolEntry):
         return _render_tool(entry, width, wrap, whole)
     if isinstance(entry, ApprovalEntry):
-        return _render_approval(entry, width, wrap, whole)
+        you = by_you is not None and entry.approval is not None and by_you(entry.approval)
+        return _render_approval(entry, width, wrap, whole, you)
     if isinstance(entry, NoteEntry):
         return _render_note(entry, width, whole)
     if isinstance(entry, RunEntry):

@@ -1,4 +1,4 @@
-"""``preloop approvals list | approve | decline``."""
+"""``preloop approvals list | approve | decline``: what waits, what was decided and by whom."""
 
 from __future__ import annotations
 
@@ -21,41 +21,91 @@ from cli.commands.common import (
     usage,
 )
 from cli.exits import EXIT_FAILED, EXIT_OK
+from client.digest import NO_DECIDER
 from client.ids import is_ulid, is_uuid
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
-from client.listing import all_approvals
+from client.listing import all_approvals, with_trails
 from client.models import Approval, AttentionSnapshot, Note
-from client.present import cell, decided_by, looks_like_id_prefix, relative_time, settled_line, short_id
+from client.present import (
+    cell,
+    clock,
+    decided_by,
+    decider_of,
+    decider_words,
+    decision_words,
+    looks_like_id_prefix,
+    relative_time,
+    settled_line,
+    short_id,
+)
 from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
-from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, resolve_approval
+from client.steering import (
+    AlreadyDeciding,
+    AlreadySettled,
+    DecisionFailed,
+    Decisions,
+    Steering,
+    resolve_approval,
+)
 from client.textsafe import safe_line
 
 
 async def list_approvals(args: argparse.Namespace) -> int:
-    """Approvals waiting for a person (or, with --status, decided ones), oldest first."""
+    """Approvals waiting for a person, oldest first (or, with --status, those in that status; with
+    --decided, every settled one, the latest decision first: who decided, when, with which comment)."""
     if args.json and args.output == "id":
         raise usage("--json and -o id both choose the output: keep one of them")
     if args.all_sessions and args.session:
         raise usage("--all-sessions and --session contradict each other: keep one of them")
+    if args.decided and args.status != "pending":
+        raise usage("--decided lists every settled approval: drop --status, or drop --decided")
     if args.watch:
-        if args.status != "pending" or args.output == "id":
-            raise usage("--watch follows pending approvals: it takes neither --status nor -o id")
+        if args.status != "pending" or args.output == "id" or args.decided:
+            raise usage("--watch follows pending approvals: it takes neither --status, --decided nor -o id")
         return await watch_approvals(args)
     now = datetime.now(UTC)
-    status = None if args.status == "all" else args.status
+    status = None if args.status == "all" or args.decided else args.status
+    decisions = Decisions()
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session else None
         items = await all_approvals(backend, session, status)
+        if args.decided:
+            items = [a for a in items if not a.pending]
+        settled = status != "pending"
+        if settled and args.output != "id":
+            items = await with_trails(backend, items)
+            await decisions.learn_me(backend)
+        recorded = backend.capabilities.names_decider
+    if args.decided:
+        epoch = datetime.min.replace(tzinfo=UTC)
+        items.sort(key=lambda a: a.resolved_at or a.requested_at or epoch, reverse=True)
     if args.output == "id":
         for approval in items:
             print(cell(approval.id))
         return EXIT_OK
     if args.json:
-        print_json({"total": len(items), "items": [a.model_dump(mode="json") for a in items]})
+        print_json(
+            {
+                "total": len(items),
+                "deciders_recorded_by_server": recorded,
+                "items": [
+                    {
+                        **a.model_dump(mode="json"),
+                        "decided_by": decided_by(a, you=decisions.by_you(a)),
+                    }
+                    for a in items
+                ],
+            }
+        )
         return EXIT_OK
     if not items:
-        which = "pending " if status == "pending" else ""
+        which = {"pending": "pending ", None: "decided " if args.decided else ""}.get(status, f"{status} ")
         print(f"No {which}approvals" + (f" for session {short_id(session)}." if session else "."))
+        return EXIT_OK
+    width = terminal_width(sys.stdout)
+    if settled:
+        for line in _settled_table(items, decisions, recorded, width):
+            print(line)
         return EXIT_OK
     rows = [
         [
@@ -69,7 +119,7 @@ async def list_approvals(args: argparse.Namespace) -> int:
         for a in items
     ]
     headers = ["ID", "SESSION", "STATUS", "REQUESTED", "TOOL", "SUMMARY"]
-    for line in render_table(headers, rows, last_flexible=True, width=terminal_width(sys.stdout)):
+    for line in render_table(headers, rows, last_flexible=True, width=width):
         print(line)
     if status == "pending" and sys.stdout.isatty():
         print(
@@ -77,6 +127,34 @@ async def list_approvals(args: argparse.Namespace) -> int:
             'preloop approvals decline ID --comment "..."'
         )
     return EXIT_OK
+
+
+def _settled_table(
+    items: list[Approval], decisions: Decisions, recorded: bool, width: int | None
+) -> list[str]:
+    """Settled approvals: what became of each, who decided and when, and the comment (a server that keeps
+    no decider is said to, once, below the table)."""
+    rows = []
+    for a in items:
+        you = decisions.by_you(a)
+        decider = decider_of(a)
+        when = (decider.at if decider is not None and decider.at else None) or a.resolved_at
+        rows.append(
+            [
+                cell(a.id),
+                short_id(a.runtime_session_id),
+                cell(a.tool_name, 24),
+                cell(a.status),
+                cell(decider_words(a, you=you) or "-", 40),
+                clock(when) if when is not None else "-",
+                cell(a.approver_comment or "-"),
+            ]
+        )
+    headers = ["ID", "SESSION", "TOOL", "OUTCOME", "BY", "AT", "COMMENT"]
+    lines = render_table(headers, rows, last_flexible=True, width=width)
+    if not recorded:
+        lines.append(f"({NO_DECIDER}: the BY column stays empty)")
+    return lines
 
 
 def _approval_id_syntax(value: str) -> str:
@@ -104,13 +182,17 @@ async def _decide(args: argparse.Namespace) -> int:
         # Short ids are matched against every approval, decided ones too: re-approving one is then told
         # as "already approved", as with its full id, not as "no such approval".
         approval_id = await resolve_approval(backend, text)
-        outcome = await Steering(backend).decide(approval_id, args.decision, args.comment)
+        steering = Steering(backend)
+        outcome = await steering.decide(approval_id, args.decision, args.comment)
+        if isinstance(outcome, AlreadySettled):
+            await steering.decisions.learn_me(backend)
     if isinstance(outcome, DecisionFailed):
         raise outcome.error
     assert not isinstance(outcome, AlreadyDeciding)  # nothing else decides in this command
     done = outcome.approval
     if isinstance(outcome, AlreadySettled):
-        print(f"preloop: already {safe_line(done.status)}: {settled_line(done)}", file=sys.stderr)
+        you = steering.decisions.by_you(done)
+        print(f"preloop: already {safe_line(done.status)}: {settled_line(done, you=you)}", file=sys.stderr)
         if args.json:
             print_json(done.model_dump(mode="json"))
         return EXIT_FAILED
@@ -147,22 +229,20 @@ def _clock(when: datetime | None = None) -> str:
     return (when or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
 
 
-def _approval_line(approval: Approval, head: str, now: datetime) -> str:
-    """One human line for an approval: time, what happened (by whom), ids, agent, tool, what it wants,
-    expiry or the decision's comment."""
+def _approval_line(approval: Approval, head: str, now: datetime, *, you: bool = False) -> str:
+    """One human line for an approval: time, what happened, ids, agent, tool, what it wants, then its
+    expiry, or who decided it, when and with which comment."""
     agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None) or "agent"
     args = {k: v for k, v in approval.tool_args.items() if not str(k).startswith("_")}
     what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
     expires = ""
     if approval.pending and approval.expires_at:
         expires = f"  expires in {_left(approval.expires_at, now)}"
-    who = decided_by(approval)
-    by = f"  by {safe_line(who['detail'], 40)}" if who and who["kind"] != "expiry" and who["detail"] else ""
-    comment = f'{by}  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else by
+    settled = "" if approval.pending else f"  {decision_words(approval, you=you, comment=80)}"
     return (
         f"{_clock()}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
         f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
-        f"{expires}{comment}"
+        f"{expires}{settled}"
     )
 
 
@@ -209,16 +289,17 @@ async def _emit(
         else:
             approval = await steering.final_record(approval)
             decision = approval.status in ("approved", "declined")
+            you = steering.decisions.by_you(approval)
             line = (
                 _record(
                     "approval.resolved",
                     status=approval.status if not approval.pending else "gone",
                     elsewhere=change.elsewhere if decision else None,
-                    decided_by=decided_by(approval),
+                    decided_by=decided_by(approval, you=you),
                     approval=approval.model_dump(mode="json"),
                 )
                 if args.json
-                else _approval_line(approval, _gone_head(approval, change.elsewhere), now)
+                else _approval_line(approval, _gone_head(approval, change.elsewhere), now, you=you)
             )
     else:
         note = change.note
@@ -271,6 +352,7 @@ async def _watch(args: argparse.Namespace) -> int:
     said: StreamStatus | None = None
     async with connect(args) as backend:
         steering = Steering(backend, inbox.decisions)
+        await steering.decisions.learn_me(backend)
         session = await resolve_session(backend, args.session) if args.session else None
         if not args.json and is_tty(sys.stderr):
             print("Watching every session's approvals; Ctrl+C stops.", file=sys.stderr)

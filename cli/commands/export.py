@@ -22,8 +22,10 @@ from cli.exits import EXIT_OK
 from client.backend import Backend
 from client.errors import ConnectionLost, error_for_status
 from client.export import build_export, to_json, to_markdown, write_atomically
+from client.listing import with_trails
 from client.models import Approval, Note
 from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
+from client.steering import Decisions
 from client.timeline import Timeline
 
 QUIET_SECONDS = 1.5
@@ -90,12 +92,15 @@ async def all_approvals(backend: Backend, session_id: str) -> list[Approval]:
 
 
 async def gather(backend: Backend, session_id: str, now: datetime) -> dict[str, Any]:
-    """Everything the export needs from the server, as the export document."""
+    """Everything the export needs from the server, as the export document: who decided each approval is
+    read with it (``Backend.approval_trail``: Preloop names the person only in the approval's history)."""
     session = await backend.get_session(session_id)
     timeline = Timeline(max_entries=1_000_000, max_chars=500_000_000)
     await read_history(backend, session_id, timeline)
     notes = await all_notes(backend, session_id)
-    approvals = await all_approvals(backend, session_id)
+    approvals = await with_trails(backend, await all_approvals(backend, session_id))
+    decisions = Decisions()
+    await decisions.learn_me(backend)
     return build_export(
         session_id,
         timeline,
@@ -103,9 +108,8 @@ async def gather(backend: Backend, session_id: str, now: datetime) -> dict[str, 
         notes=notes,
         approvals=approvals,
         exported_at=now,
-        # Our local server gives each account one operator: who decided is who wrote the notes. Preloop
-        # and Dendrux do not say which person decided (Preloop 0.17.1: decided_by_human only).
-        sole_operator=backend.server_kind == "local",
+        by_you=decisions.by_you,
+        deciders_recorded=backend.capabilities.names_decider,
     )
 
 

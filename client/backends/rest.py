@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import httpx
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
 from client.connection import Connection
@@ -45,12 +45,22 @@ from client.models import (
     Session,
     SessionDetail,
     SessionList,
+    UserMe,
+    WireModel,
 )
 from client.notetext import require_sendable
 
 __all__ = ["API_PREFIX", "PreloopRestApi", "RestBackend"]
 
 _approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
+
+
+class _OriginalArgs(WireModel):
+    """``GET /approval-requests/{id}/original-args``: ``{request_id, tool_args}``."""
+
+    request_id: str | None = None
+    tool_args: dict[str, Any] = Field(default_factory=dict)
+
 
 # Counters a Preloop session *detail* leaves empty although the list row has them.
 _LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", "cwd")
@@ -62,6 +72,25 @@ class RestBackend:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self._me: UserMe | None = None
+        self._me_asked = False
+
+    async def whoami(self) -> UserMe | None:
+        """Who this token acts for, asked once (:meth:`_ask_whoami`); None when the server cannot say."""
+        if not self._me_asked:
+            try:
+                self._me = await self._ask_whoami()
+            except ClientError:
+                self._me = None
+            self._me_asked = True
+        return self._me
+
+    async def _ask_whoami(self) -> UserMe | None:
+        return None
+
+    async def approval_trail(self, approval: Approval) -> Approval:
+        """As given: a server whose rows already say who decided (or that keeps no decider)."""
+        return approval
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.conn.base_url!r}, token=***)"
@@ -130,6 +159,9 @@ class PreloopRestApi(RestBackend):
     async def _before_note(self, session_id: str) -> None:
         """A note for this session is about to be sent (its text already checked): a server that would
         accept a note it can never deliver is asked about the session here (raise to refuse)."""
+
+    async def _ask_whoami(self) -> UserMe | None:
+        return self.conn.parse(await self._request("GET", "/auth/users/me"), UserMe)
 
     # --------------------------------------------------------------------------------------- health
 
@@ -316,6 +348,16 @@ class PreloopRestApi(RestBackend):
         aid = require_uuid(approval_id, "approval id")
         response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {short_id(aid)}")
         return self.conn.parse(response, Approval)
+
+    async def original_args(self, approval_id: str) -> dict[str, Any]:
+        """The approval's arguments before redaction (Preloop: a pending request whose rule keeps them);
+        otherwise the server's 404 ("No original arguments are available for this request")."""
+        aid = require_uuid(approval_id, "approval id")
+        response = await self._request(
+            "GET", f"/approval-requests/{aid}/original-args", what=f"approval {short_id(aid)}"
+        )
+        body = self.conn.parse(response, _OriginalArgs)
+        return body.tool_args
 
     async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
         """Let the waiting tool call run; deciding twice is a BadRequest ("Request already approved")."""

@@ -252,6 +252,11 @@ def test_approve_with_a_comment_is_refused_up_front_and_decided_approvals_are_li
         assert shown.code == 0, shown.err.getvalue()
         items = json.loads(shown.out.getvalue())["items"]
         assert [(a["id"], a["status"], a["approver_comment"]) for a in items] == expected, status
-        assert all(a["resolved_at"] and a["decided_by_human"] for a in items)
+        # Dendrux records no decider: none is invented (not even "a person"), and the list says so once.
+        assert all(a["resolved_at"] and a["decider"] is None and not a["decided_by_human"] for a in items)
+        assert json.loads(shown.out.getvalue())["deciders_recorded_by_server"] is False
     table = Run(["approvals", "list", "--status", "declined", *flags])()
     assert table.code == 0 and "declined" in table.out.getvalue() and "refund_order" in table.out.getvalue()
+    decided = Run(["approvals", "list", "--decided", *flags])().out.getvalue()
+    assert decided.count("does not record who decided") == 1  # said once, no name made up
+    assert "Needs a manager." in decided

@@ -23,6 +23,7 @@ from client.models import (
     NoteList,
     Session,
     SessionList,
+    UserMe,
 )
 from client.status import StreamStatus
 
@@ -59,6 +60,8 @@ class FakeBackend:
         self.attention = list(attention)
         """What ``watch_attention`` yields (an empty snapshot when nothing is given), then it waits."""
         self.attention_consumed = False
+        self.me: UserMe | None = None
+        """Who ``whoami`` says this token acts for."""
         self.sent: list[str] = []
         self.script_consumed = False
         """True once the follower has taken every scripted item (the screen has handled the last one)."""
@@ -128,6 +131,15 @@ class FakeBackend:
 
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
         return (await self.get_approval(approval_id)).model_copy(update={"status": "declined"})
+
+    async def approval_trail(self, approval: Approval) -> Approval:
+        return approval
+
+    async def original_args(self, approval_id: str) -> dict[str, Any]:
+        raise NotFound(404, "No original arguments are available for this request")
+
+    async def whoami(self) -> UserMe | None:
+        return self.me
 
     async def follow(
         self, session_id: str, *, after: int = 0, tail: int | None = None

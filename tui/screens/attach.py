@@ -149,7 +149,7 @@ class AttachScreen(Screen[None]):
         core, clock, read_only = self.core, self._clock, self.read_only
         self.header = SessionHeader(self.session_id, read_only=read_only, clock=clock, id="header")
         self.banner = Banner(id="banner")
-        self.view = TimelineView(core.timeline, id="timeline")
+        self.view = TimelineView(core.timeline, by_you=core.decisions.by_you, id="timeline")
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
         self.notes_panel = NotesPanel(core.notes, core.thens, clock=clock, id="notes")
         self.body = SessionBody(self.view, self.approvals_panel, self.notes_panel, id="body")
@@ -273,6 +273,8 @@ class AttachScreen(Screen[None]):
         """Draw what the core says changed (``announce``: tell approvals settled elsewhere)."""
         if change.session is not None:
             self.header.set_session(change.session)
+        if change.session is not None or change.timeline:
+            self.header.set_cost(self.core.cost)  # live: the row's figures and the model calls since
         if change.refused is not None:
             self.header.set_status(Refused(str(change.refused), change.refused.status))
             self.banner.show(str(change.refused), "error", hint="Escape: back to the sessions list")

@@ -195,7 +195,7 @@ class InboxScreen(Screen[None]):
         )
         recent = self.query_one("#inbox-recent", Static)
         self._set_display(recent, bool(self.inbox.recently_gone))
-        update_static(recent, decided_elsewhere_text(self.inbox.recently_gone))
+        update_static(recent, decided_elsewhere_text(self.inbox.recently_gone, self.inbox.decisions.by_you))
         update_static(
             self.query_one("#inbox-notes", Static),
             failed_notes_text(self.inbox.notes, now, self.inbox.notes_window),

@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from client.backend import Backend
+from client.costs import cost_words, row_cost
 from client.errors import ClientError
 from client.marks import News
 from client.models import Session
@@ -56,11 +57,14 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("tools", "TOOLS", "TOOLS"),
     ("model", "MODEL", "MODEL"),
     ("pending", "PENDING", "⚑"),
+    ("cost", "COST", "COST"),
     ("new", "NEW", "NEW"),
     ("title", "TITLE", "TITLE"),
 ]
 """(key, header, narrow header). The headers are ``preloop sessions list``'s and mean the same: TOOLS counts
-tool calls, MODEL names the model. ↓ marks the sort column (``client.present.sort_sessions``). NEW is the
+tool calls, MODEL names the model, COST what its model calls cost and how many tokens they used
+(``client.costs``: shown only when some row's server says). ↓ marks the sort column
+(``client.present.sort_sessions``). NEW is the
 app's own (``client.marks.News``): for a session followed here, how many events came since the operator
 last looked; for any session ✗ when something went wrong and ✉ when the agent read a note since."""
 
@@ -132,10 +136,18 @@ def session_cells(
         "tools": Text(count_cell(row.tool_call_count), justify="right"),
         "model": Text(safe_line(row.latest_model_alias or "-", MODEL_WIDTH)),
         "pending": pending_cell,
+        "cost": cost_cell(row),
         "new": news_cell(news),
         "title": Text(title if title is not None else safe_line(title_of(row), title_width)),
     }
     return [cells[key] for key in keys or tuple(key for key, _, _ in COLUMNS)]
+
+
+def cost_cell(row: Session) -> Text:
+    """The COST column: ``$0.42 · 12k tok`` (the cost when the server gives one, then the tokens), ``-``
+    for a row whose server says nothing (never ``$0.00``)."""
+    words = cost_words(row_cost(row), split=False, unit=" tok")
+    return Text(words, justify="right") if words else Text("-", style="dim", justify="right")
 
 
 def news_cell(news: News | None) -> Text:
@@ -167,7 +179,8 @@ def plan_layout(rows: list[Session], width: int, now: datetime, *, news: bool = 
     when some row has ``news`` to show (a session followed here, a problem, a note read): its room goes to
     the titles otherwise."""
     narrow = width < WIDE_AT
-    keys = [key for key, _, _ in COLUMNS if news or key != "new"]
+    costs = any(row_cost(row) for row in rows)
+    keys = [key for key, _, _ in COLUMNS if (news or key != "new") and (costs or key != "cost")]
     labels = {key: (short if narrow else long) for key, long, short in COLUMNS}
     longest = max((len(title_of(row)) for row in rows), default=0)
     wanted = max(MIN_TITLE, min(TITLE_WANTED, longest))
@@ -194,7 +207,8 @@ def plan_layout(rows: list[Session], width: int, now: datetime, *, news: bool = 
         for key in DROP_ORDER:
             if room(shown, sizes) >= wanted:
                 break
-            shown.remove(key)
+            if key in shown:
+                shown.remove(key)
         if room(shown, sizes) < wanted:
             agent_width = AGENT_WIDTHS[2]
             sizes = widths(agent_width)
