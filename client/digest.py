@@ -393,10 +393,11 @@ def _note_words(n: NoteLine, *, limit: int = 60) -> str:
     return words
 
 
-def digest_lines(digest: Digest) -> list[str]:
+def digest_lines(digest: Digest, *, say_no_decider: bool = True) -> list[str]:
     """The digest in three to six plain lines (terminal-safe; the attach screen and the CLI print them):
-    time away and tool calls; approvals decided and waiting; notes (up to two) and what followed; problems;
-    the agent's latest words and whether a final answer came."""
+    time away and tool calls (and what the model calls since cost); approvals decided (by whom) and
+    waiting; notes (up to two) and what followed; problems; the agent's latest words and whether a final
+    answer came. ``say_no_decider`` False: a handoff says once for all that the server names no decider."""
     d = digest
     if d.since.looked_at is not None:
         head = f"Away {away_words(d.away)} (last looked {_clock(d.since.looked_at)})"
@@ -423,7 +424,7 @@ def digest_lines(digest: Digest) -> list[str]:
         approvals += f" · ⚑ {len(d.waiting)} waiting now ({names})"
     else:
         approvals += " · none waiting"
-    if d.decided and not d.deciders_recorded:
+    if d.decided and not d.deciders_recorded and say_no_decider:
         approvals += f" ({NO_DECIDER})"
     lines.append(approvals)
     for note in d.notes[:_NOTES_SHOWN]:
@@ -502,7 +503,7 @@ def _md(text: str) -> str:
     return out
 
 
-def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
+def digest_markdown(digest: Digest, *, heading: str = "###", say_no_decider: bool = True) -> str:
     """The digest to paste into a ticket or a chat: a heading and a list, every time with its zone."""
     d = digest
     name = f"{_md(d.title)} " if d.title else ""
@@ -534,7 +535,7 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
             lines.append(f"  - {x.status} `{_code(x.tool)}`{by}{when}{said}")
     else:
         lines.append("- **Approvals decided**: none")
-    if d.decided and not d.deciders_recorded:
+    if d.decided and not d.deciders_recorded and say_no_decider:
         lines.append(f"- _{NO_DECIDER}_")
     if d.waiting:
         names = ", ".join(f"`{_code(a.tool_name or 'tool')}`" for a in d.waiting)
@@ -634,7 +635,7 @@ def handoff_lines(handoff: Handoff) -> list[str]:
         lines += ["", f"{title}:"]
         for d in group:
             lines.append(f"  {_session_head(d)}")
-            lines += [f"    {line}" for line in digest_lines(d)]
+            lines += [f"    {line}" for line in digest_lines(d, say_no_decider=False)]
     lines += ["", "Decided in this window:"]
     if not h.decisions and not h.notes:
         lines.append("  nothing: no approval decided, no note sent")
@@ -665,7 +666,7 @@ def handoff_markdown(handoff: Handoff) -> str:
         if not group:
             out += ["None.", ""]
         for d in group:
-            out.append(digest_markdown(d, heading="####"))
+            out.append(digest_markdown(d, heading="####", say_no_decider=False))
     out += ["### Decided in this window", ""]
     if not h.decisions and not h.notes:
         out.append("Nothing: no approval decided, no note sent.")

@@ -220,8 +220,11 @@ def test_approvals_list_and_approve_by_short_id(fake: FakePreloop, flags: list[s
     assert fake.approvals[approval_id]["status"] == "approved"
     assert main(["approvals", "decline", approval_id, *flags]) == 1  # decided already: said what happened
     output.read()
-    assert output.err.startswith(f"preloop: already approved: approval {approval_id[:8]} (Bash) was approved")
-    assert output.err.endswith(', comment "go ahead"\n')
+    # approved with this very token by the command before: the history names its user, who is "you"
+    assert output.err.startswith(
+        f"preloop: already approved: approval {approval_id[:8]} (Bash) approved by you "
+    )
+    assert output.err.endswith(': “go ahead”\n')
     assert main(["approvals", "list", *flags]) == 0
     output.read()
     assert output.out.endswith("No pending approvals.\n")

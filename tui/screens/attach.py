@@ -124,6 +124,7 @@ class AttachScreen(Screen[None]):
         self.steering = steering if steering is not None else Steering(backend)
         self.core = SessionCore(session_id, decisions=self.steering.decisions, clock=clock)
         """The session's state (timeline, notes, pending approvals, row, status): the screen draws it."""
+        self.core.deciders_recorded = backend.capabilities.names_decider
         self.decider = Decider(
             self, self.steering, confirm_risks=confirm_risks, clock=monotonic, read_only=read_only,
             just_shown="the screen had only just changed", keep=self._kept, decided=self._decided,
