@@ -6,6 +6,9 @@ whole value up to a cap. The panel shows a table it does not own (``client.sessi
 read live; :meth:`ApprovalsPanel.sync` after it changed). The panel only *asks* (it posts
 :class:`ApprovalsPanel.Decide`); the screen that owns the backend decides, so the panel works against any
 backend and in tests without one.
+
+Until the session's lists have answered (:meth:`ApprovalsPanel.set_lists`) the panel is shown with one line
+saying the pending approvals are loading (or could not be loaded): an empty panel would mean "none".
 """
 
 from __future__ import annotations
@@ -26,12 +29,19 @@ from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
 from client.models import Approval
+from client.session import ListsState
 from client.textsafe import safe_line, safe_text
 
 COLLAPSED_ARG_LINES = 2
 EXPANDED_ARG_LINES = 40
 
 Decision = Literal["approve", "decline"]
+
+LISTS_WORDS: dict[ListsState, str] = {
+    "loading": "Loading the pending approvals…",
+    "failed": "The pending approvals could not be loaded; new ones still show here as they come.",
+}
+"""The panel's one line while the session's pending approvals are not known."""
 
 
 def visible_args(args: dict[str, object] | None) -> dict[str, object]:
@@ -76,6 +86,37 @@ def approval_prompt(approval: Approval, *, expanded: bool = False) -> Group:
     return Group(head, Padding(body, (0, 0, 0, 2)))
 
 
+def call_first_line(approval: Approval, width: int = 100) -> str:
+    """The first line of what the call does, to name it in a question: a lone argument's value (a
+    command, a path), else the first argument as ``key: value``; cut to ``width`` with "…" (one home
+    for it: swap this function to name calls better)."""
+    shown = list(visible_args(approval.tool_args).items())
+    if not shown:
+        return ""
+    key, value = shown[0]
+    text = _arg_value(value) if len(shown) == 1 else f"{key}: {_arg_value(value)}"
+    lines = text.strip().splitlines() or [""]
+    line = safe_line(lines[0], width)
+    more = len(lines) > 1 or len(shown) > 1
+    return line + (" …" if more and not line.endswith("…") else "")
+
+
+def call_title(approval: Approval, session: str) -> Text:
+    """What a decision dialog decides, named under its question: the tool (and its risk) and the session,
+    then the first line of the call (:func:`call_first_line`)."""
+    title = Text(style="not bold")
+    title.append(safe_line(approval.tool_name or "tool", 40), style="bold yellow")
+    if approval.risk_level:
+        title.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
+    title.append(" · ", style="dim")
+    title.append(safe_line(session or approval.runtime_session_id or "?", 80), style="yellow")
+    first = call_first_line(approval)
+    if first:
+        title.append("\n")
+        title.append(first, style="bold yellow")
+    return title
+
+
 CARD_ARGS = 12
 """A decision dialog shows this many arguments (then says how many more there are)."""
 
@@ -89,18 +130,22 @@ def _arg_value(value: object) -> str:
         return repr(value)
 
 
-def decision_card(approval: Approval, session: str, *, limit: int | None = CARD_ARGS) -> Table:
+def decision_card(
+    approval: Approval, session: str, *, limit: int | None = CARD_ARGS, named: bool = False
+) -> Table:
     """What a decision dialog decides, named in full: the session, the tool (and its risk), the agent's
     summary and every argument (one per line, long ones wrapped; the first ``limit`` of them, None: all,
-    each whole), so the operator confirms what they read, not what they assume."""
+    each whole), so the operator confirms what they read, not what they assume. ``named``: the dialog
+    names the tool and the session above it already (:func:`call_title`), so the card starts with why."""
     card = Table.grid(padding=(0, 2))
     card.add_column(style="dim", no_wrap=True)
     card.add_column(overflow="fold")
-    card.add_row("Session", Text(safe_line(session or approval.runtime_session_id or "?", 80)))
-    tool = Text(safe_line(approval.tool_name or "tool", 40), style="bold")
-    if approval.risk_level:
-        tool.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
-    card.add_row("Tool", tool)
+    if not named:
+        card.add_row("Session", Text(safe_line(session or approval.runtime_session_id or "?", 80)))
+        tool = Text(safe_line(approval.tool_name or "tool", 40), style="bold")
+        if approval.risk_level:
+            tool.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
+        card.add_row("Tool", tool)
     summary = approval.summary or approval.agent_reasoning
     if summary:
         card.add_row("Why", Text(safe_line(summary, 300)))
@@ -130,7 +175,7 @@ class ApprovalsPanel(Vertical):
         border-title-style: bold;
         display: none;
     }
-    ApprovalsPanel.-has-pending { display: block; }
+    ApprovalsPanel.-has-pending, ApprovalsPanel.-not-known { display: block; }
     ApprovalsPanel > OptionList { height: auto; max-height: 8; border: none; padding: 0 0 0 1; }
     ApprovalsPanel.-expanded { height: 70%; }
     ApprovalsPanel.-expanded > OptionList { height: 1fr; max-height: 100%; }
@@ -160,6 +205,8 @@ class ApprovalsPanel(Vertical):
     ) -> None:
         super().__init__(id=id)
         self.read_only = read_only
+        self.lists: ListsState = "loaded"
+        """Whether the session's pending approvals are known yet (the attach screen says)."""
         self._approvals: Mapping[str, Approval] = approvals if approvals is not None else {}
         self.expanded: set[str] = set()
         self.border_title = "Approvals"
@@ -176,8 +223,15 @@ class ApprovalsPanel(Vertical):
         yield Static("read-only: no decisions here", classes="read-only")
 
     def on_mount(self) -> None:
-        if self._approvals:
+        if self._approvals or self.lists != "loaded":
             self.sync()
+
+    def set_lists(self, lists: ListsState) -> None:
+        """Whether the pending approvals asked for on attach have answered (loading, loaded, failed)."""
+        if lists != self.lists:
+            self.lists = lists
+            if self.is_mounted:
+                self.sync()
 
     def _make_buttons(self) -> Horizontal:
         """The buttons come with the first pending approval: a session with none never pays for them
@@ -237,9 +291,14 @@ class ApprovalsPanel(Vertical):
         current = options.highlighted_option
         current_id = current.id if current is not None else None
         approvals = self._approvals
-        options.set_options(
-            Option(approval_prompt(a, expanded=a.id in self.expanded), id=a.id) for a in approvals.values()
-        )
+        unknown = LISTS_WORDS.get(self.lists) if not approvals else None
+        if unknown is not None:
+            options.set_options([Option(Text(unknown, style="dim italic"), disabled=True)])
+        else:
+            options.set_options(
+                Option(approval_prompt(a, expanded=a.id in self.expanded), id=a.id)
+                for a in approvals.values()
+            )
         if current_id is not None and current_id in approvals:
             options.highlighted = options.get_option_index(current_id)
         elif approvals:
@@ -247,8 +306,14 @@ class ApprovalsPanel(Vertical):
         if approvals and self._buttons is None and self.is_mounted and self._list.is_attached:
             self.mount(self._make_buttons())  # docked at the bottom: where in the panel does not matter
         self.set_class(bool(approvals), "-has-pending")
+        self.set_class(unknown is not None, "-not-known")
         self.set_class(bool(self.expanded), "-expanded")
-        self.border_title = f"⚑ Approvals pending ({len(approvals)})" if approvals else "Approvals"
+        if approvals:
+            self.border_title = f"⚑ Approvals pending ({len(approvals)})"
+        else:
+            self.border_title = {"loading": "Approvals · loading…", "failed": "Approvals · not loaded"}.get(
+                self.lists, "Approvals"
+            )
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
