@@ -214,6 +214,10 @@ class KeyPace:
                 return False
             self._typed(char)  # the rest of a burst that went to a draft
             return True
+        ran = self._ran
+        if burst and ran is not None and now - ran.at <= BURST_GAP and self.app.screen is not ran.screen:
+            self._make_text(char, now)  # what the letter opened (a box, maybe) is not where this goes
+            return True
         if self._in_text():
             return False
         if burst:
