@@ -16,7 +16,8 @@ dispatches it, on the app's injectable monotonic clock (``tui.typeahead``):
   it was pressed if no printable key came meanwhile, and becomes the first letter of a burst if one did.
   It never runs when a printable key came just before it (that makes it part of a burst at once).
   Navigation keys (:data:`INSTANT_ACTIONS`: moving in a list or the timeline, jumping to a problem, the
-  find line, the note box itself) run at once; their letters still count as the start of a burst. Keys
+  find line, the note box itself) run at once; their letters still count as the start of a burst, except
+  that a burst of nothing but moving keys (``j`` held down to scroll) goes on moving. Keys
   that are not printable (arrows, Escape, F-keys, Ctrl+...) are never held; one arriving while a letter
   is held lets the letter run first, since no printable key followed it.
 * **The Enter that ends a burst sends nothing.** While a burst that reached no text box lasts (keys at
@@ -151,6 +152,9 @@ class KeyPace:
         self._run_began: float | None = None
         self._loose: list[str] = []
         """Letters of the current burst that went to no text box (navigation keys, unbound letters)."""
+        self._moving = False
+        """Every letter of the current burst so far moved (``j`` held down to scroll): more moving keys
+        keep moving; any other letter makes the burst text."""
         self._redirecting = False
         """The current run of keys became text for the note box: its Enter sends nothing."""
         self._held: _Held | None = None
@@ -208,7 +212,7 @@ class KeyPace:
         burst = self._last_printable is not None and now - self._last_printable <= BURST_GAP
         self._last_printable = now
         if not burst:
-            self._loose = []
+            self._loose, self._moving = [], False
         if self._redirecting:
             if self._in_text():
                 return False
@@ -220,15 +224,17 @@ class KeyPace:
             return True
         if self._in_text():
             return False
-        if burst:
+        active = self._command(key)
+        instant = active is not None and _action_name(active) in INSTANT_ACTIONS
+        if burst and not (instant and self._moving):
             self._make_text(char, now)
             return True
-        active = self._command(key)
-        if active is not None and _action_name(active) not in INSTANT_ACTIONS:
+        if active is not None and not instant:
             held = _Held(key, char, now, self.app.screen)
             self._held = held
             self.app.call_later(self._check, held)
             return True
+        self._moving = instant and (self._moving or not self._loose)
         self._loose.append(char)
         return False
 
@@ -243,7 +249,7 @@ class KeyPace:
             self._close_opened(ran)  # its command ran before this key was read: undo what it opened
             letters.append(ran.char)
         self._ran = None
-        self._loose = []
+        self._loose, self._moving = [], False
         self._redirecting = True
         self._typed("".join([*letters, char]))
 

@@ -361,3 +361,29 @@ async def test_a_burst_on_the_sessions_list_is_not_taken_as_keys(
             await nothing_happened(app, client, mine, str(keys))
     await mine.end()
     await call
+
+
+async def test_holding_k_down_moves_and_types_nothing(client: Backend, harness: HarnessClient) -> None:
+    """Key repeat of a moving key (``k`` held down, 30 a second) is a burst of nothing but moving: it
+    moves the highlight up the timeline and puts nothing in the note box; a word typed after it is text."""
+    mine = await start(harness, "builder")
+    for n in range(12):
+        await mine.narrate(2 + n, [f"Step {n}: looking at the next file."])
+    clock = TypingClock()
+    app = PreloopApp(client, start_session_id=mine.session_id, monotonic=clock, alert_settings=QUIET)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await attached(pilot, app)
+        await until(pilot, lambda: "Step 11" in "\n".join(screen.view.lines_text), "the narration")
+        await type_keys(pilot, clock, ["escape"], SLOW)
+        clock.advance(1.0)
+        await type_keys(pilot, clock, ["k"], PERSON)
+        first = screen.view.cursor_id
+        await type_keys(pilot, clock, "kkkkkkkk", 0.03)
+        await stop_typing(pilot, app, clock)
+        assert screen.view.cursor_id != first and not screen.composer.has_focus
+        assert screen.composer.text == "" and app.screen is screen
+        clock.advance(1.0)
+        await type_keys(pilot, clock, "keep going", PERSON)
+        await stop_typing(pilot, app, clock)
+        assert screen.composer.has_focus and screen.composer.text == "keep going"
+    await mine.end()
