@@ -19,8 +19,9 @@ from client.inbox import ApprovalGone, note_ended_at
 from client.marks import News
 from client.models import Approval, Note
 from client.present import relative_time, settled_phrase, short_id
+from client.preview import visible_args
 from client.textsafe import safe_line
-from widgets.approvals_panel import args_text, visible_args
+from widgets.approvals_panel import args_text
 from widgets.badges import note_badge, until
 
 APPROVAL_COLUMNS: list[tuple[str, str]] = [

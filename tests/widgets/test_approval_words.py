@@ -10,9 +10,9 @@ from widgets.approvals_panel import approval_prompt
 from widgets.inbox_view import args_cell, decided_elsewhere_text
 
 
-def _plain(approval: Approval, *, expanded: bool) -> str:
+def _plain(approval: Approval) -> str:
     console = Console(width=100, record=True, color_system=None)
-    console.print(approval_prompt(approval, expanded=expanded))
+    console.print(approval_prompt(approval))
     return console.export_text()
 
 
@@ -23,10 +23,9 @@ def test_internal_fields_are_not_shown_as_arguments() -> None:
         status="pending",
         tool_args={"command": "git push", "cwd": "/srv/app", "_preloop_source": "claude_code"},
     )
-    for expanded in (False, True):
-        text = _plain(approval, expanded=expanded)
-        assert "git push" in text and "/srv/app" in text
-        assert "_preloop_source" not in text and "claude_code" not in text
+    text = _plain(approval)
+    assert "git push" in text and "/srv/app" in text
+    assert "_preloop_source" not in text and "claude_code" not in text
 
 
 def test_an_expiry_is_not_told_as_a_decision_made_elsewhere() -> None:

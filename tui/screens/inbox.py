@@ -258,7 +258,8 @@ class InboxScreen(Screen[None]):
         """Show the highlighted approval's whole call (its arguments are cut to the table's column)."""
         approval = self.query_one(InboxApprovals).selected
         if approval is not None:
-            self.app.push_screen(ArgumentsScreen(approval, self._session(approval)))
+            where = None if self.read_only else "from the list"
+            self.app.push_screen(ArgumentsScreen(approval, self._session(approval), where=where))
 
     @staticmethod
     def _session(approval: Approval) -> str:
