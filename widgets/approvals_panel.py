@@ -29,12 +29,14 @@ from textual.widgets.option_list import Option
 from client.models import Approval
 from client.preview import approval_preview
 from client.textsafe import safe_line, safe_text
-from widgets.call_preview import preview_text
+from widgets.call_preview import PATH_CELLS, PATH_ROOM, preview_text
 
 PANEL_LINES = 6
-"""A card in the approvals panel shows this many lines of the call's preview (then how many follow)."""
-CARD_LINES = 14
-"""A decision dialog shows this many lines of the call's preview (then how many follow)."""
+"""A card in the approvals panel shows this many lines of the call's preview (then how many follow) when
+it does not know the terminal's height; else :func:`card_lines`."""
+CARD_LINES = 7
+"""A decision dialog shows this many lines of the call's preview, one row each (then how many follow):
+the "are you sure?" dialog, its buttons included, still fits a 24-row terminal."""
 
 Decision = Literal["approve", "decline"]
 
@@ -51,18 +53,28 @@ def args_text(args: dict[str, object]) -> str:
     return safe_text(raw)
 
 
-def approval_prompt(approval: Approval) -> Group:
-    """One approval: ``⚑ tool · summary [risk]``, then the first lines of its call's preview, indented."""
-    head = Text()
+def card_lines(terminal_height: int) -> int:
+    """How many lines of a call's preview a card shows on a terminal this high: the card (its head, these
+    lines and the "… N more lines" line) fits the side column of the attach screen, whose approvals panel
+    gets about a third of the height at 24 rows, more on a taller terminal."""
+    return max(3, min(16, (terminal_height - 4) // 4))
+
+
+def approval_prompt(approval: Approval, lines: int = PANEL_LINES, path_cells: int = PATH_CELLS) -> Group:
+    """One approval: ``⚑ tool [risk] · summary`` on one row, then the first ``lines`` lines of its call's
+    preview (and how many more there are), indented; long rows end in "…" (x shows the whole call)."""
+    head = Text(no_wrap=True, overflow="ellipsis")
     head.append("⚑ ", style="bold yellow")
     head.append(safe_line(approval.tool_name or "tool", 40), style="bold")
+    if approval.risk_level:
+        head.append(f" [risk {safe_line(approval.risk_level, 12)}]", style="bold red")
     summary = approval.summary or approval.agent_reasoning
     if summary:
         head.append(" · ")
         head.append(safe_line(summary, 160))
-    if approval.risk_level:
-        head.append(f" [risk {safe_line(approval.risk_level, 12)}]", style="bold red")
-    body = preview_text(approval_preview(approval), limit=PANEL_LINES, hint="x shows all")
+    body = preview_text(approval_preview(approval), limit=lines, hint="x shows all", path_cells=path_cells)
+    # One row a line, long ones cut with "…" (x shows them whole): the card keeps the height it says.
+    body.no_wrap, body.overflow = True, "ellipsis"
     return Group(head, Padding(body, (0, 0, 0, 2)))
 
 
@@ -87,6 +99,8 @@ def decision_card(
     if preview:
         call = approval_preview(approval)
         body = preview_text(call, limit=limit, hint="x in the list shows all")
+        if limit is not None:  # one row a line, long ones cut with "…": the dialog keeps its height
+            body.no_wrap, body.overflow = True, "ellipsis"
         card.add_row(PREVIEW_LABELS[call.kind], body if call.line_count else Text("none", style="dim"))
     return card
 
@@ -144,6 +158,7 @@ class ApprovalsPanel(Vertical):
         # before its workers are cancelled) still has a list to go to instead of raising NoMatches.
         self._list = OptionList(id="approvals-list")
         self._buttons: Horizontal | None = None
+        self._shown_fit = (PANEL_LINES, PATH_CELLS)
 
     def compose(self) -> ComposeResult:
         yield self._list
@@ -192,6 +207,19 @@ class ApprovalsPanel(Vertical):
         """The table changed (an approval came, left, or its record was replaced): one rebuild."""
         self._rebuild()
 
+    @property
+    def fit(self) -> tuple[int, int]:
+        """How many lines of each call's preview the cards show (:func:`card_lines` of the terminal), and
+        in how many cells a file's path (what the card's width leaves beside the +/− counts)."""
+        if not self.is_attached:
+            return PANEL_LINES, PATH_CELLS
+        width = self._list.content_size.width
+        return card_lines(self.app.size.height), max(width - PATH_ROOM, 16) if width else PATH_CELLS
+
+    def on_resize(self) -> None:
+        if self._approvals and self._shown_fit != self.fit:
+            self._rebuild()
+
     def show_call(self) -> None:
         """Ask the screen to show the whole of the highlighted approval's call."""
         approval = self.selected
@@ -203,7 +231,8 @@ class ApprovalsPanel(Vertical):
         current = options.highlighted_option
         current_id = current.id if current is not None else None
         approvals = self._approvals
-        options.set_options(Option(approval_prompt(a), id=a.id) for a in approvals.values())
+        lines, cells = self._shown_fit = self.fit
+        options.set_options(Option(approval_prompt(a, lines, cells), id=a.id) for a in approvals.values())
         if current_id is not None and current_id in approvals:
             options.highlighted = options.get_option_index(current_id)
         elif approvals:

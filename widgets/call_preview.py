@@ -3,7 +3,8 @@
 :func:`preview_text` makes the first lines of a preview into one ``rich.text.Text`` for a card (the
 attach screen's approval card, the inbox's side pane, the "are you sure?" dialog), ending with "… N more
 lines (x shows all)" when there are more; :class:`CallPreviewView` shows all of it, drawing only the lines
-on screen (a 10,000-line ``Write`` scrolls without being drawn whole).
+on screen (a 10,000-line ``Write`` scrolls without being drawn whole); :class:`CallPreviewPane` shows the
+highlighted approval's call beside a list, as much of it as fits.
 
 A diff's lines get their sign and a tinted background (added green, removed red), their content coloured
 by the file's language; a file's head shows its name and its +/− counts; a command is coloured as shell.
@@ -22,9 +23,12 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widgets import Static
 
-from client.cells import cell_len
-from client.preview import Preview, PreviewLine, counts, more_line
+from client.cells import cell_len, tail
+from client.models import Approval
+from client.preview import Preview, PreviewLine, approval_preview, counts, more_line
+from client.textsafe import safe_line
 
 SYNTAX_THEME = "ansi_dark"
 """Colours in the terminal's own palette, on the terminal's background."""
@@ -95,8 +99,23 @@ def _coloured(lines: list[PreviewLine]) -> list[Text | None]:
     return out
 
 
-def line_text(line: PreviewLine, content: Text | None = None) -> Text:
-    """One preview line, styled (``content``: its text already coloured by language)."""
+PATH_CELLS = 48
+"""A card shows a file's path in this many cells at most, keeping its end (the file's name) so the
++/− counts after it stay in view; the whole call shows it whole."""
+
+
+PATH_ROOM = 16
+"""Cells a file's line keeps beside its path for the +/− counts (a card or pane sizes the path by it)."""
+
+
+def short_path(path: str, cells: int = PATH_CELLS) -> str:
+    """``path``, or "…" and its last ``cells - 1`` cells when it is longer."""
+    return path if cell_len(path) <= cells else "…" + tail(path, cells - 1)
+
+
+def line_text(line: PreviewLine, content: Text | None = None, *, path_cells: int | None = PATH_CELLS) -> Text:
+    """One preview line, styled (``content``: its text already coloured by language); a file's path in
+    ``path_cells`` cells at most (None: whole)."""
     body = content if content is not None else Text(line.text)
     match line.kind:
         case "add" | "del" | "ctx":
@@ -110,7 +129,8 @@ def line_text(line: PreviewLine, content: Text | None = None) -> Text:
         case "file":
             out = Text()
             out.append("▌", style=ADD if line.added and not line.removed else HUNK)
-            out.append(line.text, style=FILE)
+            path = line.text if path_cells is None else short_path(line.text, path_cells)
+            out.append(path, style=FILE)
             said = counts(line.added, line.removed, line.label)
             if said.startswith("+") and "−" in said:
                 plus, minus = said.split(" ", 1)
@@ -146,15 +166,18 @@ def line_text(line: PreviewLine, content: Text | None = None) -> Text:
     return Text(line.text)
 
 
-def preview_text(preview: Preview, *, limit: int | None, hint: str = "x shows all") -> Text:
-    """The first ``limit`` lines of ``preview`` (None: all), then "… N more lines (hint)" if any follow."""
+def preview_text(
+    preview: Preview, *, limit: int | None, hint: str = "x shows all", path_cells: int | None = PATH_CELLS
+) -> Text:
+    """The first ``limit`` lines of ``preview`` (None: all), then "… N more lines (hint)" if any follow;
+    files' paths in ``path_cells`` cells at most, keeping their end (None: whole)."""
     lines = preview.lines(limit)
     coloured = _coloured(lines)
     out = Text()
     for n, (line, content) in enumerate(zip(lines, coloured, strict=True)):
         if n:
             out.append("\n")
-        out.append_text(line_text(line, content))
+        out.append_text(line_text(line, content, path_cells=path_cells))
     more = preview.more(limit)
     if more:
         out.append("\n")
@@ -197,6 +220,58 @@ class CallPreviewView(ScrollView, can_focus=True):
         chunk = self._lines[start : start + 50]
         console = self.app.console
         for n, (line, content) in enumerate(zip(chunk, _coloured(chunk), strict=True)):
-            segments = list(line_text(line, content).render(console, end=""))
+            text = Text()
+            text.append_text(line_text(line, content, path_cells=None))  # its own style becomes a span
+            segments = list(text.render(console, end=""))
             self._cache[start + n] = Strip(Segment.apply_style(segments, self.rich_style))
         return self._cache[index]
+
+
+class CallPreviewPane(Static):
+    """The highlighted approval's call beside a list (the inbox on a wide terminal): its tool and session,
+    then as many lines of its preview as the pane has room for (long lines cut with "…"), and how many
+    more there are ("x shows all")."""
+
+    DEFAULT_CSS = """
+    CallPreviewPane {
+        height: 1fr; padding: 0 1; border-left: tall $panel-lighten-2; overflow: hidden;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.approval: Approval | None = None
+        self.session = ""
+        self._drawn: tuple[Approval | None, int, int] | None = None
+
+    def show(self, approval: Approval | None, session: str = "") -> None:
+        """Show ``approval``'s call (None: say that nothing is highlighted); drawn again only when the
+        record or the pane's height changed."""
+        self.approval, self.session = approval, session
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        height, width = self.content_size.height, self.content_size.width
+        if self._drawn == (self.approval, height, width) or not self.is_mounted:
+            return
+        self._drawn = (self.approval, height, width)
+        approval = self.approval
+        if approval is None:
+            self.update(Text("No approval highlighted.", style="dim"))
+            return
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append(safe_line(approval.tool_name or "tool", 40), style="bold")
+        if approval.risk_level:
+            out.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
+        out.append(f"  {safe_line(self.session, 60)}", style="dim")
+        out.append("\n\n")
+        room = max(height - 3, 3)  # the head, a blank line, and the "more" line
+        call = approval_preview(approval)
+        limit = room + 1 if call.line_count == room + 1 else room  # never "… 1 more line" in its room
+        cells = max(width - PATH_ROOM, 16) if width else PATH_CELLS
+        out.append_text(preview_text(call, limit=limit, hint="x shows all", path_cells=cells))
+        self.update(out)
