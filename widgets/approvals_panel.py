@@ -11,7 +11,6 @@ screen that owns the backend decides, so the panel works against any backend and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -28,7 +27,7 @@ from textual.widgets.option_list import Option
 
 from client.models import Approval
 from client.preview import approval_preview
-from client.textsafe import safe_line, safe_text
+from client.textsafe import safe_line
 from widgets.call_preview import PATH_CELLS, PATH_ROOM, preview_text
 
 PANEL_LINES = 6
@@ -42,15 +41,6 @@ Decision = Literal["approve", "decline"]
 
 PREVIEW_LABELS = {"diff": "Change", "command": "Command", "arguments": "Arguments", "raw": "Arguments"}
 """What a decision card calls the call's preview, by its kind."""
-
-
-def args_text(args: dict[str, object]) -> str:
-    """Tool arguments as readable, terminal-safe JSON (non-JSON values fall back to ``repr``)."""
-    try:
-        raw = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        raw = repr(args)
-    return safe_text(raw)
 
 
 def card_lines(terminal_height: int) -> int:

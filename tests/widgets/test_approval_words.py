@@ -46,5 +46,12 @@ def test_the_inbox_arguments_end_in_an_ellipsis_where_they_are_cut() -> None:
     """Issue 18: at 60-80 columns the ARGUMENTS cell read `{ "co`, cut with no sign of it."""
     approval = Approval(id="a1", tool_name="Bash", tool_args={"command": "git push origin hotfix/discount"})
     cell = args_cell(approval, 14)
-    assert cell.plain == '{ "command": …' and cell.cell_len == 14
-    assert args_cell(approval, 80).plain == '{ "command": "git push origin hotfix/discount" }'
+    assert cell.plain == "git push orig…" and cell.cell_len == 14
+    assert args_cell(approval, 80).plain == "git push origin hotfix/discount"  # the call's first line
+
+
+def test_the_inbox_row_names_the_file_an_edit_changes() -> None:
+    """Issue 24: the row shows the call's first line, an edit's file and its +/− counts, not its JSON."""
+    args = {"file_path": "src/app.py", "old_string": "a = 1", "new_string": "a = 2"}
+    approval = Approval(id="a2", tool_name="Edit", tool_args=args)
+    assert args_cell(approval, 80).plain == "src/app.py +1 −1"

@@ -2,11 +2,11 @@
 
 The app keeps one :class:`client.inbox.Inbox` fed by ``Backend.watch_attention()`` (pushed by our
 server, polled elsewhere) for as long as it runs; this screen only draws it and acts on it. Approvals
-are oldest first with their session, tool, risk, arguments (cut to the column, with an ellipsis: ``x``
-shows the whole call) and expiry countdown; a terminal 120 columns wide or more shows the highlighted
-call's preview (``client.preview``: a diff, a command, the arguments) beside the list; ``a`` approves,
-``d`` declines with an optional comment (the same ``tui.screens.decide.Decider`` as the attach screen),
-Enter opens the session.
+are oldest first with their session, tool, risk, call in one line (the command, the file edited and its
++/− counts, ...; cut to the column with an ellipsis: ``x`` shows the whole call) and expiry countdown; a
+terminal 120 columns wide or more shows the highlighted call's preview (``client.preview``: a diff, a
+command, the arguments) beside the list; ``a`` approves, ``d`` declines with an optional comment (the
+same ``tui.screens.decide.Decider`` as the attach screen), Enter opens the session.
 Below them: the notes that ended expired, failed or undeliverable in the last hours, the approvals that
 were settled elsewhere while the inbox was open, and the sessions followed in the app, each with how many
 events are new since the operator last looked there and what needs them (``client.marks.News``).
@@ -82,9 +82,7 @@ class InboxScreen(Screen[None]):
         Binding(
             "o,enter", "open", "Open session", id="inbox.open", tooltip="Attach to this approval's session"
         ),
-        Binding(
-            "x", "arguments", "Args", id="inbox.arguments", tooltip="The highlighted call's whole arguments"
-        ),
+        Binding("x", "arguments", "Args", id="inbox.arguments", tooltip="The highlighted call in full"),
         Binding("escape,i", "back", "Back", id="inbox.back", tooltip="Back to where you were"),
         Binding("question_mark", "app.help", "Help", id="inbox.help", tooltip="All keys"),
     ]
@@ -98,7 +96,7 @@ class InboxScreen(Screen[None]):
     InboxScreen #inbox-notes { padding: 0 1; margin-top: 1; }
     InboxScreen #inbox-followed { padding: 0 1; margin-top: 1; }
     InboxScreen #inbox-main { height: 1fr; }
-    InboxScreen #inbox-preview { display: none; width: 45%; }
+    InboxScreen #inbox-preview { display: none; width: 40%; max-width: 72; }
     InboxScreen.-wide #inbox-preview { display: block; }
     """
 
@@ -281,7 +279,7 @@ class InboxScreen(Screen[None]):
         self.action_open()
 
     def action_arguments(self) -> None:
-        """Show the highlighted approval's whole call (its arguments are cut to the table's column)."""
+        """Show the highlighted approval's whole call (its row shows one line of it, cut to the column)."""
         approval = self.query_one(InboxApprovals).selected
         if approval is not None:
             where = None if self.read_only else "from the list"
