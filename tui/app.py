@@ -38,6 +38,11 @@ screen or dialog, as in any terminal program (Ctrl+Q too): every followed sessio
 no session is stopped, and the shell is told so; with text selected (the note box, a dialog's field, the
 mouse) Ctrl+C copies it instead and lets go of the selection, so a second Ctrl+C quits.
 
+Keys: every key the terminal sends passes the app's one ``tui.keypace.KeyPace`` before Textual dispatches
+it (``on_event``), on the app's one monotonic clock (``monotonic``, shared with the type-ahead guards): a
+burst of typing is text, never a command (:meth:`PreloopApp.take_typing` puts it in the note box of the
+session on screen, or that session's draft), and a letter command runs only when pressed alone.
+
 Quick switch: every attach screen opened is installed and kept while its session is followed (at most
 ``tui.following.FOLLOW_LIMIT``, the least recently shown let go first), so Escape, ``b`` (previous
 session) and ``s`` (the followed list) come back to it with its scroll, folds and draft as they were, and
