@@ -7,6 +7,9 @@ is made terminal-safe and shown as ``rich.text.Text``. The panel shows a table i
 (``client.session``'s pending approvals, read live; :meth:`ApprovalsPanel.sync` after it changed). The
 panel only *asks* (it posts :class:`ApprovalsPanel.Decide` and :class:`ApprovalsPanel.ShowCall`); the
 screen that owns the backend decides, so the panel works against any backend and in tests without one.
+
+Until the session's lists have answered (:meth:`ApprovalsPanel.set_lists`) the panel is shown with one line
+saying the pending approvals are loading (or could not be loaded): an empty panel would mean "none".
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from textual.widgets.option_list import Option
 
 from client.models import Approval
 from client.preview import approval_preview
+from client.session import ListsState
 from client.textsafe import safe_line
 from widgets.call_preview import PATH_CELLS, PATH_ROOM, preview_text
 
@@ -41,6 +45,12 @@ Decision = Literal["approve", "decline"]
 
 PREVIEW_LABELS = {"diff": "Change", "command": "Command", "arguments": "Arguments", "raw": "Arguments"}
 """What a decision card calls the call's preview, by its kind."""
+
+LISTS_WORDS: dict[ListsState, str] = {
+    "loading": "Loading the pending approvals…",
+    "failed": "The pending approvals could not be loaded; new ones still show here as they come.",
+}
+"""The panel's one line while the session's pending approvals are not known."""
 
 
 def card_lines(terminal_height: int) -> int:
@@ -68,21 +78,50 @@ def approval_prompt(approval: Approval, lines: int = PANEL_LINES, path_cells: in
     return Group(head, Padding(body, (0, 0, 0, 2)))
 
 
+def call_first_line(approval: Approval, width: int = 100) -> str:
+    """The first line of what the call will do, to name it in a question (the preview's own first line,
+    ``client.preview``: the command, the file an edit changes and its +/- counts), cut to ``width``."""
+    return safe_line(approval_preview(approval).first_line, width)
+
+
+def call_title(approval: Approval, session: str) -> Text:
+    """What a decision dialog decides, named under its question: the tool (and its risk) and the session,
+    then the first line of the call (:func:`call_first_line`)."""
+    title = Text(style="not bold")
+    title.append(safe_line(approval.tool_name or "tool", 40), style="bold yellow")
+    if approval.risk_level:
+        title.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
+    title.append(" · ", style="dim")
+    title.append(safe_line(session or approval.runtime_session_id or "?", 80), style="yellow")
+    first = call_first_line(approval)
+    if first:
+        title.append("\n")
+        title.append(first, style="bold yellow")
+    return title
+
+
 def decision_card(
-    approval: Approval, session: str, *, limit: int | None = CARD_LINES, preview: bool = True
+    approval: Approval,
+    session: str,
+    *,
+    limit: int | None = CARD_LINES,
+    preview: bool = True,
+    named: bool = False,
 ) -> Table:
     """What a decision dialog decides, named in full: the session, the tool (and its risk), the agent's
     summary and what the call will change (its preview: the first ``limit`` lines, then how many more;
     None: every line; ``preview`` False: left out, for a screen that shows it below), so the operator
-    confirms what they read, not what they assume."""
+    confirms what they read, not what they assume. ``named``: the dialog names the tool and the session
+    above it already (:func:`call_title`), so the card starts with why."""
     card = Table.grid(padding=(0, 2))
     card.add_column(style="dim", no_wrap=True)
     card.add_column(overflow="fold")
-    card.add_row("Session", Text(safe_line(session or approval.runtime_session_id or "?", 80)))
-    tool = Text(safe_line(approval.tool_name or "tool", 40), style="bold")
-    if approval.risk_level:
-        tool.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
-    card.add_row("Tool", tool)
+    if not named:
+        card.add_row("Session", Text(safe_line(session or approval.runtime_session_id or "?", 80)))
+        tool = Text(safe_line(approval.tool_name or "tool", 40), style="bold")
+        if approval.risk_level:
+            tool.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
+        card.add_row("Tool", tool)
     summary = approval.summary or approval.agent_reasoning
     if summary:
         card.add_row("Why", Text(safe_line(summary, 300)))
@@ -107,7 +146,7 @@ class ApprovalsPanel(Vertical):
         border-title-style: bold;
         display: none;
     }
-    ApprovalsPanel.-has-pending { display: block; }
+    ApprovalsPanel.-has-pending, ApprovalsPanel.-not-known { display: block; }
     ApprovalsPanel > OptionList { height: auto; max-height: 100%; border: none; padding: 0 0 0 1; }
     ApprovalsPanel > Horizontal { height: 1; dock: bottom; }
     ApprovalsPanel Button {
@@ -141,6 +180,8 @@ class ApprovalsPanel(Vertical):
     ) -> None:
         super().__init__(id=id)
         self.read_only = read_only
+        self.lists: ListsState = "loaded"
+        """Whether the session's pending approvals are known yet (the attach screen says)."""
         self._approvals: Mapping[str, Approval] = approvals if approvals is not None else {}
         self.border_title = "Approvals"
         self.set_class(read_only, "-read-only")
@@ -157,8 +198,15 @@ class ApprovalsPanel(Vertical):
         yield Static("read-only: no decisions here", classes="read-only")
 
     def on_mount(self) -> None:
-        if self._approvals:
+        if self._approvals or self.lists != "loaded":
             self.sync()
+
+    def set_lists(self, lists: ListsState) -> None:
+        """Whether the pending approvals asked for on attach have answered (loading, loaded, failed)."""
+        if lists != self.lists:
+            self.lists = lists
+            if self.is_mounted:
+                self.sync()
 
     def _make_buttons(self) -> Horizontal:
         """The buttons come with the first pending approval: a session with none never pays for them
@@ -222,7 +270,11 @@ class ApprovalsPanel(Vertical):
         current_id = current.id if current is not None else None
         approvals = self._approvals
         lines, cells = self._shown_fit = self.fit
-        options.set_options(Option(approval_prompt(a, lines, cells), id=a.id) for a in approvals.values())
+        unknown = LISTS_WORDS.get(self.lists) if not approvals else None
+        if unknown is not None:
+            options.set_options([Option(Text(unknown, style="dim italic"), disabled=True)])
+        else:
+            options.set_options(Option(approval_prompt(a, lines, cells), id=a.id) for a in approvals.values())
         if current_id is not None and current_id in approvals:
             options.highlighted = options.get_option_index(current_id)
         elif approvals:
@@ -230,7 +282,13 @@ class ApprovalsPanel(Vertical):
         if approvals and self._buttons is None and self.is_mounted and self._list.is_attached:
             self.mount(self._make_buttons())  # docked at the bottom: where in the panel does not matter
         self.set_class(bool(approvals), "-has-pending")
-        self.border_title = f"⚑ Approvals pending ({len(approvals)})" if approvals else "Approvals"
+        self.set_class(unknown is not None, "-not-known")
+        if approvals:
+            self.border_title = f"⚑ Approvals pending ({len(approvals)})"
+        else:
+            self.border_title = {"loading": "Approvals · loading…", "failed": "Approvals · not loaded"}.get(
+                self.lists, "Approvals"
+            )
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

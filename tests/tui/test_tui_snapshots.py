@@ -34,6 +34,8 @@ def _quiet(app: PreloopApp) -> bool:
     deferred key re-check waiting (the stream worker itself never finishes: it waits for more)."""
     if any(w.group not in ("attach-stream", "attention") and not w.is_finished for w in app.workers):
         return False
+    if app.key_pace.holding:  # a letter command still waits for its quiet window
+        return False
     fake = app.backend
     if isinstance(fake, FakeBackend) and app.attention and not fake.attention_consumed:
         return False

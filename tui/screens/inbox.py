@@ -13,8 +13,11 @@ events are new since the operator last looked there and what needs them (``clien
 Opening the inbox marks its notes as seen.
 
 ``a`` and ``d`` are ignored for half a second after the inbox opens, comes back from a dialog, or the
-terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``), and the letters typed
-right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
+terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``, F2), and the letters
+typed right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
+Its letters (``a``, ``d``, ``o``, ``x``, ``i``) act only when pressed alone (``tui.keypace``); a burst of
+typing here is text, kept in the draft of the session the inbox was opened from, and the Enter ending it
+opens nothing.
 """
 
 from __future__ import annotations
