@@ -323,6 +323,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=_handler("approvals", "list_approvals"))
 
+    p = add(
+        approvals_sub,
+        "show",
+        "show one approval and what its call will change",
+        "Show one approval: its session, tool, risk, status and the agent's summary, then what the call\n"
+        "will change: a unified diff for a file edit, the command for a shell call, else the arguments.\n"
+        "Every line is printed; --json gives the approval and the preview's model.",
+    )
+    p.add_argument("approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)")
+    p.add_argument("--json", action="store_true", help="print the approval and its preview as JSON")
+    p.set_defaults(handler=_handler("approvals", "show"))
+
     for verb in ("approve", "decline"):
         p = add(approvals_sub, verb, f"{verb} a pending tool call")
         p.add_argument(

@@ -30,8 +30,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from client.costs import Cost, cost_json, cost_words, row_cost
+from client.export import md_block
 from client.models import Approval, Note
 from client.present import decider_words, short_id
+from client.preview import Preview, approval_preview
 from client.session import THEN_WIDTH, SessionCore
 from client.textsafe import safe_line
 from client.timeline import (
@@ -118,6 +120,8 @@ class Decision:
     session_id: str
     you: bool = False
     """This operator decided it (``by`` is then "you")."""
+    change: Preview | None = None
+    """What the decided call changes, when it is a file edit (``client.preview``): the digest shows it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +306,7 @@ def _decision(approval: Approval, core: SessionCore, comment_kept: bool) -> Deci
         at=approval.resolved_at,
         session_id=approval.runtime_session_id or core.session_id,
         you=you,
+        change=decided_change(approval),
     )
 
 
@@ -381,7 +386,47 @@ def _decision_words(d: Decision, *, limit: int = 60) -> str:
         words += f": “{safe_line(d.comment, limit)}”"
     elif not d.comment_kept:
         words += f" ({NO_APPROVE_COMMENT})"
+    if d.change is not None:
+        words += f" · {safe_line(d.change.first_line, limit)}"
     return words
+
+
+CHANGE_LINES = 40
+"""A decided edit's diff shows this many lines in a digest's Markdown (then how many more there are)."""
+
+
+def decided_change(approval: Approval) -> Preview | None:
+    """What a decided (approved or declined) file edit changes, as its preview; None for anything else."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    change = approval_preview(approval)
+    return change if change.kind == "diff" else None
+
+
+def _change_json(change: Preview | None) -> dict[str, Any] | None:
+    return None if change is None else change.to_json(limit=CHANGE_LINES)
+
+
+def _changes_markdown(decided: Iterable[Decision]) -> list[str]:
+    """The diffs of the decided edits, each under the decision it belongs to (fenced: nothing in them is
+    Markdown)."""
+    out: list[str] = []
+    for x in decided:
+        if x.change is None:
+            continue
+        if not out:
+            out.append("- **What the decided edits change**:")
+        out.append(f"  - {x.status} `{_code(x.tool)}`: {_md(x.change.first_line)}")
+        out.append("")
+        out += md_block(
+            "\n".join(
+                x.change.text_lines(CHANGE_LINES, hint=f"preloop approvals show {short_id(x.approval_id)}")
+            ),
+            "    ",
+            "diff",
+        )
+        out.append("")
+    return out
 
 
 def _note_words(n: NoteLine, *, limit: int = 60) -> str:
@@ -473,6 +518,7 @@ def digest_json(digest: Digest) -> dict[str, Any]:
                 "comment_kept_by_server": x.comment_kept,
                 "at": _iso(x.at),
                 "you": x.you,
+                "change": _change_json(x.change),
             }
             for x in d.decided
         ],
@@ -537,6 +583,7 @@ def digest_markdown(digest: Digest, *, heading: str = "###", say_no_decider: boo
         lines.append("- **Approvals decided**: none")
     if d.decided and not d.deciders_recorded and say_no_decider:
         lines.append(f"- _{NO_DECIDER}_")
+    lines += _changes_markdown(d.decided)
     if d.waiting:
         names = ", ".join(f"`{_code(a.tool_name or 'tool')}`" for a in d.waiting)
         lines.append(f"- **Waiting now**: {len(d.waiting)} ({names})")

@@ -3,8 +3,10 @@
 Line one names the session (short id, agent, title); line two carries the pending-approval count (first
 and bold when something waits for a human), read-only, the session state, the connection state
 (live / connecting / reconnecting in Ns, attempt n / token refused: waiting for a login / ended /
-refused) and what the run has cost so far when the server says (``$0.42 · 12k tokens (9.8k in / 2.2k
-out)``, ``client.costs``: nothing at all when it does not). All server text goes through
+refused), what the run has cost so far when the server says (``$0.42 · 12k tokens (9.8k in / 2.2k
+out)``, ``client.costs``: nothing at all when it does not). Until the session's lists have answered
+(``client.session.ListsState``) the count is not known: it says "approvals loading…" (or "approvals not
+loaded"), never "no approvals pending". All server text goes through
 ``client.present`` / ``client.textsafe`` and is appended to ``rich.text.Text`` objects, never
 interpolated into markup.
 """
@@ -20,6 +22,7 @@ from textual.widgets import Static
 from client.costs import Cost, cost_words
 from client.models import Session
 from client.present import agent_state, kind_label, session_title, short_id
+from client.session import ListsState
 from client.status import Connecting, Ended, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.textsafe import safe_line
 from widgets.badges import session_badge
@@ -56,6 +59,8 @@ class SessionHeader(Static):
         self.status: StreamStatus = Connecting()
         self.pending_approvals = 0
         self.cost: Cost | None = None
+        self.lists: ListsState = "loaded"
+        """Whether the session's pending approvals are known yet (the attach screen says)."""
         self.read_only = read_only
         self._clock = clock
         self._retry_at: datetime | None = None
@@ -93,6 +98,12 @@ class SessionHeader(Static):
         """How many approvals of this session wait for a decision."""
         self.pending_approvals = count
         self._render_header()
+
+    def set_lists(self, lists: ListsState) -> None:
+        """Whether the pending approvals asked for on attach have answered."""
+        self.lists = lists
+        if self.is_mounted:
+            self._render_header()
 
     def retry_in(self) -> int:
         """Whole seconds until the next reconnect attempt (0 once it is due)."""
@@ -152,7 +163,11 @@ class SessionHeader(Static):
         spent = cost_words(self.cost)
         if spent:
             parts.append(Text(spent, style="bold"))
-        if not count:
+        if not count and self.lists == "loading":
+            parts.append(Text("approvals loading…", style="dim italic"))
+        elif not count and self.lists == "failed":
+            parts.append(Text("approvals not loaded", style="yellow"))
+        elif not count:
             parts.append(Text("no approvals pending", style="dim"))
         line2 = Text(" · ").join(parts)
         both = Text("\n").join([line1, line2])

@@ -18,7 +18,6 @@ from server.harness_client import HarnessClient
 from tests.cli.helpers import preloop, run
 from tests.cli.test_approvals import _wait_pending
 
-
 USAGE = {"model": "m-large", "input_tokens": 9000, "output_tokens": 400, "cost_usd": 0.033}
 """Each of the three model calls of the shift: +$0.10 · 28k tokens in all."""
 

@@ -224,7 +224,7 @@ def test_approvals_list_and_approve_by_short_id(fake: FakePreloop, flags: list[s
     assert output.err.startswith(
         f"preloop: already approved: approval {approval_id[:8]} (Bash) approved by you "
     )
-    assert output.err.endswith(': “go ahead”\n')
+    assert output.err.endswith(": “go ahead”\n")
     assert main(["approvals", "list", *flags]) == 0
     output.read()
     assert output.out.endswith("No pending approvals.\n")
