@@ -327,11 +327,19 @@ def build_parser() -> argparse.ArgumentParser:
         approvals_sub,
         "show",
         "show one approval and what its call will change",
-        "Show one approval: its session, tool, risk, status and the agent's summary, then what the call\n"
-        "will change: a unified diff for a file edit, the command for a shell call, else the arguments.\n"
-        "Every line is printed; --json gives the approval and the preview's model.",
+        "Show one approval: its session, tool, risk and status; why it is asked (the agent's reasoning,\n"
+        "the server's summary, the rule that asked, what the server redacted); who decided it, when and\n"
+        "with which comment, votes and who looked, as far as the server says; then what the call will\n"
+        "change: a unified diff for a file edit, the command for a shell call, else the arguments.\n"
+        "Every line is printed; --json gives all of it and the preview's model.",
     )
     p.add_argument("approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)")
+    p.add_argument(
+        "--original",
+        action="store_true",
+        help="also fetch the call's arguments from before the server redacted them (Preloop keeps them "
+        "while the approval is pending, when its rule says so)",
+    )
     p.add_argument("--json", action="store_true", help="print the approval and its preview as JSON")
     p.set_defaults(handler=_handler("approvals", "show"))
 

@@ -213,6 +213,33 @@ def decided_by(approval: Approval, *, you: bool = False) -> dict[str, object] | 
     return out
 
 
+def trail_rows(approval: Approval, *, you: bool = False, names_decider: bool = True) -> list[tuple[str, str]]:
+    """Who decided and who looked, as labelled rows (terminal-safe): the decision (who, when, how, with
+    which comment), the votes of a quorum ("1 of 2"), an escalation and its new deadline, and who has
+    opened the approval (Preloop's history). ``names_decider`` False: the server keeps no decider, said
+    here instead of a name."""
+    rows: list[tuple[str, str]] = []
+    if not approval.pending:
+        words = decision_words(approval, you=you, comment=200)
+        if not names_decider and approval.status in ("approved", "declined") and not you:
+            words += " (this server does not record who decided)"
+        rows.append(("Decided", words))
+    votes = approval.votes
+    if votes is not None:
+        said = f"{votes.approvals} of {votes.required} approvals"
+        if votes.declines:
+            said += f", {votes.declines} decline{'s' if votes.declines != 1 else ''}"
+        rows.append(("Votes", said))
+    if approval.escalated_at is not None:
+        deadline = f"; the new deadline is {clock(approval.expires_at)[:5]}" if approval.expires_at else ""
+        rows.append(("Escalated", f"{clock(approval.escalated_at)[:5]}: nobody answered in time{deadline}"))
+    if approval.viewed_by:
+        shown = ", ".join(safe_line(name, 40) for name in approval.viewed_by[:6])
+        more = f" and {len(approval.viewed_by) - 6} more" if len(approval.viewed_by) > 6 else ""
+        rows.append(("Viewed by", shown + more))
+    return rows
+
+
 def _iso(when: datetime | None) -> str | None:
     return None if when is None else _utc(when).isoformat().replace("+00:00", "Z")
 
@@ -303,9 +330,10 @@ SORT_DESCRIPTION = "newest first (by start time)"
 first" and marks the STARTED column)."""
 
 
-NARROW_DROP_ORDER = ("model", "cost", "tools", "activity")
+NARROW_DROP_ORDER = ("model", "tools", "activity")
 """Columns a sessions list drops first, in this order, while a narrow terminal leaves the titles too little
-room (the CLI's table and the TUI's sessions screen alike): id, agent, title, state and pending stay."""
+room (the CLI's table and the TUI's sessions screen alike): id, agent, title, state, pending and cost
+stay."""
 
 TITLE_WANTED = 40
 """Columns are dropped until the titles have this much room (or the longest title's length)."""

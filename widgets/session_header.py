@@ -28,6 +28,10 @@ from client.textsafe import safe_line
 from widgets.badges import session_badge
 
 
+SPLIT_AT = 110
+"""From this many columns the header says the run's tokens in and out, not only their sum."""
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -160,7 +164,7 @@ class SessionHeader(Static):
         if session is not None and not (count and state != "ended"):
             parts.append(Text("agent ").append_text(session_badge(state, words)))
         parts.append(Text("stream ").append_text(self.connection_text()))
-        spent = cost_words(self.cost)
+        spent = cost_words(self.cost, split=self.size.width >= SPLIT_AT)  # tokens in / out: when it fits
         if spent:
             parts.append(Text(spent, style="bold"))
         if not count and self.lists == "loading":

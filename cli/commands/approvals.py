@@ -39,6 +39,7 @@ from client.present import (
     relative_time,
     settled_line,
     short_id,
+    trail_rows,
 )
 from client.preview import approval_preview
 from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
@@ -51,6 +52,7 @@ from client.steering import (
     resolve_approval,
 )
 from client.textsafe import safe_line
+from client.why import redaction, why_rows
 
 
 async def list_approvals(args: argparse.Namespace) -> int:
@@ -174,21 +176,67 @@ def _approval_id_syntax(value: str) -> str:
 
 
 async def show(args: argparse.Namespace) -> int:
-    """One approval, and what its call will change (every line; ``--json``: the preview's model)."""
+    """One approval: why it is asked, who decided it and who looked (as far as the server says), and what
+    its call will change, every line (``--original``: the call's arguments before the server redacted
+    them; ``--json``: all of it for scripts)."""
     text = _approval_id_syntax(args.approval_id)
+    decisions = Decisions()
+    original: dict[str, Any] | None = None
     async with connect(args) as backend:
         approval = await backend.get_approval(await resolve_approval(backend, text))
+        approval = await backend.approval_trail(approval)
+        await decisions.learn_me(backend)
+        names_decider = backend.capabilities.names_decider
+        if args.original:
+            original = await backend.original_args(approval.id)
+    you = decisions.by_you(approval)
     call = approval_preview(approval)
+    hidden = redaction(approval)
     if args.json:
-        print_json({"approval": approval.model_dump(mode="json"), "preview": call.to_json()})
+        doc: dict[str, Any] = {
+            "approval": approval.model_dump(mode="json"),
+            "why": {
+                "reasoning": approval.agent_reasoning,
+                "summary": approval.summary,
+                "rule": approval.rule_context,
+                "redacted": None
+                if hidden is None
+                else {
+                    "types": dict(hidden.types),
+                    "reference_only": hidden.reference_only,
+                    "originals_kept": hidden.originals_kept,
+                },
+            },
+            "decided_by": decided_by(approval, you=you),
+            "deciders_recorded_by_server": names_decider,
+            "preview": call.to_json(),
+        }
+        if original is not None:
+            doc["original_args"] = original
+            doc["original_preview"] = approval_preview(_with_args(approval, original)).to_json()
+        print_json(doc)
         return EXIT_OK
-    for line in show_lines(approval, datetime.now(UTC)):
+    for line in show_lines(approval, datetime.now(UTC), you=you, names_decider=names_decider):
         print(line)
+    if original is not None:
+        print()
+        print("Original arguments, before the server redacted them (kept only until it is decided):")
+        for line in approval_preview(_with_args(approval, original)).text_lines():
+            print(line)
     return EXIT_OK
 
 
-def show_lines(approval: Approval, now: datetime) -> list[str]:
-    """``approvals show`` as plain lines: who asks for what, its status, then the call's whole preview."""
+def _with_args(approval: Approval, args: dict[str, Any]) -> Approval:
+    """The approval with the arguments the server kept apart (its originals) in place of the redacted ones."""
+    return approval.model_copy(update={"tool_args": args})
+
+
+def show_lines(
+    approval: Approval, now: datetime, *, you: bool = False, names_decider: bool = True
+) -> list[str]:
+    """``approvals show`` as plain lines: who asks for what and its status; why it is asked (the agent's
+    reasoning, the server's summary, the rule, what was redacted); who decided and who looked; then the
+    call's whole preview."""
     agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None)
     tool = safe_line(approval.tool_name or "tool", 60)
     risk = f"  (risk {safe_line(approval.risk_level, 12)})" if approval.risk_level else ""
@@ -197,16 +245,18 @@ def show_lines(approval: Approval, now: datetime) -> list[str]:
         if approval.expires_at is not None:
             status += f", expires in {_left(approval.expires_at, now)}"
     else:
-        status = settled_line(approval)
+        status = safe_line(approval.status, 20)
     lines = [
         f"Approval  {cell(approval.id)}",
         f"Session   {describe_session(approval.runtime_session_id, agent)}",
         f"Tool      {tool}{risk}",
         f"Status    {status}",
     ]
-    summary = approval.summary or approval.agent_reasoning
-    if summary:
-        lines.append(f"Why       {safe_line(summary, 300)}")
+    for label, words in [
+        *why_rows(approval, key="--original"),
+        *trail_rows(approval, you=you, names_decider=names_decider),
+    ]:
+        lines.append(f"{label:<9} {words}")
     return [*lines, "", *approval_preview(approval).text_lines()]
 
 

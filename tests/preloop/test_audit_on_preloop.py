@@ -158,3 +158,38 @@ def test_approvals_list_decided_names_who_decided_each(
     items = {a["id"]: a for a in json.loads(capsys.readouterr().out)["items"]}
     assert items[colleague]["decided_by"]["name"] == DANA_EMAIL
     assert items[mine]["decided_by"]["you"] is True
+
+
+def test_approvals_show_marks_what_was_redacted_and_fetches_the_originals(
+    fake: FakePreloop, base_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--url", base_url, "--token", TOKEN]
+    approval_id = fake.request_approval(redacted=True)
+    assert main(["approvals", "show", approval_id, *flags]) == 0
+    out = capsys.readouterr().out
+    assert "Why       Issue the refund the customer was promised in ticket 4411.\n" in out
+    assert "Rule      Card numbers in shell commands: Sensitive data rule cards-in-shell matched" in out
+    assert (
+        "Redacted  credit card, email redacted by the server · --original: the originals (kept until decided)"
+        in out
+    )
+    assert "[REDACTED:credit_card]" in out and "4111111111111111" not in out
+    assert "Viewed by alice113619@example.com" in out  # reading the detail is a view, and it says so
+    assert main(["approvals", "show", approval_id, "--original", *flags]) == 0
+    out = capsys.readouterr().out
+    before, _, after = out.partition("Original arguments, before the server redacted them")
+    assert "4111111111111111" not in before and "card=4111111111111111" in after
+    assert main(["approvals", "show", approval_id, "--original", "--json", *flags]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["why"]["redacted"] == {
+        "types": {"credit_card": 1, "email": 1},
+        "reference_only": False,
+        "originals_kept": True,
+    }
+    assert "dana@example.com" in data["original_args"]["command"]
+    fake.colleague_decides(approval_id, "decline", "not with a card number in it")
+    assert main(["approvals", "show", approval_id, *flags]) == 0
+    out = capsys.readouterr().out
+    assert f"Decided   declined by {DANA_EMAIL} " in out and "the server keeps no originals" in out
+    assert main(["approvals", "show", approval_id, "--original", *flags]) == 1
+    assert "No original arguments are available for this request" in capsys.readouterr().err

@@ -55,7 +55,7 @@ from client.status import Connecting, Ended, Live, Refused, StreamStatus
 from client.steering import DecideOutcome, Steering
 from client.streaming.policy import login_reason
 from tui.keypace import pace_of
-from tui.screens.arguments import ArgumentsScreen
+from tui.screens.arguments import whole_call
 from tui.screens.decide import CONFIRM_RISKS, Decider
 from tui.screens.decline_comment import KeptComment
 from tui.screens.withdraw_pick import ask_withdraw
@@ -378,7 +378,7 @@ class AttachScreen(Screen[None]):
     def _show_call(self, event: ApprovalsPanel.ShowCall) -> None:
         event.stop()
         where = None if self.read_only else "from the approvals panel"
-        self.app.push_screen(ArgumentsScreen(event.approval, self.core.describe(), where=where))
+        self.app.push_screen(whole_call(event.approval, self.core.describe(), self.steering, where=where))
 
     @on(Composer.Submitted)
     def _composer_submitted(self, event: Composer.Submitted) -> None:

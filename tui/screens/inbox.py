@@ -41,7 +41,7 @@ from client.present import describe_session
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.steering import AlreadySettled, Decided, DecideOutcome, Steering
 from client.textsafe import safe_line
-from tui.screens.arguments import ArgumentsScreen
+from tui.screens.arguments import whole_call
 from tui.screens.decide import Decider
 from tui.screens.decline_comment import KeptComment
 from tui.typeahead import Monotonic
@@ -286,7 +286,8 @@ class InboxScreen(Screen[None]):
         approval = self.query_one(InboxApprovals).selected
         if approval is not None:
             where = None if self.read_only else "from the list"
-            self.app.push_screen(ArgumentsScreen(approval, self._session(approval), where=where))
+            steering = self.decider.steering
+            self.app.push_screen(whole_call(approval, self._session(approval), steering, where=where))
 
     @staticmethod
     def _session(approval: Approval) -> str:
