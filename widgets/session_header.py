@@ -27,7 +27,6 @@ from client.status import Connecting, Ended, Live, LoginNeeded, Reconnecting, Re
 from client.textsafe import safe_line
 from widgets.badges import session_badge
 
-
 SPLIT_AT = 110
 """From this many columns the header says the run's tokens in and out, not only their sum."""
 
