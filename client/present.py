@@ -240,6 +240,24 @@ def trail_rows(approval: Approval, *, you: bool = False, names_decider: bool = T
     return rows
 
 
+def note_author(note: Note, me: str | None) -> str | None:
+    """Who wrote a note, as others are named: "you" when the server names this operator's user (``me``),
+    else their name; None when the server names nobody."""
+    author = note.author
+    if author is None:
+        return None
+    if me is not None and author.user_id is not None and author.user_id == me:
+        return "you"
+    return safe_line(author.display, 40) if author.display else None
+
+
+def colleague_of(note: Note, me: str | None) -> str | None:
+    """The name of a colleague who wrote ``note``; None for this operator's own notes and unnamed ones
+    (what a list of one's own notes need not repeat on every line)."""
+    who = note_author(note, me)
+    return None if who in (None, "you") or me is None else who
+
+
 def _iso(when: datetime | None) -> str | None:
     return None if when is None else _utc(when).isoformat().replace("+00:00", "Z")
 

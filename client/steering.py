@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from client.errors import ClientError, NoteOutcomeUnknown
 from client.ids import check_prefix, is_full_id, match_id, resolve_id, short_id
 from client.listing import all_approvals, session_notes
+from client.present import colleague_of
 
 if TYPE_CHECKING:
     from client.backend import Backend
@@ -180,6 +181,10 @@ class Decisions:
             return True
         decider = approval.decider
         return self.me is not None and decider is not None and decider.user_id == self.me
+
+    def colleague(self, note: Note) -> str | None:
+        """The colleague who wrote ``note``, by name; None for this operator's own and unnamed notes."""
+        return colleague_of(note, self.me)
 
     async def learn_me(self, backend: Backend) -> None:
         """Ask the server once who this token acts for (nothing when it cannot say)."""

@@ -347,7 +347,8 @@ class PreloopApp(App[str | None]):
         self.alerter.changes(changes, viewing=self._viewing())
         for change in changes:
             if isinstance(change, ApprovalGone):
-                settle_open_dialogs(self, change.approval)
+                you = self.steering.decisions.by_you(change.approval)
+                settle_open_dialogs(self, change.approval, you=you)
                 if change.approval.pending:  # it went without its final record: read it once
                     self.final_record(change.approval)
         # The inbox screen first, then the headers' count (the inbox screen may have marked notes seen):

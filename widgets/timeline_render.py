@@ -45,7 +45,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from client.models import Approval
+from client.models import Approval, Note
 from client.present import decider_words
 from client.textsafe import safe_line, safe_text
 from client.timeline import (
@@ -335,11 +335,15 @@ def _render_approval(
     return _fit(parts, width, wrap or whole)
 
 
-def _render_note(entry: NoteEntry, width: int, whole: bool = False) -> list[RenderedLine]:
+def _render_note(
+    entry: NoteEntry, width: int, whole: bool = False, by: str | None = None
+) -> list[RenderedLine]:
     icon, style = NOTE_LOOK.get(entry.state, ("•", STYLE_DIM))
     note = entry.note
     state = "sent" if entry.state == "pending" else safe_line(entry.state)
     parts: list[tuple[str, Style | None]] = [(f"✉ note {state} {icon}", style)]
+    if by:
+        parts.append((f" by {safe_line(by, 40)}", STYLE_DIM))
     if note is not None:
         parts.append(("  “" + safe_line(note.text, None if whole else 80) + "”", None))
         extra = []
@@ -430,12 +434,14 @@ def render_entry(
     wrap: bool = False,
     whole: bool = False,
     by_you: Callable[[Approval], bool] | None = None,
+    colleague: Callable[[Note], str | None] | None = None,
 ) -> list[RenderedLine]:
     """The lines of one entry at ``width`` cells; the view calls it again when the entry changes.
     ``wrap`` shows tool, approval and unknown-event lines in full instead of cut to one line; ``whole``
     shows every line in full and also what the compact line leaves out (a finished tool's result, the
     summary of a decided approval, a long note): what find searches, shown for its current match.
-    ``by_you`` tells a decision of this operator (it reads "by you"; others by the decider's name)."""
+    ``by_you`` tells a decision of this operator (it reads "by you"; others by the decider's name);
+    ``colleague`` names a colleague who sent a note ("by dana")."""
     width = max(width, MIN_WIDTH)
     if isinstance(entry, TextEntry):
         return _render_text(entry, width, collapse_commentary and not whole)
@@ -445,7 +451,8 @@ def render_entry(
         you = by_you is not None and entry.approval is not None and by_you(entry.approval)
         return _render_approval(entry, width, wrap, whole, you)
     if isinstance(entry, NoteEntry):
-        return _render_note(entry, width, whole)
+        by = colleague(entry.note) if colleague is not None and entry.note is not None else None
+        return _render_note(entry, width, whole, by)
     if isinstance(entry, RunEntry):
         return _render_run(entry, width, whole)
     if isinstance(entry, SessionEntry):

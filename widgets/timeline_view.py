@@ -84,7 +84,7 @@ from textual.timer import Timer
 
 from client.events import Event
 from client.find import Finder, FindStatus, find_spans
-from client.models import Approval
+from client.models import Approval, Note
 from client.timeline import TextEntry, TextPhase, Timeline, TimelineChanges, TimelineEntry
 from client.views import View, is_problem
 from widgets.timeline_render import (
@@ -222,16 +222,19 @@ class TimelineView(ScrollView, can_focus=True):
         max_lines: int = 10_000,
         collapse_commentary: bool = False,
         by_you: Callable[[Approval], bool] | None = None,
+        colleague: Callable[[Note], str | None] | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
         disabled: bool = False,
     ) -> None:
         """Show ``timeline``; at most ``max_lines`` rendered lines are kept (oldest entries go first).
-        ``by_you`` tells the approvals this operator decided (their line reads "by you")."""
+        ``by_you`` tells the approvals this operator decided (their line reads "by you"), ``colleague`` the
+        name of a colleague who sent a note (their notes say so)."""
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self.timeline = timeline
         self.by_you = by_you
+        self.colleague = colleague
         self.max_lines = max(max_lines, 10)
         self._lines: list[RenderedLine] = []
         self._base = 0  # absolute line number of self._lines[0]
@@ -952,7 +955,14 @@ class TimelineView(ScrollView, can_focus=True):
         ):
             lines = cached[3]
         else:
-            lines = render_entry(entry, self._width, wrap=self.wrap_lines, whole=whole, by_you=self.by_you)
+            lines = render_entry(
+                entry,
+                self._width,
+                wrap=self.wrap_lines,
+                whole=whole,
+                by_you=self.by_you,
+                colleague=self.colleague,
+            )
             self._rendered[entry_id] = (entry.revision, self._width, whole, lines)
         if (
             self.collapse_commentary

@@ -161,9 +161,13 @@ class AttachScreen(Screen[None]):
         core, clock, read_only = self.core, self._clock, self.read_only
         self.header = SessionHeader(self.session_id, read_only=read_only, clock=clock, id="header")
         self.banner = Banner(id="banner")
-        self.view = TimelineView(core.timeline, by_you=core.decisions.by_you, id="timeline")
+        self.view = TimelineView(
+            core.timeline, by_you=core.decisions.by_you, colleague=core.decisions.colleague, id="timeline"
+        )
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
-        self.notes_panel = NotesPanel(core.notes, core.thens, clock=clock, id="notes")
+        self.notes_panel = NotesPanel(
+            core.notes, core.thens, clock=clock, colleague=core.decisions.colleague, id="notes"
+        )
         self._show_lists()  # until the lists answer, the panels and the header say they are loading
         self.body = SessionBody(self.view, self.approvals_panel, self.notes_panel, id="body")
         self.last_looked = LastLooked(self.view, core, self.marks, clock=clock, can=self.backend.capabilities)
