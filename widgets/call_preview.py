@@ -30,7 +30,7 @@ from client.cells import cell_len, tail
 from client.models import Approval
 from client.preview import Preview, PreviewLine, approval_preview, counts, more_line
 from client.textsafe import safe_line
-from client.why import REDACTED
+from client.why import REDACTED, why_rows
 
 SYNTAX_THEME = "ansi_dark"
 """Colours in the terminal's own palette, on the terminal's background."""
@@ -242,8 +242,9 @@ class CallPreviewView(ScrollView, can_focus=True):
 
 class CallPreviewPane(Static):
     """The highlighted approval's call beside a list (the inbox on a wide terminal): its tool and session,
-    then as many lines of its preview as the pane has room for (long lines cut with "…"), and how many
-    more there are ("x shows all")."""
+    why it is asked (``client.why``: reasoning, the server's ask, the rule, what was redacted), then as many
+    lines of its preview as the pane has room for (long lines cut with "…"), and how many more there are
+    ("x shows all")."""
 
     DEFAULT_CSS = """
     CallPreviewPane {
@@ -281,8 +282,16 @@ class CallPreviewPane(Static):
         if approval.risk_level:
             out.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
         out.append(f"  {safe_line(self.session, 60)}", style="dim")
-        out.append("\n\n")
-        room = max(height - 3, 3)  # the head, a blank line, and the "more" line
+        out.append("\n")
+        why = why_rows(approval, key="x then o")
+        for label, words in why:  # why it is asked (client.why), one row each
+            out.append(f"{label.lower()} ", style="dim italic")
+            line = Text(words)
+            line.highlight_regex(REDACTED.pattern, REDACTED_STYLE)
+            out.append_text(line)
+            out.append("\n")
+        out.append("\n")
+        room = max(height - 3 - len(why), 3)  # the head, why, a blank line, and the "more" line
         call = approval_preview(approval)
         limit = room + 1 if call.line_count == room + 1 else room  # never "… 1 more line" in its room
         cells = max(width - PATH_ROOM, 16) if width else PATH_CELLS
