@@ -171,6 +171,8 @@ class _Printer:
         self.err_style = Style(err)
         self._deltas: dict[int, list[str]] = {}
         self._title: str | None = None
+        self.by_you: Callable[[Approval], bool] | None = None
+        """Tells the approvals this operator decided (a decided line then says "by you")."""
 
     def notice(self, text: str) -> None:
         print(self.err_style(f"-- {text}", "dim"), file=self.err, flush=True)
@@ -202,7 +204,7 @@ class _Printer:
                 event = event.model_copy(update={"text": buffered})
         elif isinstance(event, RunFailed | RunCancelled | SessionEnded):
             self.flush_deltas(event.at)
-        kind, text = event_line(event)
+        kind, text = event_line(event, by_you=self.by_you)
         self.line(event.at, kind, text)
 
     def flush_deltas(self, at: datetime | None) -> None:
@@ -381,6 +383,9 @@ async def follow_plain(
     """
     printer = _Printer(out or sys.stdout, err or sys.stderr, json_lines)
     steer = _Commands(backend, session_id, printer)
+    printer.by_you = steer.steering.decisions.by_you
+    with contextlib.suppress(ClientError):
+        await steer.steering.decisions.learn_me(backend)
     now = datetime.now(UTC)
     threshold: datetime | None = None if replay_all else now - (since or timedelta(0))
     if history_from is not None and not replay_all:

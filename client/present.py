@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -479,8 +479,9 @@ def clock(when: datetime | None) -> str:
     return _utc(when).astimezone().strftime("%H:%M:%S")
 
 
-def event_line(event: Event) -> tuple[str, str]:
-    """A short kind label and one terminal-safe line of text for an event (plain attach, logs).
+def event_line(event: Event, *, by_you: Callable[[Approval], bool] | None = None) -> tuple[str, str]:
+    """A short kind label and one terminal-safe line of text for an event (plain attach, logs); a decided
+    approval says who decided it, when and with which comment (``by_you``: this operator's read "you").
 
     Model deltas are returned as their raw chunk (still made safe); the caller decides whether to buffer
     them into whole lines.
@@ -528,8 +529,8 @@ def event_line(event: Event) -> tuple[str, str]:
             what = safe_line(a.summary or a.tool_name or "a tool call", 200)
             return "approval", f"requested {short_id(a.id)}: {what} (/approve {short_id(a.id)} or /decline)"
         case ApprovalDecided(approval=a):
-            comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
-            return "approval", f"{safe_line(a.status)} {short_id(a.id)}{comment}"
+            you = by_you(a) if by_you is not None else False
+            return "approval", f"{short_id(a.id)} {decision_words(a, you=you, comment=200)}"
         case NoteEvent(type=kind, note=n):
             state = kind.split(".", 1)[1]
             why = f" ({safe_line(n.undeliverable_reason)})" if n.undeliverable_reason else ""
