@@ -331,7 +331,8 @@ async def test_typed_note_and_approve_in_plain_attach_reach_preloop(
         await proc.stdin.drain()
         await read_until(proc.stderr, f"approval {approval_id[:8]} approved")
         assert fake.approvals[approval_id]["status"] == "approved"
-        await read_until(proc.stdout, f"approved {approval_id[:8]}")  # the decision, polled back
+        # the decision, polled back, with who made it (this token's user: Preloop's history names them)
+        await read_until(proc.stdout, f"{approval_id[:8]} approved by you ")
         fake.end_session()
         await read_until(proc.stdout, "session    ended")
         assert await asyncio.wait_for(proc.wait(), 20) == 0
