@@ -179,6 +179,27 @@ def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
     return f"The {safe_line(tool or 'tool', 40)} approval {settled_phrase(status, elsewhere=elsewhere)}."
 
 
+_PREVIEW_KEYS = ("command", "cmd", "file_path", "path", "url", "query")
+"""The argument that says what a call does, when it has one (else its first argument, then its summary)."""
+
+
+def call_preview(approval: Approval, width: int = 80) -> str:
+    """The first line of what a call will do, as a question about it names it: the command, file or URL
+    it acts on (``rm -rf build/``), else its first argument, else the agent's summary; terminal-safe."""
+    args = {str(k): v for k, v in (approval.tool_args or {}).items() if not str(k).startswith("_")}
+    key = next((k for k in _PREVIEW_KEYS if args.get(k) not in (None, "")), None)
+    if key is None:
+        key = next((k for k in args if k != "cwd"), None)
+    value = args.get(key) if key is not None else None
+    text = value if isinstance(value, str) else (None if value is None else repr(value))
+    if not text or not text.strip():
+        text = approval.summary or approval.agent_reasoning or ""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    first = lines[0].strip() if lines else ""
+    more = " …" if len(lines) > 1 else ""
+    return safe_line(first, width) + more
+
+
 def normalize_kind(kind: str) -> str:
     """Turn what people type ("Claude Code", "claude-code", "CLAUDE_CODE") into the server's kind key."""
     cleaned = re.sub(r"[\s\-.]+", "_", kind.strip().lower())
@@ -421,7 +442,9 @@ def event_line(event: Event) -> tuple[str, str]:
             return "tool", f"{safe_line(name)} {status}{took}{tail}"
         case ApprovalRequested(approval=a):
             what = safe_line(a.summary or a.tool_name or "a tool call", 200)
-            return "approval", f"requested {short_id(a.id)}: {what} (/approve {short_id(a.id)} or /decline)"
+            risk = f" [risk {safe_line(a.risk_level, 12)}]" if a.risk_level else ""
+            sid = short_id(a.id)
+            return "approval", f"requested {sid}: {what}{risk} (/approve {sid} or /decline {sid})"
         case ApprovalDecided(approval=a):
             comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
             return "approval", f"{safe_line(a.status)} {short_id(a.id)}{comment}"
