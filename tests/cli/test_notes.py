@@ -236,3 +236,21 @@ def test_a_note_for_an_ended_session_exits_1_and_says_so(
         "reach a live session): `preloop sessions list` shows which sessions are still running\n"
     )
     assert _notes(live_server, sid) == []
+
+
+def test_a_full_session_id_that_does_not_exist_is_named_in_full(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The trial: the error named the unknown id's first 8 characters, which are a live session's short id."""
+    sid = _one_session(live_server)
+    unknown = sid[:8] + "-0000-4000-8000-000000000000"
+    for argv in (
+        ["notes", "send", "--session", unknown, "hello"],
+        ["notes", "list", "--session", unknown],
+        ["sessions", "export", unknown, "-o", "-"],
+        ["sessions", "digest", unknown, "--since", "1h"],
+        ["sessions", "attach", unknown, "--plain"],
+    ):
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert f"session {unknown} does not exist" in err, (argv, err)
