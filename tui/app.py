@@ -7,8 +7,8 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         ``session_id`` it opens that session's attach screen first (``preloop sessions attach <id>``), else
         the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
         full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
-        caller's (one loop, one connection per command). Returns the process exit code (0; 143 or 129
-        after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
+        caller's (one loop, one connection per command). Returns the process exit code (0; 130 after
+        Ctrl+C; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
         (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
@@ -402,7 +402,9 @@ class PreloopApp(App[str | None]):
                 markup=False,
             )
             return
-        self.leave_app(self._quit_message())
+        # 130, as from any terminal program interrupted by Ctrl+C (the README's exit codes); Ctrl+Q and
+        # ``q`` quit with 0.
+        self.leave_app(self._quit_message(), return_code=128 + signal.SIGINT)
 
     def _copy_selection(self) -> int:
         """Copy the selected text, if any, to the clipboard and clear the selection; how many characters
