@@ -434,7 +434,7 @@ class PreloopApp(App[str | None]):
         if self.close_backend:
             await self.backend.aclose()
 
-    def _sessions_screen(self) -> SessionsScreen:
+    def _sessions_screen(self, highlight: str | None = None) -> SessionsScreen:
         return SessionsScreen(
             self.backend,
             open_session=self.open_session,
@@ -442,6 +442,7 @@ class PreloopApp(App[str | None]):
             refresh_interval=self.refresh_interval,
             pending=self.inbox.pending_by_session,
             news=self.session_news,
+            highlight=highlight,
         )
 
     def session_news(self, row: Session) -> News:
@@ -583,8 +584,8 @@ class PreloopApp(App[str | None]):
                 below.load()
         elif detach:
             self.exit(message)
-        else:
-            self.switch_screen(self._sessions_screen())
+        else:  # opened by `sessions attach ID`: the list, with the session just left highlighted
+            self.switch_screen(self._sessions_screen(highlight=session_id))
             self.notify(message, title="Left the session", markup=False)
 
     @staticmethod

@@ -273,8 +273,12 @@ class SessionsScreen(Screen[None]):
         refresh_interval: float = 5.0,
         pending: Callable[[], Mapping[str, int] | None] | None = None,
         news: Callable[[Session], News] | None = None,
+        highlight: str | None = None,
     ) -> None:
         super().__init__()
+        self._highlight = highlight
+        """A session to put the cursor on once its row is listed (the one just left, when the list opens
+        after an attach that ``preloop sessions attach ID`` opened)."""
         self.backend = backend
         self._pending = pending
         """Approvals waiting per session as the live inbox knows them (None until it knows): the PENDING
@@ -444,7 +448,10 @@ class SessionsScreen(Screen[None]):
         rows = self.visible_sessions()
         wanted = [s.id for s in rows]
         current = [str(key.value) for key in table.rows]
-        cursor_key = self._cursor_key() or self._restore_key
+        highlight = self._highlight if self._highlight in wanted else None
+        if highlight is not None:
+            self._highlight = None
+        cursor_key = highlight or self._cursor_key() or self._restore_key
         self._restore_key = None
         layout = self.columns_layout
         if layout is None:  # not mounted yet
@@ -464,6 +471,8 @@ class SessionsScreen(Screen[None]):
             for session, title, said in zip(rows, titles, told, strict=True):
                 for column, cell in zip(layout.keys, cells(session, title, said), strict=True):
                     table.update_cell(session.id, column, cell, update_width=True)
+            if highlight is not None:
+                table.move_cursor(row=wanted.index(highlight), animate=False)
         else:
             table.clear()
             for session, title, said in zip(rows, titles, told, strict=True):
