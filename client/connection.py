@@ -368,12 +368,14 @@ class Connection:
         transport failure (a bug, re-raised by the reconnect loop)."""
         import httpx  # loaded already: the stream that broke was opened with it
 
+        from client.stream_words import failure_words
+
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return f"cannot reach {self.display_url}"
         if isinstance(exc, httpx.TimeoutException):
             return f"stalled: nothing received for {self.stall_timeout:g} s"
         if isinstance(exc, httpx.TransportError):
-            return f"connection lost ({type(exc).__name__})"
+            return failure_words(exc)  # in words: never the exception's name
         return None
 
     def redirected(self, response: Reply) -> InvalidResponse:

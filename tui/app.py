@@ -8,8 +8,9 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
         full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
         caller's (one loop, one connection per command). Returns the process exit code (0; 130 after
-        Ctrl+C; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
-        (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
+        Ctrl+C; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A
+        message for the shell (e.g. "Detached from ...; it keeps running") is printed after the terminal
+        is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
                close_backend=False, follow=True, drafts=None, marks=None)
