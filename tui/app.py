@@ -70,6 +70,7 @@ import client.attention_live
 import client.backends.local.feed  # noqa: F401
 from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backend import Backend
+from client.clipboard import clipboard_route, copy_words
 from client.drafts import DraftStore
 from client.errors import ClientError
 from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
@@ -397,11 +398,10 @@ class PreloopApp(App[str | None]):
         and lets go of the selection, so a second Ctrl+C quits."""
         copied = self._copy_selection()
         if copied:
-            self.notify(
-                f"Copied {copied} character{'s' if copied != 1 else ''}; Ctrl+C again quits.",
-                title="Copied",
-                markup=False,
-            )
+            what = f"{copied} character{'s' if copied != 1 else ''}"
+            said, title, arrived = copy_words(what, clipboard_route())  # the truth inside tmux too
+            severity: SeverityLevel = "information" if arrived else "warning"
+            self.notify(f"{said}; Ctrl+C again quits.", title=title, severity=severity, markup=False)
             return
         # 130, as from any terminal program interrupted by Ctrl+C (the README's exit codes); Ctrl+Q and
         # ``q`` quit with 0.

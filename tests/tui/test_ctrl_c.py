@@ -55,10 +55,11 @@ async def test_ctrl_c_quits_from_the_sessions_list(client: Backend, agent: Harne
 
 
 async def test_ctrl_c_with_text_selected_in_the_note_box_copies_then_quits_keeping_the_draft(
-    client: Backend, agent: HarnessSession, tmp_path: Path
+    client: Backend, agent: HarnessSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first Ctrl+C copies the selected words and lets go of the selection (the draft untouched); the
-    second quits, the draft on disk and the shell told the session keeps running."""
+    second quits, the draft on disk and the shell told the session keeps running (outside tmux)."""
+    monkeypatch.delenv("TMUX", raising=False)
     drafts = tmp_path / "drafts"
     app = PreloopApp(client, start_session_id=agent.session_id, drafts=DraftStore(drafts))
     async with app.run_test(size=SIZE) as pilot:
