@@ -139,12 +139,17 @@ def session_cells(
 
 
 def news_cell(news: News | None) -> Text:
-    """The NEW column: ``+12`` events new since the operator last looked at a session followed here (``·``
-    when nothing is new), then ``✗`` when something went wrong and ``✉`` when the agent read a note since
-    (glyphs as well as colour: ``NO_COLOR`` loses nothing); ``-`` when there is nothing to say."""
+    """The NEW column: ``+12`` entries new since the operator last looked at a session followed here
+    (``client.marks.new_since``: the count the inbox and the timeline's rule share; ``·`` when nothing is
+    new), ``new`` for one looked at before but not followed yet in this run (after a restart: the mark on
+    disk and the row's last activity say something came, not how much), then ``✗`` when something went
+    wrong and ``✉`` when the agent read a note since (glyphs as well as colour: ``NO_COLOR`` loses
+    nothing); ``-`` when there is nothing to say."""
     out = Text()
     if news is not None and news.new is not None:
         out.append(f"+{news.new:,}" if news.new else "·", style="bold" if news.new else "dim")
+    elif news is not None and news.looked:
+        out.append("new" if news.changed else "·", style="bold" if news.changed else "dim")
     if news is not None and news.problem:
         out.append((" " if out else "") + "✗", style="bold red")
     if news is not None and news.note_read:
