@@ -67,11 +67,10 @@ def copy_words(what: str, route: Route) -> tuple[str, str, bool]:
         return f"Copied {what}", "Copied to the clipboard", True
     if route.arrives:
         return f"Sent {what} to the terminal's clipboard through tmux (OSC 52)", "Copied (OSC 52)", True
-    setting = f"set-clipboard is {route.setting}" if route.setting else "its set-clipboard could not be read"
+    setting = f"set-clipboard is {route.setting}" if route.setting else "set-clipboard could not be read"
     return (
-        f"Not copied to your clipboard ({what}): inside tmux, {setting}, so the terminal never gets the "
-        f"copy (OSC 52). Run `{TMUX_FIX}` (and put `set -g set-clipboard on` in ~/.tmux.conf), then copy "
-        "again.",
+        f"Nothing reached your clipboard: tmux's {setting}, so it drops the copy (OSC 52). Run "
+        f"`{TMUX_FIX}` (or put it in ~/.tmux.conf), then copy again. ({what})",
         "Not copied",
         False,
     )
