@@ -411,7 +411,9 @@ async def test_plain_attach_says_a_lost_stream_in_words_once_not_at_every_retry(
 
         async def wait_for(check: Callable[[], bool]) -> None:
             async with asyncio.timeout(30):
-                while not check():
+                while True:
+                    if check():
+                        return
                     await asyncio.sleep(0.02)
 
         await wait_for(lambda: "-- live" in err.getvalue())

@@ -19,7 +19,7 @@ def test_outside_tmux_the_copy_goes_to_the_terminal() -> None:
 
 def test_inside_tmux_with_set_clipboard_on_it_says_the_copy_went_through_tmux() -> None:
     route = clipboard_route({"TMUX": "/tmp/tmux-1000/default,1,0"}, lambda: "on")
-    message, title, arrived = copy_words("12 characters: ls -la", route)
+    message, _, arrived = copy_words("12 characters: ls -la", route)
     assert arrived and "OSC 52" in message and "tmux" in message and "ls -la" in message
 
 

@@ -170,8 +170,10 @@ def test_find_matches_the_state_words_the_operator_reads() -> None:
     timeline = incident()
     ev.seq = timeline.last_seq
     timeline.apply_many(
-        [ev("tool.started", call_id="c8", name="Read", args_summary="a.py")]
-        + [ev("tool.completed", call_id="c8", name="Read", status="ok", duration_ms=1300)]
+        [
+            ev("tool.started", call_id="c8", name="Read", args_summary="a.py"),
+            ev("tool.completed", call_id="c8", name="Read", status="ok", duration_ms=1300),
+        ]
     )
     quick = max(e.id for e in timeline)
     assert find(timeline, "note delivered").entry_ids == (7,)
