@@ -318,6 +318,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=_handler("approvals", "list_approvals"))
 
+    p = add(
+        approvals_sub,
+        "show",
+        "show one approval and what its call will change",
+        "Show one approval: its session, tool, risk, status and the agent's summary, then what the call\n"
+        "will change: a unified diff for a file edit, the command for a shell call, else the arguments.\n"
+        "Every line is printed; --json gives the approval and the preview's model.",
+    )
+    p.add_argument("approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)")
+    p.add_argument("--json", action="store_true", help="print the approval and its preview as JSON")
+    p.set_defaults(handler=_handler("approvals", "show"))
+
     for verb in ("approve", "decline"):
         p = add(approvals_sub, verb, f"{verb} a pending tool call")
         p.add_argument(
@@ -427,6 +439,15 @@ def _fill_globals(args: argparse.Namespace) -> None:
             setattr(args, name, default)
 
 
+def _skip_httpx_command_line() -> None:
+    """``import httpx`` also imports httpx's own command line (click, pygments, a good part of rich) whenever
+    click is installed, as it is with the ``server`` extra (uvicorn needs it); no command here runs it.
+    Marked absent before httpx loads, it leaves httpx its stub ``httpx.main`` and every command (the app
+    too) its import time."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``preloop`` command and return its exit code (the console script exits with it)."""
     parser = build_parser()
@@ -444,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         group: argparse.ArgumentParser = args.group_parser
         group.print_help(sys.stderr)
         return EXIT_USAGE
+    _skip_httpx_command_line()
     try:
         import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
 

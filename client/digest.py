@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from client.export import md_block
 from client.models import Approval, Note, Session
 from client.present import decided_by, short_id
+from client.preview import Preview, approval_preview
 from client.session import THEN_WIDTH, SessionCore
 from client.textsafe import safe_line
 from client.timeline import (
@@ -126,6 +128,8 @@ class Decision:
     comment_kept: bool
     at: datetime | None
     session_id: str
+    change: Preview | None = None
+    """What the decided call changes, when it is a file edit (``client.preview``): the digest shows it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +328,7 @@ def _decision(approval: Approval, core: SessionCore, comment_kept: bool) -> Deci
         comment_kept=kept,
         at=approval.resolved_at,
         session_id=approval.runtime_session_id or core.session_id,
+        change=decided_change(approval),
     )
 
 
@@ -403,6 +408,8 @@ def _decision_words(d: Decision, *, limit: int = 60) -> str:
         words += f": “{safe_line(d.comment, limit)}”"
     elif not d.comment_kept:
         words += f" ({NO_APPROVE_COMMENT})"
+    if d.change is not None:
+        words += f" · {safe_line(d.change.first_line, limit)}"
     return words
 
 
@@ -427,6 +434,44 @@ def _problem_words(problems: Iterable[str]) -> str:
         more = len(parts) - _PROBLEMS_SHOWN + 1
         parts = [*parts[: _PROBLEMS_SHOWN - 1], f"+{more} more problems (--format md lists them)"]
     return " · ".join(parts)
+
+
+CHANGE_LINES = 40
+"""A decided edit's diff shows this many lines in a digest's Markdown (then how many more there are)."""
+
+
+def decided_change(approval: Approval) -> Preview | None:
+    """What a decided (approved or declined) file edit changes, as its preview; None for anything else."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    change = approval_preview(approval)
+    return change if change.kind == "diff" else None
+
+
+def _change_json(change: Preview | None) -> dict[str, Any] | None:
+    return None if change is None else change.to_json(limit=CHANGE_LINES)
+
+
+def _changes_markdown(decided: Iterable[Decision]) -> list[str]:
+    """The diffs of the decided edits, each under the decision it belongs to (fenced: nothing in them is
+    Markdown)."""
+    out: list[str] = []
+    for x in decided:
+        if x.change is None:
+            continue
+        if not out:
+            out.append("- **What the decided edits change**:")
+        out.append(f"  - {x.status} `{_code(x.tool)}`: {_md(x.change.first_line)}")
+        out.append("")
+        out += md_block(
+            "\n".join(
+                x.change.text_lines(CHANGE_LINES, hint=f"preloop approvals show {short_id(x.approval_id)}")
+            ),
+            "    ",
+            "diff",
+        )
+        out.append("")
+    return out
 
 
 def _note_words(n: NoteLine, *, limit: int = 60) -> str:
@@ -510,6 +555,7 @@ def digest_json(digest: Digest) -> dict[str, Any]:
                 "comment": x.comment,
                 "comment_kept_by_server": x.comment_kept,
                 "at": _iso(x.at),
+                "change": _change_json(x.change),
             }
             for x in d.decided
         ],
@@ -566,6 +612,7 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
             lines.append(f"  - {x.status} `{_code(x.tool)}`{by}{when}{said}")
     else:
         lines.append("- **Approvals decided**: none")
+    lines += _changes_markdown(d.decided)
     if d.waiting:
         names = ", ".join(f"`{_code(a.tool_name or 'tool')}`" for a in d.waiting)
         lines.append(f"- **Waiting now**: {len(d.waiting)} ({names})")

@@ -28,6 +28,7 @@ from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
 from tui.app import PreloopApp
+from tui.screens.arguments import ArgumentsScreen
 from tui.screens.attach import AttachScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
@@ -436,7 +437,8 @@ async def test_session_end_closes_the_composer_and_q_detaches(client: Backend, a
 
 
 async def test_approve_and_expand_by_mouse(client: Backend, agent: HarnessSession) -> None:
-    """The panel's buttons work with a mouse: expand shows every argument, Approve lets the call run."""
+    """The panel's buttons work with a mouse: "Show all" opens the whole call (Escape closes it), Approve
+    lets the call run."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
@@ -446,7 +448,12 @@ async def test_approve_and_expand_by_mouse(client: Backend, agent: HarnessSessio
         await until(pilot, lambda: panel.count == 1, "the approval")
         approval = panel.selected
         assert approval is not None
-        await click_until(pilot, "#expand", lambda: approval.id in panel.expanded, "the arguments shown")
+        await click_until(pilot, "#expand", lambda: isinstance(app.screen, ArgumentsScreen), "the whole call")
+        whole = app.screen
+        assert isinstance(whole, ArgumentsScreen) and whole.approval.id == approval.id
+        assert "notes: " + "x" * 300 in [line.plain() for line in whole.preview.lines()]
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "back on the session")
         await click_until(
             pilot, "#approve", lambda: isinstance(app.screen, ConfirmScreen), "Bash is danger: asked first"
         )

@@ -47,6 +47,7 @@ from client.session import SessionChange, SessionCore
 from client.status import Connecting, Ended, Live, Refused, StreamStatus
 from client.steering import DecideOutcome, Steering
 from client.streaming.policy import login_reason
+from tui.screens.arguments import ArgumentsScreen
 from tui.screens.decide import CONFIRM_RISKS, Decider
 from tui.screens.decline_comment import KeptComment
 from tui.screens.withdraw_pick import ask_withdraw
@@ -89,7 +90,7 @@ class AttachScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         _key("a", "approve", "Approve", "Approve the highlighted approval"),
         _key("d", "decline", "Decline", "Decline (with an optional comment)"),
-        _key("x", "expand_args", "Args", "Expand or collapse tool arguments", show=False),
+        _key("x", "expand_args", "Whole call", "The highlighted approval's call in full", show=False),
         _key("w", "withdraw", "Withdraw", "Withdraw a pending note"),
         _key("w", "withdraw_none", "Withdraw", "Why nothing can be withdrawn", show=False),
         _key("n", "focus_composer", "Note", "Write a note to the agent"),
@@ -339,8 +340,14 @@ class AttachScreen(Screen[None]):
         self.note_box.keep(kept.text, kept.line)  # a comment that decides nothing now: send it as a note
 
     def action_expand_args(self) -> None:
-        """Show all of the highlighted approval's arguments (or collapse them)."""
-        self.approvals_panel.toggle_expanded()
+        """Show the whole of the highlighted approval's call (the card shows its first lines)."""
+        self.approvals_panel.show_call()
+
+    @on(ApprovalsPanel.ShowCall)
+    def _show_call(self, event: ApprovalsPanel.ShowCall) -> None:
+        event.stop()
+        where = None if self.read_only else "from the approvals panel"
+        self.app.push_screen(ArgumentsScreen(event.approval, self.core.describe(), where=where))
 
     @on(Composer.Submitted)
     def _composer_submitted(self, event: Composer.Submitted) -> None:
