@@ -55,7 +55,6 @@ from client.events import (
 from client.models import Approval
 from client.present import (
     clock,
-    connection_lost,
     event_line,
     format_duration,
     session_title,
@@ -87,6 +86,7 @@ from client.steering import (
     resolve_approval,
     resolve_note,
 )
+from client.stream_words import OutageLines, status_line
 from client.textsafe import safe_line
 
 _KIND_STYLE = {
@@ -215,26 +215,8 @@ class _Printer:
 
 
 def status_text(status: StreamStatus) -> str:
-    """A short sentence for a connection state change."""
-    match status:
-        case Connecting(attempt=n):
-            return "connecting" + (f" (attempt {n})" if n > 1 else "")
-        case Live(last_seq=seq):
-            return f"live (last event {seq})" if seq else "live"
-        case Reconnecting(attempt=n, delay=d, reason=r):
-            lost = connection_lost(r)
-            return f"{lost[:1].lower()}{lost[1:]}; reconnecting in {d:.1f}s (attempt {n})"
-        case LoginNeeded(reason=r):
-            return safe_line(r, 300)
-        case Ended():
-            return "session ended"
-        case Refused(reason=r, status=code):
-            return f"refused{f' ({code})' if code else ''}: {safe_line(r, 200)}"
-        case Missed(count=n):
-            return f"{n} event(s) could not be replayed after reconnecting"
-        case Skipped(reason=r, total=n):
-            return f"skipped an unreadable event ({safe_line(r, 120)}); {n} skipped so far"
-    return str(status)
+    """A short sentence for a connection state change (``client.stream_words``: every front end's)."""
+    return "session ended" if isinstance(status, Ended) else status_line(status)
 
 
 # -------------------------------------------------------------------------------------------- steering
@@ -430,16 +412,13 @@ async def follow_plain(
 
     async def pump() -> int:
         replaying = True
-        login_said = False  # a refused token is said once, not at every retry, until the feed is live
+        outage = OutageLines()  # a lost stream or refused token is one line, not one per retry
         async for item in backend.follow(session_id):
-            if isinstance(item, LoginNeeded | Connecting) and login_said:
+            if isinstance(item, Connecting | Live | Reconnecting | LoginNeeded):
+                said = outage.update(item, datetime.now(UTC))
+                if said is not None:
+                    printer.notice(said)
                 continue
-            if isinstance(item, LoginNeeded):
-                login_said = True
-                printer.notice(status_text(item))
-                continue
-            if isinstance(item, Live):
-                login_said = False
             if isinstance(item, Refused):
                 printer.notice(status_text(item))
                 return EXIT_FAILED
@@ -447,7 +426,7 @@ async def follow_plain(
                 printer.flush_deltas(None)
                 printer.notice(status_text(item))
                 return EXIT_OK
-            if isinstance(item, Connecting | Live | Reconnecting | Missed | Skipped):
+            if isinstance(item, Missed | Skipped):
                 printer.notice(status_text(item))
                 continue
             steer.core.apply_events((item,))

@@ -446,16 +446,17 @@ def event_line(event: Event) -> tuple[str, str]:
 
 
 def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
-    """After a withdraw: whether the note is now withdrawn by it, and a sentence saying so or why not.
+    """After a withdraw: whether the note is withdrawn now (the state the operator asked for holds, by this
+    withdraw or an earlier one), and a sentence saying so or why not.
 
     Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so what
     happened is read from the state that came back, and from whether it was pending before
-    (``too_late``: it was not, so even a cancelled note was withdrawn before, not now).
+    (``too_late``: it was not, so a cancelled note was withdrawn before, not now: said as such).
     """
     nid = short_id(note.note_id)
     match note.state:
         case NoteState.CANCELLED if too_late:
-            why = "it was already withdrawn"
+            return True, f"note {nid} was already withdrawn: the agent will not see it (nothing changed now)"
         case NoteState.CANCELLED:
             return True, f"note {nid} is withdrawn (cancelled): the agent will not see it"
         case NoteState.PENDING:
