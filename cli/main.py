@@ -8,7 +8,7 @@ Exit codes (the same for every command, shown in ``--help``):
 
 * 0: success;
 * 1: the server refused the request or it failed (unreachable, 401/403/404/422/429/5xx, a note that
-  could not be withdrawn);
+  could not be withdrawn because it reached the agent or expired first);
 * 2: usage error (a bad flag, a bad flag combination, an unreadable duration), caught before any request;
 * 130: interrupted with Ctrl+C.
 """
@@ -277,8 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
         notes_sub,
         "withdraw",
         "withdraw a note before it is delivered",
-        "Withdraw a pending note. Prints the note's state afterwards; when it was no longer pending,\n"
-        "says why nothing changed and exits 1.",
+        "Withdraw a pending note. Prints the note's state afterwards. A note withdrawn before says so\n"
+        "and exits 0; one that was no longer pending otherwise (delivered, expired...) says why nothing\n"
+        "changed and exits 1.",
     )
     p.add_argument("note_id", metavar="NOTE_ID", help="note id (full, or its first 4+ characters)")
     p.add_argument(
@@ -316,6 +317,18 @@ def build_parser() -> argparse.ArgumentParser:
         "that could not be delivered, until Ctrl+C",
     )
     p.set_defaults(handler=_handler("approvals", "list_approvals"))
+
+    p = add(
+        approvals_sub,
+        "show",
+        "show one approval and what its call will change",
+        "Show one approval: its session, tool, risk, status and the agent's summary, then what the call\n"
+        "will change: a unified diff for a file edit, the command for a shell call, else the arguments.\n"
+        "Every line is printed; --json gives the approval and the preview's model.",
+    )
+    p.add_argument("approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)")
+    p.add_argument("--json", action="store_true", help="print the approval and its preview as JSON")
+    p.set_defaults(handler=_handler("approvals", "show"))
 
     for verb in ("approve", "decline"):
         p = add(approvals_sub, verb, f"{verb} a pending tool call")
@@ -426,6 +439,15 @@ def _fill_globals(args: argparse.Namespace) -> None:
             setattr(args, name, default)
 
 
+def _skip_httpx_command_line() -> None:
+    """``import httpx`` also imports httpx's own command line (click, pygments, a good part of rich) whenever
+    click is installed, as it is with the ``server`` extra (uvicorn needs it); no command here runs it.
+    Marked absent before httpx loads, it leaves httpx its stub ``httpx.main`` and every command (the app
+    too) its import time."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``preloop`` command and return its exit code (the console script exits with it)."""
     parser = build_parser()
@@ -443,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         group: argparse.ArgumentParser = args.group_parser
         group.print_help(sys.stderr)
         return EXIT_USAGE
+    _skip_httpx_command_line()
     try:
         import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
 

@@ -62,9 +62,7 @@ from client.events import (
 )
 from client.models import Approval
 from client.present import (
-    call_preview,
     clock,
-    connection_lost,
     event_line,
     format_duration,
     session_title,
@@ -73,6 +71,7 @@ from client.present import (
     short_id,
     withdraw_outcome,
 )
+from client.preview import approval_preview
 from client.session import SessionCore
 from client.status import (
     Connecting,
@@ -101,6 +100,7 @@ from client.steering import (
     resolve_note,
     risk_of,
 )
+from client.stream_words import OutageLines, status_line
 from client.textsafe import safe_line
 
 _KIND_STYLE = {
@@ -233,26 +233,8 @@ class _Printer:
 
 
 def status_text(status: StreamStatus) -> str:
-    """A short sentence for a connection state change."""
-    match status:
-        case Connecting(attempt=n):
-            return "connecting" + (f" (attempt {n})" if n > 1 else "")
-        case Live(last_seq=seq):
-            return f"live (last event {seq})" if seq else "live"
-        case Reconnecting(attempt=n, delay=d, reason=r):
-            lost = connection_lost(r)
-            return f"{lost[:1].lower()}{lost[1:]}; reconnecting in {d:.1f}s (attempt {n})"
-        case LoginNeeded(reason=r):
-            return safe_line(r, 300)
-        case Ended():
-            return "session ended"
-        case Refused(reason=r, status=code):
-            return f"refused{f' ({code})' if code else ''}: {safe_line(r, 200)}"
-        case Missed(count=n):
-            return f"{n} event(s) could not be replayed after reconnecting"
-        case Skipped(reason=r, total=n):
-            return f"skipped an unreadable event ({safe_line(r, 120)}); {n} skipped so far"
-    return str(status)
+    """A short sentence for a connection state change (``client.stream_words``: every front end's)."""
+    return "session ended" if isinstance(status, Ended) else status_line(status)
 
 
 # -------------------------------------------------------------------------------------------- steering
@@ -264,6 +246,12 @@ Ask = Callable[[str], Awaitable[str | None]]
 
 async def _no_answer(question: str) -> None:
     return None
+
+
+def _call(approval: Approval, width: int = 80) -> str:
+    """The call named in one line: its preview's first line (``client.preview``: the command, the file an
+    edit changes and its +/- counts, else its first argument)."""
+    return safe_line(approval_preview(approval).first_line, width)
 
 
 def _past(verb: Verb) -> str:
@@ -360,12 +348,12 @@ class _Commands:
         tool = safe_line(approval.tool_name or "tool", 40)
         if command.approval is None and risk in NAME_RISKS:
             self.printer.notice(
-                f"approval {sid} is a {risk}-risk {tool} call ({call_preview(approval, 60)}): nothing "
+                f"approval {sid} is a {risk}-risk {tool} call ({_call(approval, 60)}): nothing "
                 f"{_past(verb)}; a {risk}-risk call is decided by its id: {self._how(command, target_id)}"
             )
             return
         if verb == "approve" and risk in ASK_RISKS:
-            answer = await self.ask(f"approve {tool} {call_preview(approval)}? [y/N]")
+            answer = await self.ask(f"approve {tool} {_call(approval)}? [y/N]")
             said = (answer or "").strip()
             if said.lower() not in ("y", "yes"):
                 self.printer.notice(f"not approved: approval {sid} ({tool}) still waits")
@@ -417,7 +405,7 @@ class _Commands:
         listed = "; ".join(
             f"{short_id(a.id)} {safe_line(a.tool_name or 'tool', 40)}"
             + (f" [risk {safe_line(a.risk_level, 12)}]" if a.risk_level else "")
-            + f": {call_preview(a, 50)}"
+            + f": {_call(a, 50)}"
             for a in rows[:3]
         )
         more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
@@ -549,16 +537,13 @@ async def follow_plain(
 
     async def pump() -> int:
         replaying = True
-        login_said = False  # a refused token is said once, not at every retry, until the feed is live
+        outage = OutageLines()  # a lost stream or refused token is one line, not one per retry
         async for item in backend.follow(session_id):
-            if isinstance(item, LoginNeeded | Connecting) and login_said:
+            if isinstance(item, Connecting | Live | Reconnecting | LoginNeeded):
+                said = outage.update(item, datetime.now(UTC))
+                if said is not None:
+                    printer.notice(said)
                 continue
-            if isinstance(item, LoginNeeded):
-                login_said = True
-                printer.notice(status_text(item))
-                continue
-            if isinstance(item, Live):
-                login_said = False
             if isinstance(item, Refused):
                 printer.notice(status_text(item))
                 return EXIT_FAILED
@@ -566,7 +551,7 @@ async def follow_plain(
                 printer.flush_deltas(None)
                 printer.notice(status_text(item))
                 return EXIT_OK
-            if isinstance(item, Connecting | Live | Reconnecting | Missed | Skipped):
+            if isinstance(item, Missed | Skipped):
                 printer.notice(status_text(item))
                 continue
             steer.core.apply_events((item,))

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from client.models import Approval, Note, Session
-from client.present import decided_by, session_title
+from client.present import decided_by, session_title, settled_phrase
+from client.preview import approval_preview
 from client.textsafe import safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -210,7 +211,50 @@ def _approval_item(approval: Approval, operator: str | None) -> dict[str, Any]:
         "decided_at": _iso(approval.resolved_at) if not approval.pending else None,
         "decided_by": decided_by(approval, operator),
         "comment": _clean(approval.approver_comment),
+        "change": _change(approval),
     }
+
+
+CHANGE_LINES = 400
+"""A decided edit's diff keeps this many lines in an export (``more_lines`` says how many follow; the
+arguments hold the whole call)."""
+
+
+def _change(approval: Approval) -> dict[str, Any] | None:
+    """What a decided (approved or declined) file edit changes, as its preview's text: the same lines
+    the app and ``approvals show`` print; None for any other call."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    change = approval_preview(approval)
+    if change.kind != "diff":
+        return None
+    return {
+        "first_line": change.first_line,
+        "files": [f.to_json() for f in change.files],
+        "lines": [line.plain() for line in change.lines(CHANGE_LINES)],
+        "more_lines": change.more(CHANGE_LINES),
+    }
+
+
+def _changes_markdown(approvals: list[dict[str, Any]]) -> list[str]:
+    """The diffs of the decided edits, one fenced ``diff`` block each (nothing in them is Markdown)."""
+    out: list[str] = []
+    for a in approvals:
+        change = a.get("change")
+        if not change:
+            continue
+        if not out:
+            out += ["## Changes decided", ""]
+        at = f" at {_when(a['decided_at'])} UTC" if a["decided_at"] else ""
+        what = f"**{md_inline(a['tool'] or 'tool')}** {md_inline(a['status'])}{at}"
+        out.append(f"{what}: {md_inline(change['first_line'])}")
+        out += ["", *md_block("\n".join(change["lines"]), lang="diff")]
+        if change["more_lines"]:
+            out.append(
+                f"*… {change['more_lines']:,} more lines (the JSON export's arguments hold the whole call)*"
+            )
+        out.append("")
+    return out
 
 
 def build_export(
@@ -325,13 +369,14 @@ def md_inline(text: str | None, limit: int | None = None, *, newline: str = "<br
     return newline.join(line.strip() for line in escaped.split("\n"))
 
 
-def md_block(text: str, indent: str = "") -> list[str]:
-    """Untrusted multi-line text as a fenced block nothing inside can close (longer fence than any run)."""
+def md_block(text: str, indent: str = "", lang: str = "text") -> list[str]:
+    """Untrusted multi-line text as a fenced block nothing inside can close (longer fence than any run);
+    ``lang`` names its language (``diff``: GitHub colours the + and - lines)."""
     clean = safe_text(text).replace("\r", "")
     longest = max((len(run) for run in _BACKTICKS.findall(clean)), default=0)
     fence = "`" * max(3, longest + 1)
     body = [f"{indent}{line}".rstrip() if line else "" for line in clean.split("\n")]
-    return [f"{indent}{fence}text", *body, f"{indent}{fence}"]
+    return [f"{indent}{fence}{lang}", *body, f"{indent}{fence}"]
 
 
 def _when(iso: str | None) -> str:
@@ -388,9 +433,13 @@ def _timeline_lines(doc: dict[str, Any]) -> list[str]:
                 lines.append(f"- {at} Approval requested for **{tool}**{risk}: {what}")
             else:
                 who = approval.get("decided_by") or {}
-                by = f" by {_li(who.get('detail') or who.get('kind'))}" if who else ""
                 said = f": “{_li(approval.get('comment'), 200)}”" if approval.get("comment") else ""
-                lines.append(f"- {at} Approval for **{tool}** {_li(item['status'])}{by}{said}")
+                if who.get("kind") == "expiry":  # nobody decided: the expiry is what happened to it
+                    what = _li(settled_phrase("expired", elsewhere=False))
+                    lines.append(f"- {at} Approval for **{tool}** {what}{said}")
+                else:
+                    by = f" by {_li(who.get('detail') or who.get('kind'))}" if who else ""
+                    lines.append(f"- {at} Approval for **{tool}** {_li(item['status'])}{by}{said}")
         elif kind == "note":
             note = notes.get(item["note_id"], {})
             text = _li(note.get("text"), 120)
@@ -499,7 +548,13 @@ def to_markdown(doc: dict[str, Any]) -> str:
         ]
         for a in doc["approvals"]:
             who = a["decided_by"]
-            by = md_inline(who["detail"] or who["kind"]) if who else "–"
+            by = (
+                "–"
+                if not who
+                else "nobody"
+                if who["kind"] == "expiry"
+                else md_inline(who["detail"] or who["kind"])
+            )
             request = md_inline(a["summary"] or json.dumps(a["arguments"], ensure_ascii=False), 300)
             out.append(
                 _row(
@@ -516,6 +571,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
     else:
         out.append("*No approvals.*")
     out.append("")
+    out += _changes_markdown(doc["approvals"])
     return "\n".join(out)
 
 

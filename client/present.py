@@ -179,27 +179,6 @@ def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
     return f"The {safe_line(tool or 'tool', 40)} approval {settled_phrase(status, elsewhere=elsewhere)}."
 
 
-_PREVIEW_KEYS = ("command", "cmd", "file_path", "path", "url", "query")
-"""The argument that says what a call does, when it has one (else its first argument, then its summary)."""
-
-
-def call_preview(approval: Approval, width: int = 80) -> str:
-    """The first line of what a call will do, as a question about it names it: the command, file or URL
-    it acts on (``rm -rf build/``), else its first argument, else the agent's summary; terminal-safe."""
-    args = {str(k): v for k, v in (approval.tool_args or {}).items() if not str(k).startswith("_")}
-    key = next((k for k in _PREVIEW_KEYS if args.get(k) not in (None, "")), None)
-    if key is None:
-        key = next((k for k in args if k != "cwd"), None)
-    value = args.get(key) if key is not None else None
-    text = value if isinstance(value, str) else (None if value is None else repr(value))
-    if not text or not text.strip():
-        text = approval.summary or approval.agent_reasoning or ""
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    first = lines[0].strip() if lines else ""
-    more = " …" if len(lines) > 1 else ""
-    return safe_line(first, width) + more
-
-
 def normalize_kind(kind: str) -> str:
     """Turn what people type ("Claude Code", "claude-code", "CLAUDE_CODE") into the server's kind key."""
     cleaned = re.sub(r"[\s\-.]+", "_", kind.strip().lower())
@@ -469,16 +448,17 @@ def event_line(event: Event) -> tuple[str, str]:
 
 
 def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
-    """After a withdraw: whether the note is now withdrawn by it, and a sentence saying so or why not.
+    """After a withdraw: whether the note is withdrawn now (the state the operator asked for holds, by this
+    withdraw or an earlier one), and a sentence saying so or why not.
 
     Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so what
     happened is read from the state that came back, and from whether it was pending before
-    (``too_late``: it was not, so even a cancelled note was withdrawn before, not now).
+    (``too_late``: it was not, so a cancelled note was withdrawn before, not now: said as such).
     """
     nid = short_id(note.note_id)
     match note.state:
         case NoteState.CANCELLED if too_late:
-            why = "it was already withdrawn"
+            return True, f"note {nid} was already withdrawn: the agent will not see it (nothing changed now)"
         case NoteState.CANCELLED:
             return True, f"note {nid} is withdrawn (cancelled): the agent will not see it"
         case NoteState.PENDING:

@@ -8,7 +8,9 @@ place:
   the servers' answers (the list on attach, the answer to a send or a withdrawal) go into the same records;
 * the pending approvals (:attr:`SessionCore.pending`, oldest request first), an index over the timeline's
   approvals, which the servers' answers join too;
-* the session row, the stream status, whether the session ended (and why) or was refused outright.
+* the session row, the stream status, whether the session ended (and why) or was refused outright;
+* whether the notes and pending approvals asked for on attach have answered (:attr:`SessionCore.lists`):
+  until they have, a front end says they are loading, never "no approvals pending".
 
 The REST/stream merge is here. The lists asked for on attach may answer after stream events about the same
 note or approval: the stream is newer, so a note or approval the stream already reported keeps the
@@ -36,11 +38,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from client.errors import ApiError, ClientError, NotFound, PermissionDenied
 from client.models import Approval, Note, Session
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = [
     "STALE_NOTICE_WINDOW",
     "ApprovalLeft",
+    "ListsState",
     "Loading",
     "SessionChange",
     "SessionCore",
@@ -80,6 +83,11 @@ EXPORT_AGAIN_WITHIN = timedelta(seconds=10)
 
 THEN_WIDTH = 80
 """The "then: ..." line of a read note is kept this long."""
+
+
+ListsState = Literal["loading", "loaded", "failed"]
+"""The notes and pending approvals asked for on attach: not answered yet, answered, or refused/failed
+(the stream still brings what happens from now on)."""
 
 
 def _utcnow() -> datetime:
@@ -123,10 +131,13 @@ class SessionChange:
     """The session cannot be watched at all (no such id, no access): no stream, no note box."""
     failed: ClientError | None = None
     """Loading failed for a reason the stream may outlive (server down, token refused)."""
+    lists: bool = False
+    """The lists asked for on attach answered (or failed): :attr:`SessionCore.lists` says which."""
 
     def __bool__(self) -> bool:
         return any(
             (
+                self.lists,
                 self.timeline,
                 self.notes,
                 self.approvals_updated,
@@ -186,6 +197,9 @@ class SessionCore:
         self.ended = False
         self.end_reason: str | None = None
         self.refused: ApiError | None = None
+        self.lists: ListsState = "loading"
+        """Whether the notes and pending approvals asked for on attach have answered: until they have,
+        an empty table means "not known yet", not "none"."""
         self._read: set[str] = set()
         """Ids of the notes the agent has read: their "then" lines follow what it does next."""
         self._streamed: set[str] = set()
@@ -223,15 +237,23 @@ class SessionCore:
         """A request of the attach failed: 404/403 mean the session cannot be watched at all."""
         if isinstance(error, NotFound | PermissionDenied):
             self.refused = error
-            return SessionChange(refused=error)
+            self.lists = "failed"  # nothing of it will load
+            return SessionChange(refused=error, lists=True)
         return SessionChange(failed=error)
+
+    def lists_failed(self, error: ClientError) -> SessionChange:
+        """The lists asked for on attach failed: they are not known (the stream brings what comes next)."""
+        self.lists = "failed"
+        return replace(self.load_failed(error), lists=True)
 
     def lists_loaded(self, notes: Sequence[Note], approvals: Sequence[Approval]) -> SessionChange:
         """The notes and pending approvals listed on attach, merged under what the stream said."""
         changed = [n.note_id for n in notes if self._merge_note(n, newer=False)]
         for approval in approvals:
             self._merge_approval(approval, newer=False)
-        return self._settle(notes=changed, approvals=[a.id for a in approvals], at=self._clock())
+        self.lists = "loaded"
+        change = self._settle(notes=changed, approvals=[a.id for a in approvals], at=self._clock())
+        return replace(change, lists=True)
 
     # ------------------------------------------------------------------ the stream
 
@@ -469,7 +491,7 @@ class Loading:
         notes, approvals = await self._lists
         for answer in (notes, approvals):
             if isinstance(answer, ClientError):
-                return self._core.load_failed(answer)
+                return self._core.lists_failed(answer)
             if isinstance(answer, BaseException):
                 raise answer
         assert not isinstance(notes, BaseException) and not isinstance(approvals, BaseException)

@@ -7,9 +7,10 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         ``session_id`` it opens that session's attach screen first (``preloop sessions attach <id>``), else
         the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
         full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
-        caller's (one loop, one connection per command). Returns the process exit code (0; 143 or 129
-        after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
-        (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
+        caller's (one loop, one connection per command). Returns the process exit code (0; 130 after
+        Ctrl+C; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A
+        message for the shell (e.g. "Detached from ...; it keeps running") is printed after the terminal
+        is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
                close_backend=False, follow=True, drafts=None, marks=None)
@@ -38,6 +39,11 @@ screen or dialog, as in any terminal program (Ctrl+Q too): every followed sessio
 no session is stopped, and the shell is told so; with text selected (the note box, a dialog's field, the
 mouse) Ctrl+C copies it instead and lets go of the selection, so a second Ctrl+C quits.
 
+Keys: every key the terminal sends passes the app's one ``tui.keypace.KeyPace`` before Textual dispatches
+it (``on_event``), on the app's one monotonic clock (``monotonic``, shared with the type-ahead guards): a
+burst of typing is text, never a command (:meth:`PreloopApp.take_typing` puts it in the note box of the
+session on screen, or that session's draft), and a letter command runs only when pressed alone.
+
 Quick switch: every attach screen opened is installed and kept while its session is followed (at most
 ``tui.following.FOLLOW_LIMIT``, the least recently shown let go first), so Escape, ``b`` (previous
 session) and ``s`` (the followed list) come back to it with its scroll, folds and draft as they were, and
@@ -56,11 +62,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.reactive import var
+from textual.screen import ModalScreen
 from textual.widgets import Input, TextArea
 
 # The live feeds' code (SSE decoding and the events' validators, ~40 ms to load): loaded with the app, not
@@ -69,6 +76,7 @@ import client.attention_live
 import client.backends.local.feed  # noqa: F401
 from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backend import Backend
+from client.clipboard import clipboard_route, copy_words
 from client.drafts import DraftStore
 from client.errors import ClientError
 from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
@@ -79,6 +87,7 @@ from client.present import session_title, short_id
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
 from client.steering import Steering
 from tui.following import Following
+from tui.keypace import KeyPace
 from tui.palette import PreloopCommands
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
 from tui.screens.decide import settle_open_dialogs
@@ -86,7 +95,7 @@ from tui.screens.help import HelpScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
 from tui.screens.switch import SwitchRow, SwitchScreen
-from tui.typeahead import Monotonic
+from tui.typeahead import Monotonic, default_clock
 
 STATUS_TYPES = tuple(StreamStatus.__args__)
 
@@ -154,8 +163,13 @@ class PreloopApp(App[str | None]):
         monotonic: Monotonic | None = None,
     ) -> None:
         super().__init__()
-        self.monotonic = monotonic
-        """The clock of the type-ahead guards (``tui.typeahead``); tests type on a fake one."""
+        self.monotonic: Monotonic = monotonic or default_clock()
+        """The one clock of the type-ahead guards and the key pace (``tui.typeahead``, ``tui.keypace``);
+        tests type on a fake one."""
+        self.key_pace = KeyPace(
+            self, clock=self.monotonic, typed=self.take_typing, enter_kept=self.typing_enter_kept
+        )
+        """Every key passes it first: a burst of typing is text, a letter command runs only alone."""
         self.confirm_risks = confirm_risks
         self.handle_signals = handle_signals
         """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_app`` sets it."""
@@ -196,6 +210,63 @@ class PreloopApp(App[str | None]):
             # The screen the user asked for starts loading first; the inbox after its first frame.
             self.call_after_refresh(self.watch_inbox)
             self.set_interval(EXPIRY_CHECK_SECONDS, self.check_expiring)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Every key the terminal sends passes the key pace first (``tui.keypace``): a letter command
+        waits to stand alone, and a burst of typing that reached no text box becomes text."""
+        if isinstance(event, events.Key) and not event.is_forwarded and await self.key_pace.take(event):
+            return
+        await super().on_event(event)
+
+    # ------------------------------------------------------------------ typing that reached no text box
+
+    def take_typing(self, text: str) -> None:
+        """A burst of typing reached no text box (``tui.keypace``): it goes into the note box of the
+        session on screen, dialogs over it closing first (deciding nothing); with no note box on screen
+        (the inbox, a closed or hidden box) into that session's draft, the inbox staying; the session is
+        the one on screen, else the one under the inbox. With no session (the list) it is not taken."""
+        stack = self.screen_stack
+        base = next((s for s in reversed(stack) if not isinstance(s, ModalScreen)), None)
+        if base is None:
+            return
+        below = stack[: stack.index(base)]
+        session = base if isinstance(base, AttachScreen) else None
+        if session is None:
+            session = next((s for s in reversed(below) if isinstance(s, AttachScreen)), None)
+        for _ in range(len(stack)):  # the dialogs over it close, answering nothing
+            if self.screen is base:
+                break
+            self.screen.dismiss()
+        if session is base and session.take_typing(text):
+            return
+        if session is not None and session.keep_typing(text):
+            self.notify(
+                f"Typing is text, never a command: it went to the draft of {session.core.describe()} "
+                "(no note box here). Open the session to read and send it.",
+                title="Typing kept as a draft",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self.notify(
+            "Typing is text, never a command, and this screen has no note box: the keys were not taken. "
+            "Open a session to write a note.",
+            title="Keys not taken",
+            severity="warning",
+            markup=False,
+        )
+
+    def typing_enter_kept(self) -> None:
+        """An Enter ended a burst that reached no text box: it sent and opened nothing; say so."""
+        screen = self.screen
+        if isinstance(screen, AttachScreen) and screen.enter_kept():
+            return
+        self.notify(
+            "That Enter came with the typing before it: it did nothing.",
+            title="Enter not taken",
+            severity="warning",
+            markup=False,
+        )
 
     # ------------------------------------------------------------------ the attention inbox
 
@@ -396,13 +467,14 @@ class PreloopApp(App[str | None]):
         and lets go of the selection, so a second Ctrl+C quits."""
         copied = self._copy_selection()
         if copied:
-            self.notify(
-                f"Copied {copied} character{'s' if copied != 1 else ''}; Ctrl+C again quits.",
-                title="Copied",
-                markup=False,
-            )
+            what = f"{copied} character{'s' if copied != 1 else ''}"
+            said, title, arrived = copy_words(what, clipboard_route())  # the truth inside tmux too
+            severity: SeverityLevel = "information" if arrived else "warning"
+            self.notify(f"{said}; Ctrl+C again quits.", title=title, severity=severity, markup=False)
             return
-        self.leave_app(self._quit_message())
+        # 130, as from any terminal program interrupted by Ctrl+C (the README's exit codes); Ctrl+Q and
+        # ``q`` quit with 0.
+        self.leave_app(self._quit_message(), return_code=128 + signal.SIGINT)
 
     def _copy_selection(self) -> int:
         """Copy the selected text, if any, to the clipboard and clear the selection; how many characters
@@ -432,7 +504,7 @@ class PreloopApp(App[str | None]):
         if self.close_backend:
             await self.backend.aclose()
 
-    def _sessions_screen(self) -> SessionsScreen:
+    def _sessions_screen(self, highlight: str | None = None) -> SessionsScreen:
         return SessionsScreen(
             self.backend,
             open_session=self.open_session,
@@ -440,6 +512,7 @@ class PreloopApp(App[str | None]):
             refresh_interval=self.refresh_interval,
             pending=self.inbox.pending_by_session,
             news=self.session_news,
+            highlight=highlight,
         )
 
     def session_news(self, row: Session) -> News:
@@ -581,8 +654,8 @@ class PreloopApp(App[str | None]):
                 below.load()
         elif detach:
             self.exit(message)
-        else:
-            self.switch_screen(self._sessions_screen())
+        else:  # opened by `sessions attach ID`: the list, with the session just left highlighted
+            self.switch_screen(self._sessions_screen(highlight=session_id))
             self.notify(message, title="Left the session", markup=False)
 
     @staticmethod

@@ -26,6 +26,10 @@ passes letter keys on to the screen's bindings, where ``a`` approves): while a n
 server confirms; once nothing can be sent any more (:meth:`Composer.close`: the session ended or was
 refused) the box keeps the focus and the draft, takes what is still typed, and says so in its title until
 the operator leaves it with Escape.
+
+Typing that landed where no text box had the focus is given to the box (:meth:`Composer.type_in`, by the
+app's key pace, ``tui.keypace``) and :meth:`NoteBox.hint` says so on one line above it ("Typing goes to
+the note box — Enter sends"); the line goes when the note is sent or the box loses the focus.
 """
 
 from __future__ import annotations
@@ -66,6 +70,10 @@ TITLE = "Note to the agent · n to write"
 TYPING_TITLE = "✎ Typing a note to the agent: every key is text"
 """The box's title while it has the focus: whatever is typed goes into the note, never to a key."""
 PLACEHOLDER = "Write a note… notes are read at the agent's next tool or model call"
+TYPING_GOES = "Typing goes to the note box — Enter sends"
+"""The line above the box when typing that reached no text box was given to it."""
+ENTER_KEPT = "Not sent: that Enter came with typing begun before the box could be read. Read it — Enter sends"
+"""The line above the box when an Enter that ended such typing was not taken."""
 
 
 class Composer(TextArea):
@@ -165,6 +173,12 @@ class Composer(TextArea):
             self._draft_timer = None
         if self._drafts is not None:
             self._drafts.put(self._draft_key, self.text, durable=True)
+
+    def type_in(self, text: str) -> None:
+        """Keys typed where no text box had the focus, given to the box: at the end of the draft, as
+        typed (the operator reads them there before anything is sent)."""
+        self.move_cursor(self.document.end)
+        self.insert(text)
 
     def keep(self, text: str) -> None:
         """Add ``text`` to the draft (words that can still be sent as a note), the cursor at the end."""
@@ -289,19 +303,33 @@ class NoteBox(Vertical):
     NoteBox #send-error { display: none; height: auto; padding: 0 1; color: $error; }
     NoteBox #send-error.-shown { display: block; }
     NoteBox #send-error.-heads-up { color: $warning; }
+    NoteBox #typing-hint { display: none; height: auto; padding: 0 1; color: $warning; text-style: bold; }
+    NoteBox #typing-hint.-shown { display: block; }
     """
 
     def __init__(self, *, drafts: DraftStore | None, draft_key: str, id: str | None = None) -> None:
         super().__init__(id=id)
         self.composer = Composer(drafts=drafts, draft_key=draft_key, id="composer")
         self.line = Static("", id="send-error")
+        self.typing_hint = Static("", id="typing-hint")
+        """Where typed keys went ("Typing goes to the note box — Enter sends"), while it matters."""
         self.failure: ClientError | None = None
         """The server's reason the line reports (None: nothing, or a refusal of the text itself)."""
         self._said_over = ""
 
     def compose(self) -> ComposeResult:
         yield self.line
+        yield self.typing_hint
         yield self.composer
+
+    def hint(self, words: str) -> None:
+        """Say on the line above the box where the typing went ("" hides it)."""
+        self.typing_hint.update(Text(f"⌨ {words}" if words else ""))
+        self.typing_hint.set_class(bool(words), "-shown")
+
+    def on_descendant_blur(self) -> None:
+        """The box lost the focus: where typing goes is no longer news."""
+        self.hint("")
 
     def say(self, reason: str, failure: ClientError | None = None, *, heads_up: bool = False) -> None:
         """Show ``reason`` on the line ("" hides it); ``failure`` when a server's answer is the reason;
@@ -341,6 +369,7 @@ class NoteBox(Vertical):
             composer.accept(text)
             composer.save_draft()  # the draft is gone with the note it became
             self.clear()
+            self.hint("")
         else:
             said = "Maybe sent" if isinstance(outcome, OutcomeUnknown) else "Not sent"
             self.say(f"{said}, your text is kept: {outcome.error}", outcome.error)

@@ -19,8 +19,8 @@ from client.inbox import ApprovalGone, note_ended_at
 from client.marks import News
 from client.models import Approval, Note
 from client.present import relative_time, settled_phrase, short_id
+from client.preview import approval_preview, visible_args
 from client.textsafe import safe_line
-from widgets.approvals_panel import args_text, visible_args
 from widgets.badges import note_badge, until
 
 APPROVAL_COLUMNS: list[tuple[str, str]] = [
@@ -29,12 +29,12 @@ APPROVAL_COLUMNS: list[tuple[str, str]] = [
     ("tool", "TOOL"),
     ("risk", "RISK"),
     ("expires", "EXPIRES IN"),
-    ("args", "ARGUMENTS"),
+    ("args", "CALL"),
 ]
 URGENT = timedelta(seconds=60)
 """An approval expiring sooner than this is drawn in red."""
 ARGS_MIN = 12
-"""The ARGUMENTS column keeps at least this many cells, however narrow the terminal."""
+"""The CALL column keeps at least this many cells, however narrow the terminal."""
 
 
 def session_label(agent: str | None, session_id: str | None) -> Text:
@@ -64,11 +64,11 @@ def risk_cell(risk: str | None) -> Text:
 
 
 def args_cell(approval: Approval, width: int = 80) -> Text:
-    """The arguments on one line (the summary when there are none), cut to ``width`` cells with an
-    ellipsis; the server's own bookkeeping keys (``_preloop_source``) are left out."""
-    args = visible_args(approval.tool_args)
-    if args:
-        flat = " ".join(line.strip() for line in args_text(args).splitlines())
+    """The call in one line: its preview's first line (the command, the file edited and its +/− counts,
+    else the first argument; ``client.preview``), the summary when it has no arguments; cut to ``width``
+    cells with an ellipsis. The server's own bookkeeping keys (``_preloop_source``) are left out."""
+    if visible_args(approval.tool_args):
+        flat = approval_preview(approval).first_line
     else:
         flat = approval.summary or approval.agent_reasoning or ""
     text = Text(safe_line(flat), style="dim", no_wrap=True)
@@ -111,7 +111,7 @@ class InboxApprovals(DataTable[Text]):
 
     Every change touches only what changed: a new approval is one added row, a settled one one removed
     row, and a cell whose text is the same is left alone (a DataTable repaints all its rows after any
-    change, so a change saved is a repaint saved). The ARGUMENTS column takes the room the others leave
+    change, so a change saved is a repaint saved). The CALL column takes the room the others leave
     and its text ends in "…" where it is cut (``x`` on the inbox shows all of it).
     """
 
@@ -145,7 +145,7 @@ class InboxApprovals(DataTable[Text]):
         self._width = event.size.width
 
     def _fit_args(self) -> None:
-        """Cut the ARGUMENTS cells to the room the other columns leave (the table's width changed, or
+        """Cut the CALL cells to the room the other columns leave (the table's width changed, or
         another column grew)."""
         others = sum(c.get_render_width(self) for key, c in self.columns.items() if key.value != "args")
         room = max(self.scrollable_content_region.width - others - 2 * self.cell_padding, ARGS_MIN)
@@ -265,6 +265,8 @@ def news_words(news: News) -> Text:
     parts: list[tuple[str, str]] = []
     if news.new:
         parts.append((f"{news.new:,} new since you looked", "bold"))
+    elif news.new is None and news.changed:
+        parts.append(("new since you looked", "bold"))
     if news.waiting:
         parts.append((f"⚑ {news.waiting} waiting", "bold yellow"))
     if news.problem:

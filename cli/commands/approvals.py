@@ -1,4 +1,4 @@
-"""``preloop approvals list | approve | decline``."""
+"""``preloop approvals list | show | approve | decline``."""
 
 from __future__ import annotations
 
@@ -25,9 +25,19 @@ from client.ids import is_ulid, is_uuid
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals
 from client.models import Approval, AttentionSnapshot, Note
-from client.present import cell, decided_by, looks_like_id_prefix, relative_time, settled_line, short_id
-from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
+from client.present import (
+    cell,
+    decided_by,
+    describe_session,
+    looks_like_id_prefix,
+    relative_time,
+    settled_line,
+    short_id,
+)
+from client.preview import approval_preview
+from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, resolve_approval
+from client.stream_words import OutageLines
 from client.textsafe import safe_line
 
 
@@ -90,6 +100,43 @@ def _approval_id_syntax(value: str) -> str:
             "(`preloop approvals list` shows them)"
         )
     return text
+
+
+async def show(args: argparse.Namespace) -> int:
+    """One approval, and what its call will change (every line; ``--json``: the preview's model)."""
+    text = _approval_id_syntax(args.approval_id)
+    async with connect(args) as backend:
+        approval = await backend.get_approval(await resolve_approval(backend, text))
+    call = approval_preview(approval)
+    if args.json:
+        print_json({"approval": approval.model_dump(mode="json"), "preview": call.to_json()})
+        return EXIT_OK
+    for line in show_lines(approval, datetime.now(UTC)):
+        print(line)
+    return EXIT_OK
+
+
+def show_lines(approval: Approval, now: datetime) -> list[str]:
+    """``approvals show`` as plain lines: who asks for what, its status, then the call's whole preview."""
+    agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None)
+    tool = safe_line(approval.tool_name or "tool", 60)
+    risk = f"  (risk {safe_line(approval.risk_level, 12)})" if approval.risk_level else ""
+    if approval.pending:
+        status = f"pending, requested {relative_time(approval.requested_at, now)}"
+        if approval.expires_at is not None:
+            status += f", expires in {_left(approval.expires_at, now)}"
+    else:
+        status = settled_line(approval)
+    lines = [
+        f"Approval  {cell(approval.id)}",
+        f"Session   {describe_session(approval.runtime_session_id, agent)}",
+        f"Tool      {tool}{risk}",
+        f"Status    {status}",
+    ]
+    summary = approval.summary or approval.agent_reasoning
+    if summary:
+        lines.append(f"Why       {safe_line(summary, 300)}")
+    return [*lines, "", *approval_preview(approval).text_lines()]
 
 
 async def _decide(args: argparse.Namespace) -> int:
@@ -228,14 +275,15 @@ async def _emit(
     print(line, flush=True)
 
 
-def _notice(item: StreamStatus, said: StreamStatus | None) -> None:
-    """Connection states go to stderr (stdout stays data only); a refused token once, not per retry
-    (``said``: the last state printed)."""
-    if isinstance(item, LoginNeeded):
-        if not isinstance(said, LoginNeeded):
-            print(f"preloop: {safe_line(item.reason, 300)}", file=sys.stderr)
-    elif isinstance(item, Reconnecting):
-        print(f"preloop: reconnecting in {item.delay:.0f}s: {safe_line(item.reason, 120)}", file=sys.stderr)
+def _notice(item: StreamStatus, outage: OutageLines) -> None:
+    """Connection states go to stderr (stdout stays data only): a lost feed or a refused token once when
+    it starts (and as ``client.stream_words.OutageLines`` says while it lasts), live again once; the
+    first connection says nothing."""
+    if isinstance(item, Connecting | Live | Reconnecting | LoginNeeded):
+        was_down = outage.down
+        said = outage.update(item, datetime.now(UTC))
+        if said is not None and (was_down or outage.down):
+            print(f"preloop: {said}", file=sys.stderr)
     elif isinstance(item, Refused):
         print(f"preloop: the attention feed was refused: {safe_line(item.reason, 200)}", file=sys.stderr)
 
@@ -268,7 +316,7 @@ async def watch_approvals(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace) -> int:
     inbox = Inbox()
-    said: StreamStatus | None = None
+    outage = OutageLines()
     async with connect(args) as backend:
         steering = Steering(backend, inbox.decisions)
         session = await resolve_session(backend, args.session) if args.session else None
@@ -285,9 +333,7 @@ async def _watch(args: argparse.Namespace) -> int:
                         changes = [ApprovalAdded(a) for a in inbox.approvals]
                         changes += [NoteFailed(n) for n in reversed(inbox.notes)]
                 elif isinstance(item, STATUS_TYPES):
-                    _notice(item, said)
-                    if isinstance(item, LoginNeeded | Reconnecting | Live):
-                        said = item
+                    _notice(item, outage)
                     if isinstance(item, Refused):
                         return EXIT_FAILED
                     continue

@@ -392,6 +392,49 @@ async def test_a_plain_line_over_the_limit_is_not_sent_and_is_printed_back(live_
         assert await asyncio.wait_for(proc.wait(), 30) == 0
 
 
+async def test_plain_attach_says_a_lost_stream_in_words_once_not_at_every_retry(live_server) -> None:
+    """The trial: "connection lost (RemoteProtocolError); reconnecting in 2.0s (attempt 3)" and a
+    "connecting" line at every retry. Now: the loss in words, once (again only if why changes), and
+    live again, each line short enough for 80 columns."""
+    import io
+
+    from cli.plain import follow_plain
+    from client.config import resolve_settings
+
+    out, err = io.StringIO(), io.StringIO()
+    backend = await connect(resolve_settings(), server_kind="local", backoff_initial=0.05, backoff_max=0.2)
+    async with live_server.harness() as harness, backend:
+        agent = await harness.start_session(agent_name="night-shift")
+        attach = asyncio.create_task(
+            follow_plain(
+                backend, agent.session_id, since=None, json_lines=False, read_only=True, out=out, err=err
+            )
+        )
+
+        async def wait_for(check: Callable[[], bool]) -> None:
+            async with asyncio.timeout(30):
+                while True:
+                    if check():
+                        return
+                    await asyncio.sleep(0.02)
+
+        await wait_for(lambda: "-- live" in err.getvalue())
+        await asyncio.to_thread(live_server.stop)
+        await asyncio.sleep(2.0)  # retries every 0.2 s: about ten of them
+        await asyncio.to_thread(live_server.start)
+        await agent.run_started("after the outage")
+        await wait_for(lambda: "after the outage" in out.getvalue())
+        await agent.end()
+        assert await asyncio.wait_for(attach, 20) == 0
+    notices = err.getvalue().splitlines()
+    assert "Error" not in err.getvalue()  # no exception's name
+    lost = [line for line in notices if line.startswith("-- reconnecting")]
+    assert 1 <= len(lost) <= 2, notices  # the loss, and maybe once more when why changed
+    assert not [line for line in notices if line.startswith("-- connecting (attempt")], notices
+    assert [line for line in notices if line.startswith("-- live again")], notices
+    assert all(len(line) <= 80 for line in notices), notices
+
+
 # ------------------------------------------------------------------------------------------------
 # Issue 23 section 3: a typed decision names the approval it decides
 
@@ -484,7 +527,7 @@ async def test_once_two_approvals_were_shown_a_decision_names_its_id(live_server
         await _say(proc, "/approve")
         refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
         assert "2 approvals have been shown in this attach: name the one to approve" in refused
-        assert f"Pending now: {a[:8]} Read [risk caution]: notes/a.md; {b[:8]} Read" in refused
+        assert f"Pending now: {a[:8]} Read [risk caution]: file_path: notes/a.md; {b[:8]} Read" in refused
         assert refused.rstrip().endswith(f"Type e.g. /approve {a[:8]}"), refused
         assert sorted(i[:8] for i in await _pending_ids(client, agent.session_id)) == sorted([a, b])
 
@@ -493,7 +536,10 @@ async def test_once_two_approvals_were_shown_a_decision_names_its_id(live_server
         assert (await asyncio.wait_for(second, 30)).decision == "deny"
         await _say(proc, "/approve")
         refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
-        assert f"Pending now: {a[:8]} Read [risk caution]: notes/a.md. Type e.g. /approve {a[:8]}" in refused
+        assert (
+            f"Pending now: {a[:8]} Read [risk caution]: file_path: notes/a.md. Type e.g. /approve {a[:8]}"
+            in refused
+        )
         await _say(proc, f"/approve {a[:8]}")
         await _read_until(proc.stderr, f"-- approval {a[:8]} approved")
         assert (await asyncio.wait_for(first, 30)).decision == "allow"
@@ -536,7 +582,7 @@ async def test_an_approval_no_longer_pending_is_refused_by_name_and_never_swappe
         await _say(proc, f"/approve {old[:6]}")
         refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
         assert f"approval {old[:8]} (Read) expired before anyone decided" in refused
-        assert f"Pending now: {new[:8]} Read [risk caution]: b.md" in refused
+        assert f"Pending now: {new[:8]} Read [risk caution]: file_path: b.md" in refused
         assert await _pending_ids(client, agent.session_id) == [new]
 
         await client.approve(new, None)  # decided elsewhere, then asked for here

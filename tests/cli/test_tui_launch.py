@@ -119,7 +119,7 @@ def test_ctrl_c_in_the_note_box_quits_keeping_the_draft(live_server) -> None:
     code, screen = _run_in_pty(
         ["sessions", "attach", ids[0]], b"Ctrl C title", (b"half a note", b"half a note"), b"\x03"
     )
-    assert code == 0
+    assert code == 130  # Ctrl+C, as the README says
     assert b"\x1b[?1049l" in screen  # back on the shell's own screen
     assert b"Detached from " + ids[0][:8].encode() + b"; the session keeps running." in screen
     assert DraftStore(state_dir() / "drafts").get(ids[0]) == "half a note"

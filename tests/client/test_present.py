@@ -7,9 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from client.events import parse_event
-from client.models import Approval, Session
+from client.models import Session
 from client.present import (
-    call_preview,
     cell,
     event_line,
     format_duration,
@@ -132,19 +131,6 @@ def test_event_lines_are_one_safe_line() -> None:
     kind, text = event_line(said)
     assert kind == "unknown" and text.startswith("preloop.session_warning: This token allows no MCP tools")
     assert "\x1b" not in text
-
-
-def test_a_call_is_previewed_by_the_first_line_of_what_it_acts_on() -> None:
-    """What a question about a call names ("approve Bash rm -rf build/? [y/N]"): the command (not the cwd
-    the server puts first), else the first argument, else the summary; one safe line, "…" when it goes on."""
-    bash = Approval(id="a", tool_name="Bash", tool_args={"cwd": "/w", "command": "rm -rf build/\nls\x1b[2J"})
-    assert call_preview(bash) == "rm -rf build/ …"
-    assert call_preview(Approval(id="b", tool_args={"cwd": "/w", "pattern": "TODO"})) == "TODO"
-    assert (
-        call_preview(Approval(id="c", tool_args={"_preloop_source": "x"}, summary="Allow it?")) == "Allow it?"
-    )
-    wild = call_preview(Approval(id="d", tool_args={"command": "\x1b]52;c;ZWNobw==\x07" + "x" * 200}), 40)
-    assert "\x1b" not in wild and "\x07" not in wild and len(wild) == 40
 
 
 def test_a_requested_approval_line_names_its_risk_and_both_commands_with_its_id() -> None:

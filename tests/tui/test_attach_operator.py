@@ -254,7 +254,7 @@ async def test_narrow_terminals_stack_the_panels_and_too_small_says_so(
         assert panel.width >= 58 and panel.y >= view.bottom, (view, panel)  # under it, full width
         assert view.width >= 58
         for button in screen.approvals_panel.query("Button"):
-            assert str(button.label) in ("Approve", "Decline", "Args")
+            assert str(button.label) in ("Approve", "Decline", "Show all")
             assert button.region.width >= len(str(button.label)), button.region
         hint = screen.query_one("#notes-hint", Static)
         assert not screen.notes_panel.display or screen.notes_panel.region.height == 0

@@ -34,6 +34,8 @@ def _quiet(app: PreloopApp) -> bool:
     deferred key re-check waiting (the stream worker itself never finishes: it waits for more)."""
     if any(w.group not in ("attach-stream", "attention") and not w.is_finished for w in app.workers):
         return False
+    if app.key_pace.holding:  # a letter command still waits for its quiet window
+        return False
     fake = app.backend
     if isinstance(fake, FakeBackend) and app.attention and not fake.attention_consumed:
         return False
@@ -182,7 +184,8 @@ def test_attach_final_answer(snap_compare: Any) -> None:
 
 
 def test_attach_pending_approval(snap_compare: Any) -> None:
-    """A pending approval: tool, summary, risk, arguments, and the approve/decline buttons."""
+    """A pending approval: tool, summary, risk, the command it runs (with its cwd and timeout), and the
+    approve/decline buttons."""
     app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()])
     assert snap_compare(app, run_before=_settle)
 
@@ -297,8 +300,8 @@ def test_decline_comment_dialog(snap_compare: Any) -> None:
 
 
 def test_attach_expanded_arguments(snap_compare: Any) -> None:
-    """x expands the approval's arguments: the panel takes most of the side column, with a scrollbar when
-    they do not fit, and the buttons stay in view."""
+    """x shows the whole call (the card shows its first lines): the session, tool, risk and summary, then
+    every line of the command and its fields, a long one scrolling sideways; nothing is decided there."""
 
     async def _expand(pilot: Pilot[Any]) -> None:
         await _settle(pilot)

@@ -15,9 +15,16 @@ last looked" (the mark, the rule, the digest) is ``widgets.last_looked``'s, told
 
 Focus. The note box has the focus on attach, so what the user types becomes a note, never a key action
 (``a`` approves!); Escape leaves it. A box being typed into when the session ends stays, with the focus
-and the draft, until Escape. Nothing else moves the focus by itself. ``a`` / ``d`` are ignored for half a
-second after the screen is shown, the terminal gets the focus back, or the focus leaves the note box (or
-the find line: its letters are text too).
+and the draft, until Escape. Nothing else moves the focus by itself, except typing: a burst of keys that
+reaches no text box (``tui.keypace``) is given to the note box (:meth:`AttachScreen.take_typing`), which
+takes the focus and says "Typing goes to the note box — Enter sends". ``a`` / ``d`` are ignored for half
+a second after the screen is shown, the terminal gets the focus back, or the focus leaves the note box (or
+the find line: its letters are text too), counted to when the key was pressed.
+
+Enter sends only what the operator could read: the note box has its own guard, armed whenever it gets
+the focus (attach, shown again, a dialog closed, typing given to it, the terminal focused again), and an
+Enter (or Ctrl+S) that ends typing begun less than half a second after that sends nothing; the line
+above the box says so, and the next Enter sends.
 """
 
 from __future__ import annotations
@@ -47,13 +54,15 @@ from client.session import SessionChange, SessionCore
 from client.status import Connecting, Ended, Live, Refused, StreamStatus
 from client.steering import DecideOutcome, Steering
 from client.streaming.policy import login_reason
+from tui.keypace import pace_of
+from tui.screens.arguments import ArgumentsScreen
 from tui.screens.decide import CONFIRM_RISKS, Decider
 from tui.screens.decline_comment import KeptComment
 from tui.screens.withdraw_pick import ask_withdraw
-from tui.typeahead import Monotonic
+from tui.typeahead import Monotonic, TypeAheadGuard
 from widgets.approvals_panel import ApprovalsPanel
 from widgets.banner import Banner, status_notice
-from widgets.composer import Composer, NoteBox
+from widgets.composer import ENTER_KEPT, TYPING_GOES, Composer, NoteBox
 from widgets.inbox_view import InboxBadge
 from widgets.keys_line import KeysLine
 from widgets.last_looked import LastLooked
@@ -89,7 +98,7 @@ class AttachScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         _key("a", "approve", "Approve", "Approve the highlighted approval"),
         _key("d", "decline", "Decline", "Decline (with an optional comment)"),
-        _key("x", "expand_args", "Args", "Expand or collapse tool arguments", show=False),
+        _key("x", "expand_args", "Whole call", "The highlighted approval's call in full", show=False),
         _key("w", "withdraw", "Withdraw", "Withdraw a pending note"),
         _key("w", "withdraw_none", "Withdraw", "Why nothing can be withdrawn", show=False),
         _key("n", "focus_composer", "Note", "Write a note to the agent"),
@@ -129,6 +138,8 @@ class AttachScreen(Screen[None]):
             just_shown="the screen had only just changed", keep=self._kept, decided=self._decided,
         )  # fmt: skip
         self.guard = self.decider.guard
+        self.box_guard = TypeAheadGuard(monotonic)
+        """Enter sends typing begun at least half a second after the note box got the focus."""
         self._monotonic, self._leave, self._clock, self._follow = monotonic, leave, clock, follow
         self._drafts, self.marks = drafts if drafts is not None else DraftStore(), marks or MarkStore()
         self._buffer: list[Event] = []
@@ -152,6 +163,7 @@ class AttachScreen(Screen[None]):
         self.view = TimelineView(core.timeline, id="timeline")
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
         self.notes_panel = NotesPanel(core.notes, core.thens, clock=clock, id="notes")
+        self._show_lists()  # until the lists answer, the panels and the header say they are loading
         self.body = SessionBody(self.view, self.approvals_panel, self.notes_panel, id="body")
         self.last_looked = LastLooked(self.view, core, self.marks, clock=clock, can=self.backend.capabilities)
         self.note_box = NoteBox(drafts=None if read_only else self._drafts, draft_key=self.session_id)
@@ -190,7 +202,9 @@ class AttachScreen(Screen[None]):
         if self.status is not None:
             self.header.set_status(self.status)  # "connecting": the stream started before the mount
         self.guard.arm()
+        self.box_guard.arm()
         self.decider.arm_on_app_focus()
+        self.watch(self.app, "app_focus", self._app_focus, init=False)
         self.watch(self, "focused", self._focus_moved, init=False)
         self._mounted.set()
         self.last_looked.start()  # the first visit: the rule and the digest if something is new
@@ -199,6 +213,12 @@ class AttachScreen(Screen[None]):
     def _focus_moved(self, old: Widget | None, new: Widget | None) -> None:
         if old in (self.composer, self.body.pane.find_bar.input) and new is not old:
             self.guard.arm()  # the operator was typing a note (or a query) a moment ago
+        if new is self.composer and old is not new:
+            self.box_guard.arm()  # what is typed from now on, the operator sees in the box
+
+    def _app_focus(self, focused: bool) -> None:
+        if focused:
+            self.box_guard.arm()  # back from another window: the box may not be what they expect
 
     async def _mount_footer(self) -> None:
         if self._footer.parent is None and self.is_attached:
@@ -281,6 +301,8 @@ class AttachScreen(Screen[None]):
             auth = isinstance(change.failed, AuthError)
             why = login_reason(401) if auth else f"Could not load the session: {change.failed}"
             self.banner.show(why, "warning" if auth else "error")
+        if change.lists:
+            self._show_lists()
         if change.notes:
             self.notes_panel.show(change.notes)
             self._footer.keys_changed()  # withdraw depends on the highlighted note's state
@@ -308,6 +330,13 @@ class AttachScreen(Screen[None]):
         if change.timeline:
             self.view.sync()
         self.last_looked.changed()
+
+    def _show_lists(self) -> None:
+        """The panels and the header say whether the session's notes and approvals are known yet (a
+        session the server refuses has none to load: its banner says why, the panels stay empty)."""
+        lists = "loaded" if self.core.refused is not None else self.core.lists
+        for widget in (self.approvals_panel, self.notes_panel, self.header):
+            widget.set_lists(lists)
 
     def _box_closed(self) -> None:
         """Nothing can be sent any more: the note box closes or goes (``NoteBox.session_over``)."""
@@ -339,13 +368,52 @@ class AttachScreen(Screen[None]):
         self.note_box.keep(kept.text, kept.line)  # a comment that decides nothing now: send it as a note
 
     def action_expand_args(self) -> None:
-        """Show all of the highlighted approval's arguments (or collapse them)."""
-        self.approvals_panel.toggle_expanded()
+        """Show the whole of the highlighted approval's call (the card shows its first lines)."""
+        self.approvals_panel.show_call()
+
+    @on(ApprovalsPanel.ShowCall)
+    def _show_call(self, event: ApprovalsPanel.ShowCall) -> None:
+        event.stop()
+        where = None if self.read_only else "from the approvals panel"
+        self.app.push_screen(ArgumentsScreen(event.approval, self.core.describe(), where=where))
 
     @on(Composer.Submitted)
     def _composer_submitted(self, event: Composer.Submitted) -> None:
+        """Send, unless the typing this Enter ends began before the box could be read (then say so)."""
         event.stop()
+        pace = pace_of(self.app)
+        if pace is not None and not self.box_guard.ready(pace.run_began()):
+            self.note_box.hint(ENTER_KEPT)
+            return
         self.send_note(event.text)
+
+    def take_typing(self, text: str) -> bool:
+        """Typing that reached no text box (``tui.keypace``): into the note box, which takes the focus and
+        says so. False when no note box is on screen to take it."""
+        box = self.note_box
+        if self.read_only or not box.display or not self.composer.can_focus or self.has_class("-too-small"):
+            return False
+        if not self.composer.has_focus:
+            self.set_focus(self.composer)
+        self.composer.type_in(text)
+        box.hint(TYPING_GOES)
+        return True
+
+    def keep_typing(self, text: str) -> bool:
+        """Typing meant for this session while its note box is not on screen: into its draft. False when
+        it keeps none (read-only)."""
+        if self.read_only or not self.composer.is_mounted:
+            return False
+        self.composer.type_in(text)
+        return True
+
+    def enter_kept(self) -> bool:
+        """An Enter that ended typing given to the note box was not taken: the line says so. False when
+        the box is not on screen to say it."""
+        if not self.note_box.display or self.has_class("-too-small"):
+            return False
+        self.note_box.hint(ENTER_KEPT)
+        return True
 
     @work(exclusive=True, group="attach-send")
     async def send_note(self, text: str) -> None:
@@ -405,6 +473,7 @@ class AttachScreen(Screen[None]):
         can no longer send goes away now: the operator has seen that it is closed)."""
         self.view.focus()
         self.note_box.leave()
+        self.note_box.hint("")
 
     async def action_help_from_box(self) -> None:
         """F1 from the note box, where ``?`` is just a character: the same help screen."""
@@ -425,6 +494,7 @@ class AttachScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.guard.arm()  # shown again, or a dialog above it closed: the next keys were typed for that
+        self.box_guard.arm()
         if self._reshown:
             self._reshown = False
             if self.check_action("focus_composer", ()):

@@ -1,10 +1,15 @@
 """Deciding an approval from a screen, written once for every screen that decides one.
 
-The attach screen and the inbox both approve and decline, through one :class:`Decider` each: a decision
-key passes the type-ahead guard first (``tui.typeahead``: a key typed within half a second of the screen
-coming up is not a decision, and it says so once); a risky call asks "are you sure?" naming the session,
-tool and arguments (``ConfirmScreen``); a decline asks for an optional comment (``DeclineCommentScreen``);
-both dialogs ignore their decision keys for half a second after they open. The decision itself goes
+The attach screen and the inbox both approve and decline, through one :class:`Decider` each. A decision
+is deliberate: it happens only on a screen that shows the call (the approval card, the inbox row, the
+dialog), on a key pressed alone (``tui.keypace``: a letter of a burst of typing is text, never a
+command), at least half a second after that screen appeared (``tui.typeahead``: an earlier key is not a
+decision, and it says so once; the time counted is when the key was pressed, not when its command ran).
+A risky call asks "are you sure?" (``ConfirmScreen``); a decline asks for an optional comment
+(``DeclineCommentScreen``); both dialogs name the call in their first lines (tool, session, the first line
+of its arguments: :func:`widgets.approvals_panel.call_first_line`, the one place that writes it) and ignore
+their decision keys for half a second after they open. This holds at every risk level, also when
+``PRELOOP_CONFIRM_RISK=none`` makes ``a`` approve at once. The decision itself goes
 through ``client.steering`` in a worker of the screen, and its outcome is told in one notice (decided,
 lost the race or expired, failed). When the approval is settled elsewhere while a dialog about it is open,
 :func:`settle_open_dialogs` turns that dialog into a notice instead of letting it decide something that no
@@ -23,10 +28,11 @@ from client.models import Approval
 from client.present import approval_outcome
 from client.steering import DecideOutcome, Steering, Verb
 from client.textsafe import safe_line
+from tui.keypace import pace_of
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineAnswer, DeclineCommentScreen, KeptComment
 from tui.typeahead import Monotonic, TypeAheadGuard
-from widgets.approvals_panel import decision_card
+from widgets.approvals_panel import call_title, decision_card
 from widgets.notices import steering_notice, tell
 
 CONFIRM_RISKS = frozenset({"high", "danger", "critical"})
@@ -62,7 +68,8 @@ def ask_approve(
     app.push_screen(
         ConfirmScreen(
             f"Approve this {risk}-risk {tool} call?",
-            decision_card(approval, session),
+            decision_card(approval, session, named=True),
+            named=call_title(approval, session),
             yes="Approve",
             no="Keep pending",
             subject=approval.id,
@@ -143,9 +150,10 @@ class Decider:
             self.guard.arm()
 
     def too_soon(self, verb: str) -> bool:
-        """A decision key typed within half a second of the screen coming up (or of leaving the note box)
-        was meant for what was there before: ignore it, and say so once."""
-        if self.guard.ready():
+        """A decision key pressed within half a second of the screen coming up (or of leaving the note
+        box) was meant for what was there before: ignore it, and say so once."""
+        pace = pace_of(self.screen.app)
+        if self.guard.ready(pace.pressed_at() if pace is not None else None):
             return False
         if self.guard.tell_once():
             self.screen.notify(

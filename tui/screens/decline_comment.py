@@ -1,7 +1,12 @@
 """Ask for an optional comment before declining an approval (the agent sees it as the reason).
 
-The dialog names what it decides (session, tool, arguments) and, like every dialog that decides an
-approval, ignores Enter and its Decline button for half a second after it opens (``tui.typeahead``).
+The dialog names what it decides (under its question: tool, session, the first line of the call; then
+the session, tool and arguments in full) and, like every dialog that decides an approval, ignores Enter
+and its Decline button for half a second after it opens (``tui.typeahead``). It never declines on an
+Enter that ends typing begun before the operator could read it: typing that began less than half a
+second after the dialog appeared (``tui.keypace.KeyPace.run_began``: a burst that started before it
+opened is such typing), or a comment whose first letter came that soon. That Enter says to press Enter
+again, and the next one declines.
 
 The approval can be settled elsewhere while the operator is still typing (another operator, expiry, the
 session ending). The dialog then stops being a decision: it says what happened, keeps the focus (so the
@@ -23,8 +28,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from client.models import Approval
+from tui.keypace import pace_of
 from tui.typeahead import Monotonic, TypeAheadGuard
-from widgets.approvals_panel import decision_card
+from widgets.approvals_panel import call_title, decision_card
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +78,16 @@ class DeclineCommentScreen(ModalScreen[DeclineAnswer]):
         self.subject = approval.id
         self.guard = TypeAheadGuard(clock)
         self.settled: str | None = None
+        self._begun_unread = False
+        """The comment's first letter came less than half a second after the dialog appeared."""
+        self._typed = False
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text("Decline this call?", style="bold"), id="question")
-            yield Static(decision_card(self.approval, self.session), id="detail")
+            question = Text("Decline this call?\n", style="bold")
+            question.append_text(call_title(self.approval, self.session))
+            yield Static(question, id="question")
+            yield Static(decision_card(self.approval, self.session, named=True), id="detail")
             yield Static(
                 Text("Optional comment for the agent. Enter declines, Escape cancels.", style="dim"),
                 id="how",
@@ -120,13 +131,24 @@ class DeclineCommentScreen(ModalScreen[DeclineAnswer]):
         if self.settled is not None:
             self._close_settled()
             return
-        if not self.guard.ready():
-            if self.guard.tell_once():
-                line = self.query_one("#too-soon", Static)
-                line.update(Text("Press Enter again to decline: this dialog had only just opened."))
-                line.add_class("-shown")
+        pace = pace_of(self.app)
+        began = pace.run_began() if pace is not None else None
+        if not self.guard.ready(began) or self._begun_unread:
+            self._begun_unread = False
+            line = self.query_one("#too-soon", Static)
+            line.update(
+                Text("Press Enter again to decline: this was typed as the dialog opened. Read it first.")
+            )
+            line.add_class("-shown")
             return
         self.dismiss(self._comment())
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """The comment's first letter: typed before the dialog could be read, or after."""
+        event.stop()
+        if not self._typed and event.value:
+            self._typed = True
+            self._begun_unread = not self.guard.ready()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

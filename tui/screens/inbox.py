@@ -2,17 +2,22 @@
 
 The app keeps one :class:`client.inbox.Inbox` fed by ``Backend.watch_attention()`` (pushed by our
 server, polled elsewhere) for as long as it runs; this screen only draws it and acts on it. Approvals
-are oldest first with their session, tool, risk, arguments (cut to the column, with an ellipsis: ``x``
-shows all of them) and expiry countdown; ``a`` approves, ``d`` declines with an optional comment (the same
-``tui.screens.decide.Decider`` as the attach screen), Enter opens the session.
+are oldest first with their session, tool, risk, call in one line (the command, the file edited and its
++/− counts, ...; cut to the column with an ellipsis: ``x`` shows the whole call) and expiry countdown; a
+terminal 120 columns wide or more shows the highlighted call's preview (``client.preview``: a diff, a
+command, the arguments) beside the list; ``a`` approves, ``d`` declines with an optional comment (the
+same ``tui.screens.decide.Decider`` as the attach screen), Enter opens the session.
 Below them: the notes that ended expired, failed or undeliverable in the last hours, the approvals that
 were settled elsewhere while the inbox was open, and the sessions followed in the app, each with how many
 events are new since the operator last looked there and what needs them (``client.marks.News``).
 Opening the inbox marks its notes as seen.
 
 ``a`` and ``d`` are ignored for half a second after the inbox opens, comes back from a dialog, or the
-terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``), and the letters typed
-right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
+terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``, F2), and the letters
+typed right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
+Its letters (``a``, ``d``, ``o``, ``x``, ``i``) act only when pressed alone (``tui.keypace``); a burst of
+typing here is text, kept in the draft of the session the inbox was opened from, and the Enter ending it
+opens nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
@@ -34,11 +40,12 @@ from client.models import Approval
 from client.present import describe_session
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.steering import AlreadySettled, Decided, DecideOutcome, Steering
-from client.textsafe import safe_line
+from client.stream_words import status_line, status_words
 from tui.screens.arguments import ArgumentsScreen
 from tui.screens.decide import Decider
 from tui.screens.decline_comment import KeptComment
 from tui.typeahead import Monotonic
+from widgets.call_preview import CallPreviewPane
 from widgets.inbox_view import (
     InboxApprovals,
     InboxBadge,
@@ -50,16 +57,18 @@ from widgets.inbox_view import (
 )
 
 TICK_SECONDS = 1.0
+PREVIEW_PANE_WIDTH = 120
+"""From this many columns the inbox shows the highlighted approval's call beside the list."""
 
 
 def feed_state(status: StreamStatus | None, synced: bool) -> Text:
     """How fresh the inbox is: live, (re)connecting, or refused."""
     if isinstance(status, Refused):
-        return Text(f"✗ refused: {safe_line(status.reason, 80)}", style="bold red")
+        return Text(f"✗ {status_line(status)}", style="bold red")
     if isinstance(status, Reconnecting):
-        return Text(f"◌ reconnecting in {status.delay:.0f}s ({safe_line(status.reason, 60)})", style="yellow")
+        return Text(f"◌ {status_line(status)}", style="yellow")
     if isinstance(status, LoginNeeded):
-        return Text("⚠ token refused: waiting for a login (`preloop login`)", style="bold yellow")
+        return Text(f"⚠ {status_words(status)} (`preloop login`)", style="bold yellow")
     if isinstance(status, Connecting) or not synced:
         return Text("◌ connecting…", style="yellow")
     if isinstance(status, Live) or synced:
@@ -76,9 +85,7 @@ class InboxScreen(Screen[None]):
         Binding(
             "o,enter", "open", "Open session", id="inbox.open", tooltip="Attach to this approval's session"
         ),
-        Binding(
-            "x", "arguments", "Args", id="inbox.arguments", tooltip="The highlighted call's whole arguments"
-        ),
+        Binding("x", "arguments", "Args", id="inbox.arguments", tooltip="The highlighted call in full"),
         Binding("escape,i", "back", "Back", id="inbox.back", tooltip="Back to where you were"),
         Binding("question_mark", "app.help", "Help", id="inbox.help", tooltip="All keys"),
     ]
@@ -91,6 +98,9 @@ class InboxScreen(Screen[None]):
     InboxScreen #inbox-recent { padding: 0 1; margin-top: 1; color: $text-muted; }
     InboxScreen #inbox-notes { padding: 0 1; margin-top: 1; }
     InboxScreen #inbox-followed { padding: 0 1; margin-top: 1; }
+    InboxScreen #inbox-main { height: 1fr; }
+    InboxScreen #inbox-preview { display: none; width: 40%; max-width: 72; }
+    InboxScreen.-wide #inbox-preview { display: block; }
     """
 
     def __init__(
@@ -139,13 +149,29 @@ class InboxScreen(Screen[None]):
             yield Static("", id="inbox-title")
             yield Static("", id="inbox-state")
             yield InboxBadge(id="inbox-badge")
-        with VerticalScroll(id="inbox-body"):
-            yield InboxApprovals(id="inbox-approvals")
-            yield Static("", id="inbox-empty")
-            yield Static("", id="inbox-recent")
-            yield Static("", id="inbox-notes")
-            yield Static("", id="inbox-followed")
+        with Horizontal(id="inbox-main"):
+            with VerticalScroll(id="inbox-body"):
+                yield InboxApprovals(id="inbox-approvals")
+                yield Static("", id="inbox-empty")
+                yield Static("", id="inbox-recent")
+                yield Static("", id="inbox-notes")
+                yield Static("", id="inbox-followed")
+            yield CallPreviewPane(id="inbox-preview")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A terminal at least :data:`PREVIEW_PANE_WIDTH` columns wide shows the highlighted call beside
+        the list."""
+        self.set_class(event.size.width >= PREVIEW_PANE_WIDTH, "-wide")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._show_preview()
+
+    def _show_preview(self) -> None:
+        approval = self.query_one(InboxApprovals).selected
+        pane = self.query_one(CallPreviewPane)
+        pane.show(approval, self._session(approval) if approval is not None else "")
 
     def on_mount(self) -> None:
         self.guard.arm()
@@ -202,6 +228,7 @@ class InboxScreen(Screen[None]):
         )
         self._show_followed()
         self._shown_version = self.inbox.version
+        self._show_preview()
         can_act = table.selected is not None
         if can_act != self._can_act:
             # Approve / decline / open apply only with a highlighted approval: the footer (re-composed on
@@ -255,10 +282,11 @@ class InboxScreen(Screen[None]):
         self.action_open()
 
     def action_arguments(self) -> None:
-        """Show the highlighted approval's whole call (its arguments are cut to the table's column)."""
+        """Show the highlighted approval's whole call (its row shows one line of it, cut to the column)."""
         approval = self.query_one(InboxApprovals).selected
         if approval is not None:
-            self.app.push_screen(ArgumentsScreen(approval, self._session(approval)))
+            where = None if self.read_only else "from the list"
+            self.app.push_screen(ArgumentsScreen(approval, self._session(approval), where=where))
 
     @staticmethod
     def _session(approval: Approval) -> str:
