@@ -421,7 +421,9 @@ def event_line(event: Event) -> tuple[str, str]:
             return "tool", f"{safe_line(name)} {status}{took}{tail}"
         case ApprovalRequested(approval=a):
             what = safe_line(a.summary or a.tool_name or "a tool call", 200)
-            return "approval", f"requested {short_id(a.id)}: {what} (/approve {short_id(a.id)} or /decline)"
+            risk = f" [risk {safe_line(a.risk_level, 12)}]" if a.risk_level else ""
+            sid = short_id(a.id)
+            return "approval", f"requested {sid}: {what}{risk} (/approve {sid} or /decline {sid})"
         case ApprovalDecided(approval=a):
             comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
             return "approval", f"{safe_line(a.status)} {short_id(a.id)}{comment}"

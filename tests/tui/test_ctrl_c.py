@@ -77,7 +77,7 @@ async def test_ctrl_c_with_text_selected_in_the_note_box_copies_then_quits_keepi
         await until(pilot, lambda: not app.is_running, "the second Ctrl+C to quit")
     assert app.return_code == 130  # Ctrl+C: the README's exit status for an interrupt
     assert app.return_value == f"Detached from {agent.session_id[:8]}; the session keeps running."
-    assert (drafts / f"{agent.session_id}.txt").read_text(encoding="utf-8") == "deploy after the canary"
+    assert DraftStore(drafts).get(agent.session_id) == "deploy after the canary"
 
 
 async def test_ctrl_c_in_the_decline_dialog_quits_and_decides_nothing(
@@ -99,7 +99,7 @@ async def test_ctrl_c_in_the_decline_dialog_quits_and_decides_nothing(
             await pilot.press("ctrl+c")
             await until(pilot, lambda: not app.is_running, "Ctrl+C to quit from the dialog")
         assert app.return_code == 130  # Ctrl+C: the README's exit status for an interrupt
-        assert (drafts / f"{agent.session_id}.txt").read_text(encoding="utf-8") == "half a note"
+        assert DraftStore(drafts).get(agent.session_id) == "half a note"
         assert not waiting.done()  # the agent still waits: nothing was declined
         pending = await client.list_approvals(session_id=agent.session_id, status="pending")
         assert [a.tool_name for a in pending.items] == ["Bash"]
