@@ -301,3 +301,17 @@ def test_the_session_cost_is_exported_when_the_server_gives_one_and_absent_other
         validate(doc)
         assert "cost" not in doc["session"] and "| Cost |" not in to_markdown(doc)
         assert "$0.00" not in to_markdown(doc)
+
+
+def test_an_expiry_reads_as_one_in_the_timeline_and_the_table() -> None:
+    """The trial: "Approval for Bash expired by nobody decided before it expired"."""
+    ev, timeline = Feed(), Timeline()
+    asked = approval("e1", tool_name="Bash", summary="rm -rf dist")
+    timeline.apply(ev("approval.requested", at="2026-03-01T10:00:01Z", approval=asked))
+    gone = approval("e1", "expired", tool_name="Bash", resolved_at="2026-03-01T10:01:01Z")
+    timeline.apply(ev("approval.decided", at="2026-03-01T10:01:01Z", approval=gone))
+    md = to_markdown(build_export(SID, timeline, exported_at=NOW))
+    assert "by nobody" not in md
+    assert "Approval for **Bash** expired before anyone decided" in md
+    [row] = [line for line in md.splitlines() if line.startswith("|") and "expired" in line]
+    assert "nobody decided before it expired" not in row and "| nobody |" in row
