@@ -153,7 +153,8 @@ def decider_of(approval: Approval) -> ApprovalDecider | None:
 
 def decider_words(approval: Approval, *, you: bool = False) -> str | None:
     """Who decided, in words: "you" (this operator: ``Decisions.by_you``), the person's name ("dana"),
-    "an AI reviewer (gpt-4o)", "a standing rule (bypass_active)", "a person the server does not name";
+    "an AI reviewer (gpt-4o)", "a standing rule (bypass_active)", "an operator" (a person the server does not
+    name: one decided before it named them, or a server that only says a person did);
     None when nobody decided (pending, expired, cancelled) or the server does not say who."""
     if approval.status not in ("approved", "declined"):
         return None
@@ -161,13 +162,13 @@ def decider_words(approval: Approval, *, you: bool = False) -> str | None:
         return "you"
     who = decider_of(approval)
     if who is None:
-        return "a person the server does not name" if approval.decided_by_human else None
+        return "an operator" if approval.decided_by_human else None
     name = safe_line(who.name, 60) if who.name else None
     if who.kind == "ai":
         return f"an AI reviewer ({name})" if name else "an AI reviewer"
     if who.kind == "rule":
         return f"a standing rule ({name})" if name else "a standing rule"
-    return name or "a person the server does not name"
+    return name or "an operator"
 
 
 def decision_words(approval: Approval, *, you: bool = False, comment: int | None = 120) -> str:
@@ -267,10 +268,16 @@ def _clean_text(text: str | None) -> str | None:
 
 
 def settled_line(approval: Approval, *, you: bool = False) -> str:
-    """An approval that is no longer pending, in one line: which, then what happened to it, by whom, when
-    and with which comment ("approval 3f6c1a52 (Bash) approved by dana 14:02: “looks fine”")."""
+    """An approval that is no longer pending, in one line: what happened to it, by whom as the server names
+    them ("you" for this operator), when, and with which comment ("approval 3f6c1a52 (Bash) was approved by
+    dana at 12:00:05, comment "ship it"")."""
     tool = f" ({safe_line(approval.tool_name, 40)})" if approval.tool_name else ""
-    return f"approval {short_id(approval.id)}{tool} {decision_words(approval, you=you, comment=200)}"
+    who = decider_words(approval, you=you)
+    by = f" by {safe_line(who, 60)}" if who else ""
+    when = f" at {clock(approval.resolved_at)}" if approval.resolved_at else ""
+    said = f', comment "{safe_line(approval.approver_comment, 200)}"' if approval.approver_comment else ""
+    what = settled_phrase(approval.status, elsewhere=False)
+    return f"approval {short_id(approval.id)}{tool} {what}{by}{when}{said}"
 
 
 def approval_outcome(approval: Approval, *, elsewhere: bool, you: bool = False) -> str:
@@ -531,8 +538,10 @@ def event_line(event: Event, *, by_you: Callable[[Approval], bool] | None = None
             sid = short_id(a.id)
             return "approval", f"requested {sid}: {what}{risk} (/approve {sid} or /decline {sid})"
         case ApprovalDecided(approval=a):
-            you = by_you(a) if by_you is not None else False
-            return "approval", f"{short_id(a.id)} {decision_words(a, you=you, comment=200)}"
+            who = decider_words(a, you=by_you(a) if by_you is not None else False)
+            by = f" by {who}" if who else ""
+            comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
+            return "approval", f"{safe_line(a.status)} {short_id(a.id)}{by}{comment}"
         case NoteEvent(type=kind, note=n):
             state = kind.split(".", 1)[1]
             why = f" ({safe_line(n.undeliverable_reason)})" if n.undeliverable_reason else ""

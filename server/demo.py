@@ -817,7 +817,7 @@ async def resume_points(plane: Any) -> dict[str, Resume]:
                 "SELECT id FROM approvals WHERE session_id = ? AND status = 'pending'", (sid,)
             )
             for approval in waiting:
-                await plane.approvals.finish(tx, str(approval["id"]), "cancelled", NOT_RUN, human=False)
+                await plane.approvals.finish(tx, str(approval["id"]), "cancelled", NOT_RUN, by=None)
             await insert_token(
                 tx,
                 token,

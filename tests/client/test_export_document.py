@@ -140,7 +140,7 @@ def test_export_json_validates_and_holds_every_fact() -> None:
     assert n1["then"]["kind"] == "text" and n1["then"]["summary"].startswith("final answer: Stopped.")
     [a1] = doc["approvals"]
     # The server says a person decided but not who: said so, no name invented.
-    assert a1["decided_by"] == {"kind": "human", "detail": "a person the server does not name", "you": False}
+    assert a1["decided_by"] == {"kind": "human", "detail": "an operator", "you": False}
     assert (a1["status"], a1["decided_at"], a1["comment"]) == (
         "declined",
         "2026-03-01T10:00:06Z",

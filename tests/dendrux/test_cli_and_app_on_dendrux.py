@@ -95,7 +95,14 @@ def test_sessions_list_shows_runs_with_their_agent_and_is_detected_without_the_f
     assert row.split()[:2] == [run_id[:12], "refund_desk"] and "ended" in row and "scripted-mock" in row
     auto = Run(["sessions", "list", "--json", "--url", dendrux_app.url, "--token", str(dendrux_app.token)])()
     assert auto.code == 0, auto.err.getvalue()
-    assert [item["id"] for item in json.loads(auto.out.getvalue())["items"]] == [run_id]
+    [item] = json.loads(auto.out.getvalue())["items"]
+    assert item["id"] == run_id
+    # The run's token totals, and no cost: the scripted model has no price (total_cost_usd null), which
+    # is shown as tokens alone, never as $0.00.
+    cost = item["cost"]
+    assert cost["total_tokens"] == cost["input_tokens"] + cost["output_tokens"] > 0
+    assert cost["cost_usd"] is None
+    assert " tok " in row + " " and "$" not in row
 
 
 def test_plain_attach_follows_a_run_with_a_note_sent_from_another_shell(
