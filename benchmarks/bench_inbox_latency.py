@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from client.alerts import AlertSettings  # noqa: E402
-from client.backend import Backend  # noqa: E402
+from client.backends.base import Backend  # noqa: E402
 from client.backends import connect  # noqa: E402
 from client.backends.base import ServerKind  # noqa: E402
 from client.config import Settings  # noqa: E402

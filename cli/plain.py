@@ -46,7 +46,7 @@ from cli.plain_input import (
     Withdraw,
     parse_input,
 )
-from client.backend import Backend
+from client.backends.base import Backend
 from client.errors import ClientError
 from client.events import (
     ApprovalRequested,

@@ -43,7 +43,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from client import paths
-from client.backend import SERVER_KINDS, ServerKind
+from client.backends.base import SERVER_KINDS, ServerKind
 from client.errors import ConfigError, NoKeyring, UsageError
 
 __all__ = [

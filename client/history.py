@@ -18,10 +18,10 @@ the digest printed here is the one the attach screen shows above its "new since 
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from math import ceil
 
-from client.backend import Backend, SessionFilter
+from client.backends.base import Backend, SessionFilter
 from client.digest import Digest, Handoff, Since, session_digest
 from client.errors import ClientError
 from client.events import Event
@@ -116,8 +116,3 @@ async def read_handoff(backend: Backend, since: datetime, now: datetime) -> Hand
         comment_kept=backend.capabilities.approve_comment,
         skipped=skipped,
     )
-
-
-def window_start(now: datetime, window: timedelta) -> datetime:
-    """``now - window`` in UTC (``--since 8h``)."""
-    return (now - window).astimezone(UTC)

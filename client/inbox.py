@@ -29,7 +29,7 @@ remembered (a bounded set) so a late ``approval.requested`` cannot bring it back
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -217,13 +217,6 @@ class Inbox:
             self.version += 1
             return [NoteFailed(note)]
         return []
-
-    def apply_all(self, events: Iterable[Event]) -> list[InboxChange]:
-        """Several events in order (a burst read at once)."""
-        out: list[InboxChange] = []
-        for event in events:
-            out += self.apply(event)
-        return out
 
     def decided(self, approval: Approval) -> list[InboxChange]:
         """The server answered a decision (made here, or lost to someone else): drop the approval now,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from client.backend import Backend
+    from client.backends.base import Backend
     from client.models import Approval, Note
 
 __all__ = ["LIST_MAX", "PAGE", "all_approvals", "last_notes_page", "session_notes"]

@@ -366,22 +366,8 @@ class AttentionSnapshot(WireModel):
 
 
 # --------------------------------------------------------------------------------------------------
-# Errors and health
+# Health
 # --------------------------------------------------------------------------------------------------
-
-
-class ValidationItem(WireModel):
-    type: str | None = None
-    loc: list[str | int] = Field(default_factory=list)
-    msg: str = ""
-    input: Any = None
-    ctx: dict[str, Any] | None = None
-
-
-class ErrorBody(WireModel):
-    """``{"detail": "sentence"}`` or, for a 422, ``{"detail": [ValidationItem, ...]}``."""
-
-    detail: str | list[ValidationItem] | dict[str, Any] | None = None
 
 
 class Health(WireModel):

@@ -37,7 +37,7 @@ from client.ids import check_prefix, is_full_id, match_id, resolve_id, short_id
 from client.listing import all_approvals, session_notes
 
 if TYPE_CHECKING:
-    from client.backend import Backend
+    from client.backends.base import Backend
     from client.models import Approval, Note
 
 __all__ = [

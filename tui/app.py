@@ -1,4 +1,4 @@
-"""The Textual app: a sessions list and a live attach view over any ``client.backend.Backend``.
+"""The Textual app: a sessions list and a live attach view over any ``client.backends.base.Backend``.
 
 Entry points (the CLI calls these; nothing here parses arguments or reads configuration)::
 
@@ -75,7 +75,7 @@ from textual.widgets import Input, TextArea
 import client.attention_live
 import client.backends.local.feed  # noqa: F401
 from client.alerts import Alerter, AlertSettings, load_alert_settings
-from client.backend import Backend
+from client.backends.base import Backend
 from client.clipboard import clipboard_route, copy_words
 from client.drafts import DraftStore
 from client.errors import ClientError

@@ -7,7 +7,7 @@ panel, the header and the sessions table share one vocabulary.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from rich.text import Text
 
@@ -77,13 +77,3 @@ def until(when: datetime | None, now: datetime) -> str:
     if hours < 48:
         return f"{hours}h{minutes % 60:02d}m" if minutes % 60 else f"{hours}h"
     return f"{hours // 24}d"
-
-
-def within(delta: timedelta) -> str:
-    """A short duration ("1.2s", "340ms") for tool-call timings and reconnect delays."""
-    seconds = delta.total_seconds()
-    if seconds < 1:
-        return f"{int(seconds * 1000)}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"

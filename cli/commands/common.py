@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any, ClassVar, TextIO
 
 from cli.exits import EXIT_FAILED, EXIT_USAGE, CliUsageError
-from client.backend import Backend, ServerKind
+from client.backends.base import Backend, ServerKind
 from client.backends import connect as connect_backend
 from client.backends import parse_server_kind
 from client.cells import cell_len, fit, pad

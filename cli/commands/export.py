@@ -19,7 +19,7 @@ from typing import Any
 
 from cli.commands.common import resolve_session, usage
 from cli.exits import EXIT_OK
-from client.backend import Backend
+from client.backends.base import Backend
 from client.errors import ConnectionLost, error_for_status
 from client.export import build_export, to_json, to_markdown, write_atomically
 from client.models import Approval, Note

@@ -17,7 +17,7 @@ from cli.commands.common import (
     usage,
 )
 from cli.exits import EXIT_OK
-from client.backend import Backend, SessionFilter
+from client.backends.base import Backend, SessionFilter
 from client.cells import cell_len
 from client.models import Session
 from client.present import (

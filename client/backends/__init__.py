@@ -49,14 +49,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from client.backends.base import (
-    SERVER_KINDS,
-    ApprovalPage,
-    Backend,
-    Capabilities,
-    ServerKind,
-    SessionFilter,
-)
+from client.backends.base import SERVER_KINDS, Backend, ServerKind
 from client.errors import Unsupported, UsageError
 
 if TYPE_CHECKING:
@@ -64,12 +57,6 @@ if TYPE_CHECKING:
     from client.connection import Connection
 
 __all__ = [
-    "SERVER_KINDS",
-    "ApprovalPage",
-    "Backend",
-    "Capabilities",
-    "ServerKind",
-    "SessionFilter",
     "backend_for",
     "connect",
     "detect_server_kind",

@@ -16,7 +16,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import Settings
 from server.harness_client import HarnessSession

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from cli.main import main
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import Settings
 from server.harness_client import HarnessSession

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from client.attention_live import AttentionItem, poll_attention
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import Settings
 from client.events import ApprovalDecided, ApprovalRequested, NoteEvent

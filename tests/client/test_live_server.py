@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from client.backend import Backend, SessionFilter
+from client.backends.base import Backend, SessionFilter
 from client.backends import connect
 from client.config import Settings
 from client.errors import (

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import Settings
 from client.errors import AmbiguousId, NoMatchingId, NotFound, SessionEnded, UsageError

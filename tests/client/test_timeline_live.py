@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import Settings
 from client.events import Event

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import read_local_server, resolve_settings, token_reader
 from client.errors import AuthError

@@ -8,7 +8,7 @@ from datetime import UTC
 import httpx
 import pytest
 
-from client.backend import Backend, SessionFilter
+from client.backends.base import Backend, SessionFilter
 from client.backends import connect
 from client.config import Settings
 from client.errors import AuthError, NoMatchingId, RateLimited, UsageError, ValidationFailed

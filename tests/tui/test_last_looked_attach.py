@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from textual import events
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import Settings
 from client.marks import LIVE_SKEW, Mark, MarkStore

@@ -20,7 +20,7 @@ from textual.command import Command, CommandList, CommandPalette
 from textual.widgets import DataTable, Static
 from textual.worker import WorkerState
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import Settings
 from client.models import NoteState

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.backends import connect
 from client.config import Settings
 from client.paths import exports_dir

@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.errors import ClientError
 from client.marks import News
 from client.models import Session
