@@ -105,7 +105,8 @@ def event_stream() -> Iterator[Event]:
 
 
 class FloodBackend:
-    """Just enough of ``client.backends.base.Backend`` for the attach screen, with a rate-limited ``follow``."""
+    """Just enough of ``client.backends.base.Backend`` for the attach screen, with a rate-limited
+    ``follow``."""
 
     server_kind = "local"
     capabilities = Capabilities()

@@ -53,9 +53,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from client.alerts import AlertSettings  # noqa: E402
-from client.backends.base import Backend  # noqa: E402
 from client.backends import connect  # noqa: E402
-from client.backends.base import ServerKind  # noqa: E402
+from client.backends.base import Backend, ServerKind  # noqa: E402
 from client.config import Settings  # noqa: E402
 from client.inbox import ApprovalAdded, Inbox, closing_feed  # noqa: E402
 from client.models import Approval, AttentionSnapshot  # noqa: E402

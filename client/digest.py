@@ -31,8 +31,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from client.export import md_block
+from client.ids import short_id
 from client.models import Approval, Note, Session
-from client.present import decided_by, short_id
+from client.present import decided_by
 from client.preview import Preview, approval_preview
 from client.session import THEN_WIDTH, SessionCore
 from client.textsafe import safe_line

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
-from client import ids
 from client.cells import cell_len, fit, head, tail
-from client.ids import MIN_PREFIX
+from client.ids import short_id
 from client.models import Approval, Note, NoteState, Session
 from client.textsafe import safe_line, safe_text
 
@@ -31,8 +30,6 @@ LIVE_WINDOW = timedelta(minutes=2)
 
 ACTIVE_WINDOW_MINUTES = 10
 """``sessions list --active`` means activity within this many minutes (the server filters)."""
-
-_PREFIX = re.compile(r"^[0-9a-fA-F-]+$")
 
 _KIND_LABELS = {
     "claude_code": "Claude Code",
@@ -193,34 +190,10 @@ def kind_label(kind: str | None) -> str:
     return _KIND_LABELS.get(key) or safe_line(key.replace("_", " ").title())
 
 
-def short_id(value: str | None, length: int = 8) -> str:
-    """The first characters of an id: enough to tell rows apart and to type back as a prefix (12 for a
-    ULID, whose first 10 are its millisecond timestamp)."""
-    if not value:
-        return "-"
-    if length == 8 and ids.is_ulid(value):
-        length = ids.ULID_SHORT_LEN
-    return safe_line(value[:length])
-
-
 def describe_session(session_id: str | None, agent: str | None = None) -> str:
     """A session named in one line for notices and dialogs: ``a1b2c3d4 (builder)``."""
     who = f" ({safe_line(agent, 30)})" if agent else ""
     return f"{short_id(session_id or '')}{who}"
-
-
-def is_uuid(value: str) -> bool:
-    """True for a full UUID; the CLI checks before asking (Preloop answers a malformed id with a 500)."""
-    return ids.is_uuid(value.strip())
-
-
-def looks_like_id_prefix(value: str) -> bool:
-    """True when ``value`` could be a short id: at least 4 hex characters (dashes allowed), or the start of
-    a ULID (a Dendrux app's ids)."""
-    text = value.strip()
-    if ids.is_ulid_prefix(text):
-        return True
-    return bool(_PREFIX.match(text)) and len(text.replace("-", "")) >= MIN_PREFIX
 
 
 def session_title(row: Session) -> str:

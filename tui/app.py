@@ -6,7 +6,7 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         Runs the app in the caller's event loop (Textual's ``run_async``) until the user quits. With
         ``session_id`` it opens that session's attach screen first (``preloop sessions attach <id>``), else
         the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
-        full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
+        full id (resolve short ids with ``client.ids.resolve_session`` first). The backend stays the
         caller's (one loop, one connection per command). Returns the process exit code (0; 130 after
         Ctrl+C; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A
         message for the shell (e.g. "Detached from ...; it keeps running") is printed after the terminal
@@ -79,11 +79,12 @@ from client.backends.base import Backend
 from client.clipboard import clipboard_route, copy_words
 from client.drafts import DraftStore
 from client.errors import ClientError
+from client.ids import short_id
 from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
 from client.marks import MarkStore, News, news_of
 from client.models import Approval, AttentionSnapshot, NoteState, Session
 from client.paths import state_dir
-from client.present import session_title, short_id
+from client.present import session_title
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
 from client.steering import Steering
 from tui.following import Following

@@ -11,32 +11,16 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.commands.common import (
-    connect,
-    is_tty,
-    print_json,
-    render_table,
-    resolve_session,
-    terminal_width,
-    usage,
-)
+from cli.commands.common import connect, is_tty, print_json, render_table, terminal_width, usage
 from cli.exits import EXIT_FAILED, EXIT_OK
-from client.ids import is_ulid, is_uuid
+from client.ids import is_full_id, is_prefix, resolve_approval, resolve_session, short_id
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals
 from client.models import Approval, AttentionSnapshot, Note
-from client.present import (
-    cell,
-    decided_by,
-    describe_session,
-    looks_like_id_prefix,
-    relative_time,
-    settled_line,
-    short_id,
-)
+from client.present import cell, decided_by, describe_session, relative_time, settled_line
 from client.preview import approval_preview
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
-from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, resolve_approval
+from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering
 from client.stream_words import OutageLines
 from client.textsafe import safe_line
 
@@ -94,7 +78,7 @@ def _approval_id_syntax(value: str) -> str:
     text = value.strip()
     if not text:
         raise usage("the approval id is empty")
-    if not (is_uuid(text) or is_ulid(text) or looks_like_id_prefix(text)):
+    if not (is_full_id(text, "approval") or is_prefix(text)):
         raise usage(
             f"'{safe_line(text, 40)}' is not an approval id: give its UUID or its first 4+ hex characters "
             "(`preloop approvals list` shows them)"

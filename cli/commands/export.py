@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cli.commands.common import resolve_session, usage
+from cli.commands.common import usage
 from cli.exits import EXIT_OK
 from client.backends.base import Backend
 from client.errors import ConnectionLost, error_for_status
 from client.export import build_export, to_json, to_markdown, write_atomically
+from client.ids import resolve_session
 from client.models import Approval, Note
 from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
 from client.timeline import Timeline

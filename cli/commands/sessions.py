@@ -7,18 +7,11 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cli.commands.common import (
-    check_uuid,
-    connect,
-    print_json,
-    render_table,
-    resolve_session,
-    terminal_width,
-    usage,
-)
+from cli.commands.common import check_uuid, connect, print_json, render_table, terminal_width, usage
 from cli.exits import EXIT_OK
 from client.backends.base import Backend, SessionFilter
 from client.cells import cell_len
+from client.ids import resolve_session, short_id
 from client.models import Session
 from client.present import (
     ACTIVE_WINDOW_MINUTES,
@@ -34,7 +27,6 @@ from client.present import (
     relative_time,
     session_state,
     session_title,
-    short_id,
     sort_sessions,
     unique_titles,
 )

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from client.attention_live import AttentionItem, poll_attention
-from client.backends.base import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.events import ApprovalDecided, ApprovalRequested, NoteEvent
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, NoteFailed

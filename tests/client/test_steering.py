@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from client.backends.base import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.errors import AmbiguousId, NoMatchingId, NotFound, SessionEnded, UsageError
-from client.ids import match_id, resolve_id
+from client.ids import match_id, resolve_approval, resolve_id, resolve_note
 from client.steering import (
     AlreadyDeciding,
     AlreadySettled,
@@ -24,8 +24,6 @@ from client.steering import (
     TooLate,
     WithdrawFailed,
     Withdrawn,
-    resolve_approval,
-    resolve_note,
 )
 from server.harness_client import HarnessClient
 from tests.conftest import LiveServer
