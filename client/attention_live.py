@@ -37,6 +37,7 @@ from client.backends.rest import API_PREFIX
 from client.errors import AuthError, ClientError, PermissionDenied
 from client.events import ApprovalDecided, ApprovalRequested, Event, EventDecodeError
 from client.inbox import ENDED_BADLY, note_ended_at
+from client.listing import all_approvals
 from client.models import Approval, AttentionSnapshot, Note
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, Skipped, StreamStatus
 from client.streaming.decode import decode_frame
@@ -57,7 +58,6 @@ class Desks(SessionDesk, NoteDesk, ApprovalDesk, Protocol):
 
 
 SNAPSHOT_EVENT = "attention.snapshot"
-_MAX_APPROVALS = 1000
 _MAX_SESSIONS = 200
 _PARALLEL = 4
 
@@ -157,15 +157,9 @@ async def settled(backend: ApprovalDesk, gone: list[Approval]) -> list[ApprovalD
 
 
 async def pending_approvals(backend: Desks) -> list[Approval]:
-    """Every pending approval of every session (paged, at most 1000), the longest waiting first."""
-    items: list[Approval] = []
-    skip = 0
-    while True:
-        page = await backend.list_approvals(status="pending", limit=100, skip=skip)
-        items.extend(page.items)
-        skip += len(page.items)
-        if len(page.items) < 100 or (page.total is not None and skip >= page.total) or skip >= _MAX_APPROVALS:
-            break
+    """Every pending approval of every session (up to ``client.listing.LIST_MAX``), the longest waiting
+    first."""
+    items = await all_approvals(backend, status="pending")
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     return sorted((a for a in items if a.pending), key=lambda a: a.requested_at or epoch)
 
