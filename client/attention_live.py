@@ -40,6 +40,7 @@ from client.inbox import ENDED_BADLY, note_ended_at
 from client.listing import all_approvals
 from client.models import Approval, AttentionSnapshot, Note
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, Skipped, StreamStatus
+from client.steering import final_record
 from client.streaming.decode import decode_frame
 from client.streaming.policy import LOGIN_RETRY_MAX, backoff_delay, login_reason
 from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
@@ -145,10 +146,10 @@ async def settled(backend: ApprovalDesk, gone: list[Approval]) -> list[ApprovalD
     out: list[ApprovalDecided] = []
     for approval in gone:
         try:
-            row = await backend.get_approval(approval.id)
+            row = await final_record(backend, approval.id)
         except ClientError:
             continue
-        if row.pending:
+        if row is None:
             continue
         session = row.runtime_session_id or approval.runtime_session_id or ""
         at = row.resolved_at or datetime.now(UTC)

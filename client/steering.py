@@ -29,10 +29,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from client.errors import ClientError, NoteOutcomeUnknown
+from client.errors import ClientError, NoteOutcomeUnknown, NotFound, PermissionDenied
 
 if TYPE_CHECKING:
-    from client.backends.base import Backend
+    from client.backends.base import ApprovalDesk, Backend
     from client.models import Approval, Note
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "WithdrawFailed",
     "WithdrawOutcome",
     "Withdrawn",
+    "final_record",
     "risk_of",
 ]
 
@@ -238,8 +239,8 @@ class Steering:
         return Withdrawn(note) if note.state == "cancelled" else TooLate(note)
 
     async def decide(self, approval_id: str, verb: Verb, comment: str | None = None) -> DecideOutcome:
-        """Approve or decline; a refusal is followed by one read of the approval, so that losing a race
-        (or an expiry) is told as what happened rather than as an error."""
+        """Approve or decline; a refusal is followed by one read of the approval's :func:`final_record`,
+        so that losing a race (or an expiry) is told as what happened rather than as an error."""
         if not self.decisions.start(approval_id):
             return AlreadyDeciding(approval_id)
         try:
@@ -249,21 +250,15 @@ class Steering:
                 result = await self.backend.decline(approval_id, comment)
         except ClientError as exc:
             self.decisions.finish(approval_id, decided=False)
-            current = await self.current(approval_id)
-            if current is not None and not current.pending:
-                return AlreadySettled(current, verb)
+            try:
+                settled = await final_record(self.backend, approval_id)
+            except ClientError:
+                settled = None
+            if settled is not None:
+                return AlreadySettled(settled, verb)
             return DecisionFailed(approval_id, verb, exc)
         self.decisions.finish(approval_id, decided=True)
         return Decided(result, verb)
-
-    async def final_record(self, approval: Approval) -> Approval:
-        """An approval that left a list without its final record (a poll or a reconnect only saw it go):
-        read it once, so its real status (approved, declined, expired...) can be told; the record as it
-        was when that read fails or it still reads pending."""
-        if not approval.pending:
-            return approval
-        current = await self.current(approval.id)
-        return current if current is not None and not current.pending else approval
 
     async def current(self, approval_id: str) -> Approval | None:
         """The approval's row as the server has it now; None when it cannot be read."""
@@ -271,6 +266,19 @@ class Steering:
             return await self.backend.get_approval(approval_id)
         except ClientError:
             return None
+
+
+async def final_record(desk: ApprovalDesk, approval_id: str) -> Approval | None:
+    """The final record of an approval that stopped waiting where this client could not see how (it left
+    a pending list between two polls or over a reconnect, or a decision from here lost a race): its row,
+    read once now, saying approved, declined or expired, by whom and with which comment. None while it
+    still reads pending (the two reads raced) or when it is gone for good (not found, no longer visible
+    to this token); any other failure raises, so the caller chooses to try again or to say "gone"."""
+    try:
+        row = await desk.get_approval(approval_id)
+    except (NotFound, PermissionDenied):
+        return None
+    return None if row.pending else row
 
 
 def risk_of(approval: Approval) -> str:

@@ -86,7 +86,7 @@ from client.models import Approval, AttentionSnapshot, NoteState, Session
 from client.paths import state_dir
 from client.present import session_title
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
-from client.steering import Steering
+from client.steering import Steering, final_record
 from tui.following import Following
 from tui.keypace import KeyPace
 from tui.palette import PreloopCommands
@@ -358,8 +358,10 @@ class PreloopApp(App[str | None]):
     async def final_record(self, approval: Approval) -> None:
         """An approval that left the inbox without its final record (a poll or a reconnect saw it go):
         read once, so the inbox says approved, declined or expired rather than "gone"."""
-        if self.inbox.resolved(await self.steering.final_record(approval)):
-            self.inbox_updated()
+        with contextlib.suppress(ClientError):  # unread, the inbox says it is gone
+            record = await final_record(self.backend, approval.id)
+            if record is not None and self.inbox.resolved(record):
+                self.inbox_updated()
 
     def _viewing(self) -> str | None:
         """The session on screen (no alert for what the operator is looking at)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from cli.commands.common import connect, is_tty, print_json, render_table, terminal_width, usage
 from cli.exits import EXIT_FAILED, EXIT_OK
+from client.errors import ClientError
 from client.ids import is_full_id, is_prefix, resolve_approval, resolve_session, short_id
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals
@@ -20,7 +21,7 @@ from client.models import Approval, AttentionSnapshot, Note
 from client.present import cell, decided_by, describe_session, relative_time, settled_line
 from client.preview import approval_preview
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
-from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering
+from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, final_record
 from client.stream_words import OutageLines
 from client.textsafe import safe_line
 
@@ -238,7 +239,8 @@ async def _emit(
                 else _approval_line(approval, "⚑ pending ", now)
             )
         else:
-            approval = await steering.final_record(approval)
+            with contextlib.suppress(ClientError):  # unread, it is said to be gone
+                approval = await final_record(steering.backend, approval.id) or approval
             decision = approval.status in ("approved", "declined")
             line = (
                 _record(

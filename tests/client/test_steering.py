@@ -24,6 +24,7 @@ from client.steering import (
     TooLate,
     WithdrawFailed,
     Withdrawn,
+    final_record,
 )
 from server.harness_client import HarnessClient
 from tests.conftest import LiveServer
@@ -103,8 +104,8 @@ async def test_an_approval_that_vanished_is_read_once_for_its_real_status(
     await _pending(client, 1)
     (stale,) = (await client.list_approvals(status="pending")).items
     await client.decline(stale.id, "not on a Friday")
-    final = await Steering(client).final_record(stale)
-    assert (final.status, final.approver_comment) == ("declined", "not on a Friday")
+    final = await final_record(client, stale.id)
+    assert final is not None and (final.status, final.approver_comment) == ("declined", "not on a Friday")
     assert (await call).decision == "deny"
 
 

@@ -54,6 +54,7 @@ from client.ids import is_uuid
 from client.listing import all_approvals, session_notes
 from client.models import NoteState, Session
 from client.status import Ended, Live, Missed, Refused, Skipped, StreamStatus
+from client.steering import final_record
 from client.stream_words import failure_words
 from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.streaming.reconnect import Link, Refusal, reconnecting
@@ -176,10 +177,10 @@ class _Follower:
         ]
         for gone in sorted(self.pending_approvals - pending.keys()):
             try:
-                decided = await self._rest(self.client.get_approval(gone))
+                decided = await self._rest(final_record(self.client, gone))
             except Refusal:
-                continue  # deleted or no longer ours: nothing to show
-            if not decided.pending:
+                continue  # no longer ours: nothing to show
+            if decided is not None:
                 drafts.append(approval_decided_draft(self.session_id, decided))
         self.pending_approvals = set(pending)
         return drafts
