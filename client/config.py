@@ -201,7 +201,7 @@ def _write_config(config: Config) -> None:
     if profiles:
         document["profiles"] = profiles
     header = "# preloop client profiles (tokens are not stored here)\n"
-    paths.write_private(config_file(), header + tomli_w.dumps(document))
+    paths.replace_file(config_file(), header + tomli_w.dumps(document))
 
 
 def save_profile(
@@ -285,7 +285,7 @@ def _write_credentials(tokens: dict[str, str]) -> None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         return
-    paths.write_private(path, json.dumps({"tokens": tokens}, indent=2) + "\n")
+    paths.replace_file(path, json.dumps({"tokens": tokens}, indent=2) + "\n")
 
 
 def store_token(url: str, token: str, *, allow_file: bool = False) -> Literal["keyring", "file"]:

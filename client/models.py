@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic_core import TzInfo
@@ -41,14 +41,22 @@ def _as_utc(value: datetime) -> datetime:
         raise ValueError("the time is outside the range a UTC timestamp can hold") from None
 
 
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+@overload
+def iso(value: datetime) -> str: ...
+@overload
+def iso(value: datetime | None) -> str | None: ...
+def iso(value: datetime | None) -> str | None:
+    """A time as everything of ours writes it (events, the export and digest documents, queries): ISO
+    8601 in UTC with a ``Z`` (a zone-less time is UTC); None stays None."""
+    if value is None:
+        return None
+    return _as_utc(value).isoformat().replace("+00:00", "Z")
 
 
 UtcDatetime = Annotated[
     datetime,
     AfterValidator(_as_utc),
-    PlainSerializer(_iso, return_type=str, when_used="json"),
+    PlainSerializer(iso, return_type=str, when_used="json"),
 ]
 """A datetime that is always zone-aware UTC once parsed, and serialised with a ``Z`` suffix."""
 

@@ -326,6 +326,38 @@ def format_duration(delta: timedelta) -> str:
     return "".join(out)
 
 
+def how_long(delta: timedelta, *, to_the_second: bool = False) -> str:
+    """How long, for a person: "12 s", "23 min", "2 h 05 min", "3 days" (``to_the_second``: "1 min 29 s",
+    for an outage counted as it lasts). A tool call's own duration is ``client.entry_words.duration_words``;
+    a duration as a flag spells it, :func:`format_duration`."""
+    seconds = max(int(delta.total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if to_the_second and seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    return f"{hours // 24} days"
+
+
+def until(when: datetime | None, now: datetime) -> str:
+    """How long until ``when`` ("9m", "45s"), or "" when unknown; past times read "0s"."""
+    if when is None:
+        return ""
+    seconds = max(int((when - now).total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 48:
+        return f"{hours}h{minutes % 60:02d}m" if minutes % 60 else f"{hours}h"
+    return f"{hours // 24}d"
+
+
 def cell(value: object, limit: int | None = None) -> str:
     """One table cell: any value as terminal-safe single-line text, cut to ``limit`` terminal cells with an
     ellipsis."""

@@ -18,7 +18,7 @@ from client.ids import is_full_id, is_prefix, resolve_approval, resolve_session,
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals
 from client.models import Approval, AttentionSnapshot, Note
-from client.present import cell, decided_by, describe_session, relative_time, settled_line
+from client.present import cell, clock, decided_by, describe_session, relative_time, settled_line, until
 from client.preview import approval_preview
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, final_record
@@ -109,7 +109,7 @@ def show_lines(approval: Approval, now: datetime) -> list[str]:
     if approval.pending:
         status = f"pending, requested {relative_time(approval.requested_at, now)}"
         if approval.expires_at is not None:
-            status += f", expires in {_left(approval.expires_at, now)}"
+            status += f", expires in {until(approval.expires_at, now)}"
     else:
         status = settled_line(approval)
     lines = [
@@ -170,15 +170,6 @@ async def decline(args: argparse.Namespace) -> int:
 STATUS_TYPES = tuple(StreamStatus.__args__)
 
 
-def _left(when: datetime, now: datetime) -> str:
-    seconds = max(int((when - now).total_seconds()), 0)
-    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m"
-
-
-def _clock(when: datetime | None = None) -> str:
-    return (when or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
-
-
 def _approval_line(approval: Approval, head: str, now: datetime) -> str:
     """One human line for an approval: time, what happened (by whom), ids, agent, tool, what it wants,
     expiry or the decision's comment."""
@@ -187,12 +178,12 @@ def _approval_line(approval: Approval, head: str, now: datetime) -> str:
     what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
     expires = ""
     if approval.pending and approval.expires_at:
-        expires = f"  expires in {_left(approval.expires_at, now)}"
+        expires = f"  expires in {until(approval.expires_at, now)}"
     who = decided_by(approval)
     by = f"  by {safe_line(who['detail'], 40)}" if who and who["kind"] != "expiry" and who["detail"] else ""
     comment = f'{by}  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else by
     return (
-        f"{_clock()}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
+        f"{clock(now)}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
         f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
         f"{expires}{comment}"
     )
@@ -201,7 +192,7 @@ def _approval_line(approval: Approval, head: str, now: datetime) -> str:
 def _note_line(note: Note) -> str:
     reason = f" ({safe_line(note.undeliverable_reason, 30)})" if note.undeliverable_reason else ""
     return (
-        f"{_clock()}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
+        f"{clock(datetime.now(UTC))}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
         f"  session {short_id(note.runtime_session_id)}  {safe_line(note.text, 100)}"
     )
 

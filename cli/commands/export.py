@@ -22,9 +22,10 @@ from cli.commands.common import usage
 from cli.exits import EXIT_OK
 from client.backends.base import Backend
 from client.errors import ConnectionLost, error_for_status
-from client.export import build_export, to_json, to_markdown, write_atomically
+from client.export import build_export, to_json, to_markdown
 from client.ids import resolve_session
 from client.listing import all_approvals, session_notes
+from client.paths import replace_file
 from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
 from client.timeline import Timeline
 
@@ -111,7 +112,7 @@ async def export(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return EXIT_OK
     try:
-        write_atomically(target, text)
+        replace_file(target.expanduser(), text)
     except OSError as exc:
         print(f"preloop: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 1
