@@ -35,11 +35,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent
-from client.models import Approval, AttentionSnapshot, Note
+from client.models import ENDED_BADLY, Approval, AttentionSnapshot, Note, note_ended_at
 from client.steering import Decisions
 
 __all__ = [
-    "ENDED_BADLY",
     "EXPIRY_WARNING",
     "ApprovalAdded",
     "ApprovalExpiring",
@@ -48,11 +47,7 @@ __all__ = [
     "InboxChange",
     "NoteFailed",
     "closing_feed",
-    "note_ended_at",
 ]
-
-ENDED_BADLY = frozenset({"expired", "failed", "undeliverable"})
-"""Note states that mean the agent never read the note."""
 
 EXPIRY_WARNING = timedelta(seconds=60)
 """An approval this close to expiring with nobody deciding it raises one alert."""
@@ -98,11 +93,6 @@ class ApprovalExpiring:
 
 
 InboxChange = ApprovalAdded | ApprovalGone | NoteFailed
-
-
-def note_ended_at(note: Note) -> datetime:
-    """When the note gave up (for ordering and the window); its creation time if the server left it out."""
-    return note.undeliverable_at or note.expired_at or note.created_at or _EPOCH
 
 
 def _requested(approval: Approval) -> datetime:

@@ -233,6 +233,10 @@ class NoteState(StrEnum):
         return self not in (NoteState.PENDING, NoteState.CLAIMED)
 
 
+ENDED_BADLY = frozenset({"expired", "failed", "undeliverable"})
+"""Note states that mean the agent never read the note."""
+
+
 class NoteAuthor(WireModel):
     user_id: str | None = None
     agent_id: str | None = None
@@ -272,6 +276,11 @@ class Note(WireModel):
             return NoteState(self.state)
         except ValueError:
             return None
+
+
+def note_ended_at(note: Note) -> datetime:
+    """When the note gave up (for ordering and the window); its creation time if the server left it out."""
+    return note.undeliverable_at or note.expired_at or note.created_at or datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class NoteList(WireModel):

@@ -70,9 +70,9 @@ from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import Input, TextArea
 
-# The live feeds' code (SSE decoding and the events' validators, ~40 ms to load): loaded with the app, not
-# lazily in the middle of its first frame (scripted commands, which never stream, never import this module).
-import client.attention_live
+# The live feeds' code (SSE decoding and the events' validators): loaded with the app, not lazily in the
+# middle of its first frame (scripted commands, which never stream, never import this module).
+import client.backends.local.attention
 import client.backends.local.feed  # noqa: F401
 from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backends.base import Backend

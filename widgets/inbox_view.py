@@ -16,9 +16,9 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 
 from client.ids import short_id
-from client.inbox import ApprovalGone, note_ended_at
+from client.inbox import ApprovalGone
 from client.marks import News
-from client.models import Approval, Note
+from client.models import Approval, Note, note_ended_at
 from client.present import relative_time, settled_phrase, until
 from client.preview import approval_preview, visible_args
 from client.textsafe import safe_line

@@ -92,8 +92,8 @@ class PreloopBackend(PreloopRestApi):
     async def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
     ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
-        """Every session's pending approvals and failed notes (``client.attention_live``)."""
-        from client.attention_live import poll_attention
+        """Every session's pending approvals and failed notes, polled (:mod:`client.backends.attention`)."""
+        from client.backends.attention import poll_attention
 
         async with aclosing(poll_attention(self, notes_window, interval=poll_interval)) as items:
             async for item in items:
