@@ -16,7 +16,7 @@ from client.backends.rest import PreloopRestApi
 from client.ids import require_uuid
 from client.models import AttentionSnapshot, Session
 
-if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
+if TYPE_CHECKING:  # the event vocabulary (pydantic models) is built only by a process that streams
     from client.events import Event
     from client.status import StreamStatus
     from client.timeline import Place
