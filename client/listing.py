@@ -1,22 +1,33 @@
 """Reading a whole list a page at a time, written once: every listing of sessions, notes and approvals.
 
-:func:`pages` is the one paging loop: the scripted ``notes list`` / ``approvals list``, the short-id
-resolver (``client.ids``), the digest and the export, the attention inbox's polls, a Preloop follower's
-polls and every backend's session paging go through it, so they all stop at the same places: a short page,
-the server's total reached, or :data:`LIST_MAX` rows (a server that ignored the offset would otherwise be
-read for ever). :func:`all_approvals` and :func:`session_notes` are the two lists most callers read.
+:func:`pages` is the one paging loop: the scripted ``sessions list`` / ``notes list`` /
+``approvals list``, the short-id resolver (``client.ids``), the digest and the export, the attention
+inbox's polls, a Preloop follower's polls and every backend's session paging go through it, so they all
+stop at the same places: the server's total reached (without one, a short page), an empty page, or the
+caller's limit (:data:`LIST_MAX` by default: a server that ignored the offset would otherwise be read for
+ever). :func:`session_pages`, :func:`all_approvals` and :func:`session_notes` are the lists callers read.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from client.backends.base import ApprovalDesk, NoteDesk
-    from client.models import Approval, Note
+    from client.backends.base import ApprovalDesk, NoteDesk, SessionFilter
+    from client.models import Approval, Note, Session, SessionList
 
-__all__ = ["LIST_MAX", "PAGE", "Fetch", "all_approvals", "pages", "read_pages", "session_notes"]
+__all__ = [
+    "LIST_MAX",
+    "PAGE",
+    "Fetch",
+    "SessionLister",
+    "all_approvals",
+    "pages",
+    "read_pages",
+    "session_notes",
+    "session_pages",
+]
 
 PAGE = 100
 """Rows asked for per request."""
@@ -31,24 +42,73 @@ Fetch = Callable[[int, int], Awaitable[tuple[Sequence[_T], int | None]]]
 None when it does not say)."""
 
 
-async def pages(fetch: Fetch[_T], *, most: int = LIST_MAX, size: int = PAGE) -> AsyncIterator[_T]:
+async def pages(
+    fetch: Fetch[_T], *, most: int = LIST_MAX, size: int = PAGE, key: Callable[[_T], str] | None = None
+) -> AsyncIterator[_T]:
     """Every row of a listing in the server's order, read ``size`` at a time while they are wanted: until
     the server's total is reached (without one: a page shorter than asked), an empty page, or ``most``
-    rows."""
+    rows. With ``key``, a row is yielded once: one that a page repeats (the list moved on the server while
+    it was read, rows shifting between pages) is skipped, and a page with nothing new ends the reading."""
     offset = 0
-    while offset < most:
-        asked = min(size, most - offset)
+    count = 0
+    seen: set[str] = set()
+    while count < most:
+        asked = min(size, most - count)
         rows, total = await fetch(offset, asked)
-        for row in rows[:asked]:
+        fresh = 0
+        for row in rows:
+            if key is not None:
+                if (k := key(row)) in seen:
+                    continue
+                seen.add(k)
+            if count >= most:
+                return
             yield row
+            count += 1
+            fresh += 1
         offset += len(rows)
-        if not rows or (offset >= total if total is not None else len(rows) < asked):
+        if not fresh or (offset >= total if total is not None else len(rows) < asked):
             return
 
 
 async def read_pages(fetch: Fetch[_T], *, most: int = LIST_MAX, size: int = PAGE) -> list[_T]:
     """:func:`pages` as a list."""
     return [row async for row in pages(fetch, most=most, size=size)]
+
+
+class SessionLister(Protocol):
+    """What reading sessions needs: one page of them."""
+
+    async def list_sessions(
+        self, filters: SessionFilter | None = None, *, limit: int = 20, offset: int = 0
+    ) -> SessionList: ...
+
+
+def session_pages(
+    backend: SessionLister,
+    filters: SessionFilter | None = None,
+    *,
+    most: int = LIST_MAX,
+    size: int = PAGE,
+    read: list[SessionList] | None = None,
+) -> AsyncIterator[Session]:
+    """Sessions matching ``filters``, each once, following ``has_more`` (the total may be null); ``read``,
+    when given, collects the pages as they are read (whether more follow, the server's total)."""
+
+    async def fetch(offset: int, limit: int) -> tuple[list[Session], int | None]:
+        page = await backend.list_sessions(filters, limit=limit, offset=offset)
+        if read is not None:
+            read.append(page)
+        if page.total is not None:
+            return page.items, page.total
+        more = 1 if page.has_more else 0  # without a total: at least one more row when it says so
+        return page.items, offset + len(page.items) + more
+
+    return pages(fetch, most=most, size=size, key=_id_of)
+
+
+def _id_of(session: Session) -> str:
+    return session.id
 
 
 async def all_approvals(

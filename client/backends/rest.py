@@ -34,7 +34,7 @@ from client.errors import (
     UsageError,
 )
 from client.ids import require_note_id, require_uuid, short_id
-from client.listing import pages
+from client.listing import session_pages
 from client.models import (
     ActivityItem,
     ActivityList,
@@ -91,15 +91,9 @@ class RestBackend:
     def iter_sessions(
         self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
     ) -> AsyncIterator[Session]:
-        """Every session matching ``filters`` across pages, up to ``max_items``, following ``has_more``."""
-
-        async def fetch(offset: int, limit: int) -> tuple[list[Session], int | None]:
-            page = await self.list_sessions(filters, limit=limit, offset=offset)
-            seen = offset + len(page.items)
-            more = 1 if page.has_more else 0  # without a total: at least one more row when it says so
-            return page.items, page.total if page.total is not None else seen + more
-
-        return pages(fetch, most=max_items, size=page_size)
+        """Every session matching ``filters`` across pages, each once, up to ``max_items``, following
+        ``has_more`` (``client.listing.session_pages``)."""
+        return session_pages(self, filters, most=max_items, size=page_size)
 
     session_scan = 10_000
     """A short session id is matched against at most this many of the newest sessions."""

@@ -95,3 +95,24 @@ async def test_sessions_follow_has_more_and_a_short_id_is_found_on_a_later_page(
     async with await connect(settings, transport=httpx.MockTransport(paging)) as backend:
         assert await resolve_session(backend, "000000f9") == everyone[249]["id"]
     assert [int(p["offset"]) for p in paging.asked] == [0, 100, 200]
+
+
+async def test_a_session_started_while_the_list_is_read_shifts_no_row_in_twice() -> None:
+    """Offsets count from the newest row: a session started between two pages pushes the last row of
+    the first page onto the second. Each session is listed once, and the reading goes on to the end."""
+    everyone = [_session(n) for n in range(150)]
+    started = _session(999)
+
+    def answer(path: str, params: dict[str, str]) -> httpx.Response:
+        offset, limit = int(params["offset"]), int(params["limit"])
+        rows = everyone if offset == 0 else [started, *everyone]  # one started after the first page
+        page = rows[offset : offset + limit]
+        return httpx.Response(
+            200, json={"items": page, "total": None, "has_more": offset + limit < len(rows)}
+        )
+
+    settings = Settings("http://paging.test", "tok", server_kind="local")
+    async with await connect(settings, transport=httpx.MockTransport(Paging(answer))) as backend:
+        ids = [s.id async for s in backend.iter_sessions(max_items=1000, page_size=100)]
+    assert len(ids) == len(set(ids)) == 150
+    assert ids == [s["id"] for s in everyone]
