@@ -62,15 +62,22 @@ def relative_time(when: datetime | None, now: datetime | None = None) -> str:
     seconds = int((_now(now) - _utc(when)).total_seconds())
     if seconds < 5:
         return "just now"
+    return f"{short_span(seconds)} ago"
+
+
+def short_span(seconds: int, *, exact: bool = False) -> str:
+    """A span of time in the tables' short words: "45s", "9m", "2h", "3d". ``exact`` (a countdown) keeps
+    the minutes beside the hours and counts hours up to two days: "1h05m", "30h"."""
+    seconds = max(seconds, 0)
     if seconds < 60:
-        return f"{seconds}s ago"
+        return f"{seconds}s"
     minutes = seconds // 60
     if minutes < 60:
-        return f"{minutes}m ago"
+        return f"{minutes}m"
     hours = minutes // 60
-    if hours < 24:
-        return f"{hours}h ago"
-    return f"{hours // 24}d ago"
+    if hours < (48 if exact else 24):
+        return f"{hours}h{minutes % 60:02d}m" if exact and minutes % 60 else f"{hours}h"
+    return f"{hours // 24}d"
 
 
 def last_activity(row: Session) -> datetime | None:
@@ -343,19 +350,10 @@ def how_long(delta: timedelta, *, to_the_second: bool = False) -> str:
 
 
 def until(when: datetime | None, now: datetime) -> str:
-    """How long until ``when`` ("9m", "45s"), or "" when unknown; past times read "0s"."""
+    """How long until ``when`` ("9m", "45s", "1h05m"), or "" when unknown; past times read "0s"."""
     if when is None:
         return ""
-    seconds = max(int((when - now).total_seconds()), 0)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 48:
-        return f"{hours}h{minutes % 60:02d}m" if minutes % 60 else f"{hours}h"
-    return f"{hours // 24}d"
+    return short_span(int((when - now).total_seconds()), exact=True)
 
 
 def cell(value: object, limit: int | None = None) -> str:

@@ -500,12 +500,10 @@ class DendruxBackend(RestBackend):
 
         return await feed.history(self, session_id, since=since, after=after)
 
-    async def watch_attention(
+    def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
     ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
         """Every run's pending approvals and undelivered notes, polled (:mod:`client.backends.attention`)."""
         from client.backends.attention import poll_attention
 
-        async with aclosing(poll_attention(self, notes_window, interval=poll_interval)) as items:
-            async for item in items:
-                yield item
+        return poll_attention(self, notes_window, interval=poll_interval)

@@ -54,13 +54,11 @@ class LocalBackend(PreloopRestApi):
 
         return await feed.history(self, require_uuid(session_id), since=since, after=after)
 
-    async def watch_attention(
+    def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
     ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
         """Every session's pending approvals and failed notes, pushed by the server
         (:mod:`client.backends.local.attention`)."""
         from client.backends.local.attention import follow_attention
 
-        async with aclosing(follow_attention(self, notes_window, poll_interval=poll_interval)) as items:
-            async for item in items:
-                yield item
+        return follow_attention(self, notes_window, poll_interval=poll_interval)
