@@ -49,8 +49,8 @@ DISTRIBUTION = "preloop-steer"
 
 
 class _Version(argparse.Action):
-    """``--version``: the installed package's version, looked up only when asked (``importlib.metadata``
-    costs ~30 ms of imports that ``--help`` and every command need not pay)."""
+    """``--version``: the installed package's version, looked up only when asked (``importlib.metadata``'s
+    imports are start-up time that ``--help`` and every command need not pay)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
         kwargs.pop("default", None)
@@ -492,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     _skip_httpx_command_line()
     try:
-        import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
+        import asyncio  # here, not at the top: start-up time `--help` and a usage error need not pay
 
         return asyncio.run(handler(args))
     except CliUsageError as exc:

@@ -46,7 +46,7 @@ from cli.plain_input import (
     Withdraw,
     parse_input,
 )
-from client.backend import Backend
+from client.backends.base import Backend
 from client.errors import ClientError
 from client.events import (
     ApprovalRequested,
@@ -60,6 +60,7 @@ from client.events import (
     SessionUpdated,
     event_to_json,
 )
+from client.ids import resolve_approval, resolve_note, short_id
 from client.models import Approval
 from client.present import (
     clock,
@@ -68,7 +69,6 @@ from client.present import (
     format_duration,
     session_title,
     settled_line,
-    short_id,
     withdraw_outcome,
 )
 from client.preview import approval_preview
@@ -96,8 +96,6 @@ from client.steering import (
     TooLate,
     Verb,
     WithdrawFailed,
-    resolve_approval,
-    resolve_note,
     risk_of,
 )
 from client.stream_words import OutageLines, status_line

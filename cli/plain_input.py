@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from client.present import looks_like_id_prefix
+from client.ids import is_prefix
 from client.steering import Verb
 from client.textsafe import safe_line
 
@@ -74,7 +74,7 @@ def parse_input(text: str) -> Command | None:
         return Refuse(f"/{verb} takes a single line")
     if verb in ("approve", "decline"):
         first, _, tail = rest.partition(" ")
-        if first and looks_like_id_prefix(first):
+        if first and is_prefix(first):
             approval, comment = first, tail.strip() or None
         else:
             approval, comment = None, rest or None

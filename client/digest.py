@@ -34,9 +34,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from client.costs import Cost, cost_json, cost_words, row_cost
-from client.export import md_block
-from client.models import Approval, Note, Session
-from client.present import decider_words, short_id
+from client.export import md_block, md_inline
+from client.ids import short_id
+from client.models import Approval, Note, Session, iso
+from client.present import decider_words, how_long
 from client.preview import Preview, approval_preview
 from client.session import THEN_WIDTH, SessionCore
 from client.textsafe import safe_line
@@ -399,19 +400,6 @@ def _clock(when: datetime) -> str:
     return _utc(when).astimezone().strftime("%H:%M")
 
 
-def away_words(delta: timedelta) -> str:
-    """ "23 min", "2 h 05 min", "3 days": how long, for a person."""
-    minutes = int(delta.total_seconds() // 60)
-    if minutes < 1:
-        return f"{int(delta.total_seconds())} s"
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes:02d} min"
-    return f"{hours // 24} days"
-
-
 def _decision_words(d: Decision, *, limit: int = 60) -> str:
     glyph = {"approved": "✓", "declined": "✗", "expired": "⌛"}.get(d.status, "·")
     words = f"{glyph} {safe_line(d.tool, 24)} {safe_line(d.status, 12)}"
@@ -503,9 +491,9 @@ def digest_lines(digest: Digest, *, say_no_decider: bool = True) -> list[str]:
     answer came. ``say_no_decider`` False: a handoff says once for all that the server names no decider."""
     d = digest
     if d.since.looked_at is not None:
-        head = f"Away {away_words(d.away)} (last looked {_clock(d.since.looked_at)})"
+        head = f"Away {how_long(d.away)} (last looked {_clock(d.since.looked_at)})"
     else:
-        head = f"Since {_clock(d.since.at)} ({away_words(d.away)})"
+        head = f"Since {_clock(d.since.at)} ({how_long(d.away)})"
     tools = f"{d.tools} tool call{'s' if d.tools != 1 else ''}"
     if d.tools:
         tools += f", {d.tools_failed} failed" if d.tools_failed else ", none failed"
@@ -545,10 +533,6 @@ def digest_lines(digest: Digest, *, say_no_decider: bool = True) -> list[str]:
     return lines[:6]
 
 
-def _iso(when: datetime | None) -> str | None:
-    return None if when is None else _utc(when).isoformat().replace("+00:00", "Z")
-
-
 def digest_json(digest: Digest) -> dict[str, Any]:
     """The digest for scripts (times in ISO 8601 UTC; text as the server sent it, not cut)."""
     d = digest
@@ -556,12 +540,12 @@ def digest_json(digest: Digest) -> dict[str, Any]:
         "session_id": d.session_id,
         "agent": d.agent,
         "title": d.title,
-        "since": _iso(d.since.at),
+        "since": iso(d.since.at),
         "since_place": None
         if d.since.place is None
-        else {"id": d.since.place.id, "at": _iso(d.since.place.at), "number": d.since.place.number},
-        "last_looked_at": _iso(d.since.looked_at),
-        "until": _iso(d.until),
+        else {"id": d.since.place.id, "at": iso(d.since.place.at), "number": d.since.place.number},
+        "last_looked_at": iso(d.since.looked_at),
+        "until": iso(d.until),
         "away_seconds": int(d.away.total_seconds()),
         "tool_calls": d.tools,
         "tool_calls_failed": d.tools_failed,
@@ -573,7 +557,7 @@ def digest_json(digest: Digest) -> dict[str, Any]:
                 "by": x.by,
                 "comment": x.comment,
                 "comment_kept_by_server": x.comment_kept,
-                "at": _iso(x.at),
+                "at": iso(x.at),
                 "you": x.you,
                 "change": _change_json(x.change),
             }
@@ -583,10 +567,10 @@ def digest_json(digest: Digest) -> dict[str, Any]:
         "cost_since": cost_json(d.spent),
         "cost_total": cost_json(d.total),
         "approvals_waiting": [
-            {"id": a.id, "tool": a.tool_name, "requested_at": _iso(a.requested_at)} for a in d.waiting
+            {"id": a.id, "tool": a.tool_name, "requested_at": iso(a.requested_at)} for a in d.waiting
         ],
         "notes": [
-            {"id": n.note_id, "text": n.text, "state": n.state, "sent_at": _iso(n.sent_at), "then": n.then}
+            {"id": n.note_id, "text": n.text, "state": n.state, "sent_at": iso(n.sent_at), "then": n.then}
             for n in d.notes
         ],
         "latest_commentary": d.commentary,
@@ -599,11 +583,9 @@ def digest_json(digest: Digest) -> dict[str, Any]:
 
 
 def _md(text: str) -> str:
-    """Terminal-safe text that Markdown shows literally (no emphasis, links or tables made of it)."""
-    out = safe_line(text)
-    for char in "\\`*_[]<>|#":
-        out = out.replace(char, "\\" + char)
-    return out
+    """Untrusted text as one line of inert Markdown (``client.export.md_inline``: its line breaks as
+    spaces)."""
+    return md_inline(text, newline=" ")
 
 
 def digest_markdown(digest: Digest, *, heading: str = "###", say_no_decider: bool = True) -> str:
@@ -611,12 +593,12 @@ def digest_markdown(digest: Digest, *, heading: str = "###", say_no_decider: boo
     d = digest
     name = f"{_md(d.title)} " if d.title else ""
     lines = [f"{heading} Session {name}({short_id(d.session_id)}, {_md(d.agent)})", ""]
-    span = f"{local_time(d.since.at, date=True)} → {local_time(d.until, date=True)} ({away_words(d.away)})"
+    span = f"{local_time(d.since.at, date=True)} → {local_time(d.until, date=True)} ({how_long(d.away)})"
     if d.since.looked_at is not None:
         span = (
             f"last looked {local_time(d.since.looked_at, date=True)}; until {local_time(d.until, date=True)}"
         )
-        span += f" ({away_words(d.away)} away)"
+        span += f" ({how_long(d.away)} away)"
     lines.append(f"- **Since**: {span}")
     if d.partial:
         lines.append(f"- **Note**: {_md(d.partial)}")
@@ -819,8 +801,8 @@ def handoff_json(handoff: Handoff) -> dict[str, Any]:
     """The handoff for scripts."""
     h = handoff
     return {
-        "since": _iso(h.since),
-        "until": _iso(h.until),
+        "since": iso(h.since),
+        "until": iso(h.until),
         "comment_kept_by_server": h.comment_kept,
         "deciders_recorded_by_server": h.deciders_recorded,
         "cost_since": cost_json(h.spent),
@@ -835,7 +817,7 @@ def handoff_json(handoff: Handoff) -> dict[str, Any]:
                 "by": x.by,
                 "you": x.you,
                 "comment": x.comment,
-                "at": _iso(x.at),
+                "at": iso(x.at),
             }
             for x in h.decisions
         ],

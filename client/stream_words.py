@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from client.cells import cell_len, fit
-from client.present import connection_lost
+from client.present import connection_lost, how_long
 from client.status import (
     Connecting,
     Ended,
@@ -40,7 +40,6 @@ __all__ = [
     "lost_sentence",
     "status_line",
     "status_words",
-    "took_words",
 ]
 
 LINE_WIDTH = 71
@@ -135,18 +134,6 @@ def lost_sentence(status: Reconnecting) -> str:
     )
 
 
-def took_words(delta: timedelta) -> str:
-    """ "12 s", "1 min 31 s", "2 h 05 min": how long an outage lasted."""
-    seconds = max(int(delta.total_seconds()), 0)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
 class OutageLines:
     """What a line-oriented front end prints for a follower's states (feed every state to
     :meth:`update`; print what it returns): the first connection and going live; an outage (reconnecting,
@@ -172,7 +159,7 @@ class OutageLines:
         if isinstance(status, Live):
             if self._down_since is None:
                 return status_line(status)
-            took = took_words(now - self._down_since)
+            took = how_long(now - self._down_since, to_the_second=True)
             self._down_since = self._said_at = None
             self._why = ""
             back = "live again" + (f" (last event {status.last_seq})" if status.last_seq else "")
@@ -187,7 +174,8 @@ class OutageLines:
             if self._said_at is not None and now - self._said_at >= REMIND_EVERY:
                 self._said_at = now
                 doing = "reconnecting" if isinstance(status, Reconnecting) else "waiting for a login"
-                head = f"still {doing} after {took_words(now - self._down_since)} (attempt {status.attempt})"
+                lasted = how_long(now - self._down_since, to_the_second=True)
+                head = f"still {doing} after {lasted} (attempt {status.attempt})"
                 return _with_why(head, why, LINE_WIDTH)
             return None
         return status_line(status)

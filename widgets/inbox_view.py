@@ -15,13 +15,14 @@ from textual import events
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 
-from client.inbox import ApprovalGone, note_ended_at
+from client.ids import short_id
+from client.inbox import ApprovalGone
 from client.marks import News
-from client.models import Approval, Note
-from client.present import decider_of, decision_words, relative_time, settled_phrase, short_id
+from client.models import Approval, Note, note_ended_at
+from client.present import decider_of, decision_words, relative_time, settled_phrase, until
 from client.preview import approval_preview, visible_args
 from client.textsafe import safe_line
-from widgets.badges import note_badge, until
+from widgets.badges import note_badge
 
 APPROVAL_COLUMNS: list[tuple[str, str]] = [
     ("waiting", "WAITING"),

@@ -21,8 +21,9 @@ from rich.text import Text
 from textual.widgets import Static
 
 from client.costs import Cost, cost_words
+from client.ids import short_id
 from client.models import Session
-from client.present import agent_state, kind_label, session_title, short_id
+from client.present import agent_state, kind_label, session_title
 from client.session import ListsState
 from client.status import Connecting, Ended, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.stream_words import status_words

@@ -126,9 +126,6 @@ _RUN_LOOK: dict[RunStatus, tuple[str, Style]] = {
     RunStatus.CANCELLED: ("⊘", STYLE_BAD),
 }
 
-format_duration = duration_words
-"""Short human duration for a tool line (``client.entry_words.duration_words``)."""
-
 
 def _one_line(parts: list[tuple[str, Style | None]], width: int) -> Text:
     """Assemble a single line from (untrusted-safe text, style) parts and cut it to ``width``."""

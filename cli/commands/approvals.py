@@ -12,18 +12,11 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.commands.common import (
-    connect,
-    is_tty,
-    print_json,
-    render_table,
-    resolve_session,
-    terminal_width,
-    usage,
-)
+from cli.commands.common import connect, is_tty, print_json, render_table, terminal_width, usage
 from cli.exits import EXIT_FAILED, EXIT_OK
 from client.digest import NO_DECIDER
-from client.ids import is_ulid, is_uuid
+from client.errors import ClientError
+from client.ids import is_full_id, is_prefix, resolve_approval, resolve_session, short_id
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals, with_trails
 from client.models import Approval, AttentionSnapshot, Note
@@ -35,11 +28,10 @@ from client.present import (
     decider_words,
     decision_words,
     describe_session,
-    looks_like_id_prefix,
     relative_time,
     settled_line,
-    short_id,
     trail_rows,
+    until,
 )
 from client.preview import approval_preview
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
@@ -49,7 +41,7 @@ from client.steering import (
     DecisionFailed,
     Decisions,
     Steering,
-    resolve_approval,
+    final_record,
 )
 from client.stream_words import OutageLines
 from client.textsafe import safe_line
@@ -168,7 +160,7 @@ def _approval_id_syntax(value: str) -> str:
     text = value.strip()
     if not text:
         raise usage("the approval id is empty")
-    if not (is_uuid(text) or is_ulid(text) or looks_like_id_prefix(text)):
+    if not (is_full_id(text, "approval") or is_prefix(text)):
         raise usage(
             f"'{safe_line(text, 40)}' is not an approval id: give its UUID or its first 4+ hex characters "
             "(`preloop approvals list` shows them)"
@@ -244,7 +236,7 @@ def show_lines(
     if approval.pending:
         status = f"pending, requested {relative_time(approval.requested_at, now)}"
         if approval.expires_at is not None:
-            status += f", expires in {_left(approval.expires_at, now)}"
+            status += f", expires in {until(approval.expires_at, now)}"
     else:
         status = safe_line(approval.status, 20)
     lines = [
@@ -311,15 +303,6 @@ async def decline(args: argparse.Namespace) -> int:
 STATUS_TYPES = tuple(StreamStatus.__args__)
 
 
-def _left(when: datetime, now: datetime) -> str:
-    seconds = max(int((when - now).total_seconds()), 0)
-    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m"
-
-
-def _clock(when: datetime | None = None) -> str:
-    return (when or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
-
-
 def _approval_line(approval: Approval, head: str, now: datetime, *, you: bool = False) -> str:
     """One human line for an approval: time, what happened, ids, agent, tool, what it wants, then its
     expiry, or who decided it, when and with which comment."""
@@ -328,10 +311,10 @@ def _approval_line(approval: Approval, head: str, now: datetime, *, you: bool = 
     what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
     expires = ""
     if approval.pending and approval.expires_at:
-        expires = f"  expires in {_left(approval.expires_at, now)}"
+        expires = f"  expires in {until(approval.expires_at, now)}"
     settled = "" if approval.pending else f"  {decision_words(approval, you=you, comment=80)}"
     return (
-        f"{_clock()}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
+        f"{clock(now)}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
         f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
         f"{expires}{settled}"
     )
@@ -340,7 +323,7 @@ def _approval_line(approval: Approval, head: str, now: datetime, *, you: bool = 
 def _note_line(note: Note) -> str:
     reason = f" ({safe_line(note.undeliverable_reason, 30)})" if note.undeliverable_reason else ""
     return (
-        f"{_clock()}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
+        f"{clock(datetime.now(UTC))}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
         f"  session {short_id(note.runtime_session_id)}  {safe_line(note.text, 100)}"
     )
 
@@ -378,7 +361,8 @@ async def _emit(
                 else _approval_line(approval, "⚑ pending ", now)
             )
         else:
-            approval = await steering.final_record(approval)
+            with contextlib.suppress(ClientError):  # unread, it is said to be gone
+                approval = await final_record(steering.backend, approval.id) or approval
             decision = approval.status in ("approved", "declined")
             you = steering.decisions.by_you(approval)
             line = (

@@ -12,12 +12,11 @@ from cli.commands.common import (
     print_json,
     read_stdin_text,
     render_table,
-    resolve_session,
     terminal_width,
     usage,
 )
 from cli.exits import EXIT_FAILED, EXIT_OK
-from client.ids import require_note_id
+from client.ids import require_note_id, resolve_session, short_id
 from client.listing import session_notes
 from client.models import Note
 from client.notetext import NOTE_EMPTY, note_text_problem
@@ -27,7 +26,6 @@ from client.present import (
     note_author,
     parse_duration,
     relative_time,
-    short_id,
     withdraw_outcome,
 )
 from client.textsafe import safe_line
@@ -156,7 +154,8 @@ async def withdraw(args: argparse.Namespace) -> int:
     """Withdraw a pending note; exit 1 (and say why) when it reached the agent or expired first; a note
     withdrawn before says so and exits 0: the state asked for holds (what ``--help`` says)."""
     require_note_id(args.note_id)  # a malformed id is a usage error before any request
-    from client.steering import Steering, TooLate, WithdrawFailed, resolve_note
+    from client.ids import resolve_note
+    from client.steering import Steering, TooLate, WithdrawFailed
 
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session else None

@@ -17,8 +17,8 @@ from collections.abc import Callable
 import pytest
 
 from cli.main import main
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP

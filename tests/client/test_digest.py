@@ -142,3 +142,18 @@ def test_the_handoff_lists_the_decisions_before_the_expiries() -> None:
     made, _, lapsed = decided.partition("Expired or cancelled, nobody decided:")
     assert "✗ Bash declined by an operator: “not on prod”" in made and "expired" not in made
     assert lapsed.count("⌛ Bash expired") == 4
+
+
+def test_the_markdown_digest_shows_untrusted_text_as_written() -> None:
+    """The digest escaped fewer characters than the export: an agent's "~~" struck text through and an
+    entity such as "&amp;" showed as "&" once pasted. Both documents escape the same complete set."""
+    from markdown_it import MarkdownIt
+
+    feed, core = Feed(), SessionCore(SID)
+    core.row_loaded(Session(id=SID, agent_name="b*t", title="Q&amp;A ~~old~~ # 1", started_at=T0))
+    core.apply_events([feed("run.failed", 5, run_id="r1", error="see <b>x</b> ~~here~~ &lt;3 [l](u)")])
+    markdown = digest_markdown(session_digest(core, Since(T0), T0 + timedelta(minutes=5)))
+    html = MarkdownIt("commonmark").enable("strikethrough").render(markdown)
+    for shown in ("Q&amp;amp;A ~~old~~ # 1", "b*t", "see &lt;b&gt;x&lt;/b&gt; ~~here~~ &amp;lt;3 [l](u)"):
+        assert shown in html, html
+    assert "<s>" not in html and "<a " not in html and "<b>" not in html

@@ -149,6 +149,9 @@ def test_export_json_validates_and_holds_every_fact() -> None:
     assert "\x1b" not in json.dumps(doc)  # the escape sequence in the arguments is neutralised
     assert doc["final_answer"] == "Stopped.\n\n````\nno build"
     assert doc["tool_calls"] == {"count": 1, "failed": 1, "total_duration_ms": 3125}
+    # the Markdown says a duration as the timeline's tool line does (``client.entry_words``)
+    md = to_markdown(doc)
+    assert "3.1s in total" in md and "| denied | 3.1s |" in md and "3.1 s" not in md
 
 
 def test_server_lists_win_over_the_timeline_and_fill_what_it_missed() -> None:

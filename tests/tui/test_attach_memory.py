@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.views import View
 from server.harness_client import HarnessSession

@@ -11,7 +11,7 @@ from typing import Any
 from textual import events
 from textual.widgets import DataTable, Static
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession

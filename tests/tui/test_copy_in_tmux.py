@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from client.backend import Backend
+from client.backends.base import Backend
 from server.harness_client import HarnessSession
 from tests.tui.test_attach_memory import agent, client, cursor_text, messages, out_of_the_box  # noqa: F401
 from tests.tui.test_pilot import SIZE, until

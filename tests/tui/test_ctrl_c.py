@@ -14,8 +14,8 @@ import pytest
 from textual.widgets import Input
 from textual.widgets.text_area import Selection
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.drafts import DraftStore
 from server.harness_client import HarnessSession

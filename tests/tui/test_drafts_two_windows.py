@@ -12,7 +12,7 @@ import signal
 
 from textual.widgets import DataTable, Static
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.paths import state_dir
 from server.harness_client import HarnessSession

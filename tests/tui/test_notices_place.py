@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets._toast import Toast
 
-from client.backend import Backend
+from client.backends.base import Backend
 from server.harness_client import HarnessSession
 from tests.tui.test_attach_memory import agent, client, out_of_the_box  # noqa: F401
 from tests.tui.test_pilot import until

@@ -20,8 +20,8 @@ from textual.command import Command, CommandList, CommandPalette
 from textual.widgets import DataTable, Static
 from textual.worker import WorkerState
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.models import NoteState
 from client.status import Live, Reconnecting

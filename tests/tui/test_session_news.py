@@ -12,7 +12,7 @@ import pytest
 from textual.widgets import DataTable
 
 from client.alerts import AlertSettings
-from client.backend import Backend
+from client.backends.base import Backend
 from client.marks import MarkStore
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer

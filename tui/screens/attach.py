@@ -43,7 +43,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import MountError, Widget
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.errors import AuthError
 from client.events import Event

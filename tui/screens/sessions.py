@@ -24,9 +24,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.costs import cost_words, row_cost
 from client.errors import ClientError
+from client.ids import short_id
 from client.marks import News
 from client.models import Session
 from client.present import (
@@ -39,7 +40,6 @@ from client.present import (
     last_activity,
     relative_time,
     session_state,
-    short_id,
     sort_sessions,
 )
 from client.present import session_title as title_of

@@ -52,12 +52,11 @@ from client.backends.wire import (
     as_str,
     as_usd,
     event_body,
-    iso,
     now,
     parse_time,
 )
 from client.events import Event, EventDecodeError
-from client.models import Approval, Note, Session, SessionList, TokenUsage
+from client.models import Approval, Note, Session, SessionList, TokenUsage, iso
 
 __all__ = [
     "TERMINAL_EVENTS",

@@ -124,7 +124,7 @@ async def history(
     ``since`` (``?since=``, our server's extension: one index seek, then only those events), read once up
     to the newest stored when the stream opened (``Preloop-Stored-Through``); a frame that cannot be
     decoded is skipped. An older server without the extension replays everything: the caller filters."""
-    from client.backends.wire import iso
+    from client.models import iso
 
     params: dict[str, Any] | None = None
     if after is not None and after.number is not None:
