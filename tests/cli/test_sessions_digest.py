@@ -80,7 +80,7 @@ def test_digest_of_one_session_as_text_markdown_and_json(live_server) -> None:
     assert f" {zone}" in md.stdout.splitlines()[2]  # every time carries its zone
     assert "not \\| now" in md.stdout and "- **Final answer**: “Tests pass; nothing removed.”" in md.stdout
     assert "declined `Bash` by dana" in md.stdout
-    assert "- **Cost since**: +$0.10 · 28k tokens (27k in / 1.2k out)" in md.stdout
+    assert "- **Cost since**: +\\$0.10 · 28k tokens (27k in / 1.2k out)" in md.stdout  # "$" escaped (math)
 
     as_json = preloop("sessions", "digest", session_id, "--since", "30m", "--json")
     assert as_json.returncode == 0, as_json.stderr
