@@ -134,8 +134,8 @@ def test_on_preloop_a_finer_scope_is_refused_saying_what_preloop_can_and_a_403_i
 async def test_the_rule_made_on_preloop_is_the_bypass_its_console_sees() -> None:
     with running_fake_preloop() as (fake, url):
         done = await asyncio.to_thread(
-            preloop, "approvals", "allow", "--account", "--mute", "--for", "2h", "--url", url, "--token", TOKEN,
-            "--server-kind", "preloop",
+            preloop, "approvals", "allow", "--account", "--mute", "--for", "2h",
+            "--url", url, "--token", TOKEN, "--server-kind", "preloop",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         [bypass] = fake.bypasses.values()
