@@ -19,6 +19,7 @@ from client import ids
 from client.cells import cell_len, fit, head, tail
 from client.ids import MIN_PREFIX
 from client.models import Approval, Note, NoteState, Session
+from client.rules import decided_by_rule
 from client.textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:
@@ -139,14 +140,24 @@ def decided_by(approval: Approval, operator: str | None = None) -> dict[str, str
     """Who or what decided an approval, as far as the server says (None while it is pending).
 
     Servers do not name the person: ``decided_by_human`` says a human decided, ``decided_by_ai`` an AI
-    reviewer, ``auto_approved_reason`` a policy; an expired approval was decided by nobody. ``operator``
-    is the person's name when it is known who decided (this client did, and the server named this client's
-    operator as the author of its notes): the same person is then named the same way in both tables.
+    reviewer, ``auto_approved_reason`` a policy; an allow rule (ours, or a Preloop approval bypass) is
+    named with who set it (``client.rules.decided_by_rule``); an expired approval was decided by nobody.
+    ``operator`` is the person's name when it is known who decided (this client did, and the server named
+    this client's operator as the author of its notes): the same person is then named the same way in
+    both tables.
     """
     if approval.pending:
         return None
     if approval.status == "expired":
         return {"kind": "expiry", "detail": "nobody decided before it expired"}
+    rule = approval.rule
+    if rule is not None and rule.mode == "allow" and approval.status == "approved":
+        return {"kind": "rule", "detail": decided_by_rule(rule)}
+    if approval.auto_approved_reason == "bypass":
+        return {
+            "kind": "rule",
+            "detail": f"Preloop approval bypass {short_id(approval.auto_approval_bypass_id)}",
+        }
     if approval.decided_by_human:
         return {"kind": "human", "detail": _clean_text(operator) or "an operator"}
     if approval.decided_by_ai:
@@ -423,6 +434,10 @@ def event_line(event: Event) -> tuple[str, str]:
             what = safe_line(a.summary or a.tool_name or "a tool call", 200)
             return "approval", f"requested {short_id(a.id)}: {what} (/approve {short_id(a.id)} or /decline)"
         case ApprovalDecided(approval=a):
+            who = decided_by(a)
+            if who is not None and who["kind"] == "rule":  # nobody was asked: which rule, set by whom
+                what = safe_line(a.summary or a.tool_name or "a tool call", 200)
+                return "approval", f"{safe_line(a.status)} {short_id(a.id)} by {who['detail']}: {what}"
             comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
             return "approval", f"{safe_line(a.status)} {short_id(a.id)}{comment}"
         case NoteEvent(type=kind, note=n):

@@ -44,6 +44,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from client.present import decided_by
+from client.preview import approval_preview
 from client.textsafe import safe_line, safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -322,9 +324,14 @@ def _render_approval(
     status = entry.status
     icon, style = _APPROVAL_LOOK.get(status, ("•", STYLE_DIM))
     parts = [(f"{icon} approval {safe_line(status)}  ", style), (tool, STYLE_NAME)]
-    if whole and summary:
+    by = decided_by(approval) if approval is not None else None
+    if by is not None and by["kind"] == "rule" and approval is not None:
+        # Nobody was asked: the line says which rule allowed what, and who set the rule.
+        parts.append(("  by " + safe_line(by["detail"] or "a rule"), STYLE_DIM))
+        parts.append(("  " + approval_preview(approval).first_line, None))
+    elif whole and summary:
         parts.append(("  " + summary, None))
-    if approval is not None and approval.approver_comment:
+    if approval is not None and approval.approver_comment and (by is None or by["kind"] != "rule"):
         parts.append(("  “" + safe_line(approval.approver_comment) + "”", None))
     return _fit(parts, width, wrap or whole)
 

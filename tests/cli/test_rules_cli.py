@@ -147,3 +147,40 @@ async def test_the_rule_made_on_preloop_is_the_bypass_its_console_sees() -> None
         async with await connect(Settings(url, TOKEN, server_kind="preloop")) as client:
             [rule] = (await client.standing()).rules
         assert rule.mode == "mute" and rule.scope == "account"
+
+
+async def test_a_call_a_rule_allowed_is_told_so_in_the_timeline_the_digest_and_the_export(
+    live_server: Any,
+) -> None:
+    from client.timeline import ApprovalEntry, Timeline
+    from widgets.timeline_render import line_plain, render_entry
+
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        sid = agent.session_id
+        made = await asyncio.to_thread(
+            preloop, "approvals", "allow", "--session", sid, "--tool", "Bash", "--match", "pytest *",
+            "--for", "30m", "--danger", "--json",
+        )  # fmt: skip
+        rule = json.loads(made.stdout)
+        verdict = await asyncio.wait_for(agent.permission_check("Bash", {"command": "pytest -q"}), 10)
+        assert verdict.decision == "allow"
+        told = f"rule {rule['id'][:8]} (Bash `pytest *` in {sid[:8]}), set by Local Operator"
+
+        async with await connect(Settings(live_server.url, live_server.token)) as client:
+            timeline = Timeline()
+            timeline.apply_many(await client.history(sid))
+        [entry] = [e for e in timeline if isinstance(e, ApprovalEntry)]
+        [line] = [line_plain(x).rstrip() for x in render_entry(entry, 200)]
+        assert line == f"✓ approval approved  Bash  by {told}  pytest -q"
+
+        digest = await asyncio.to_thread(preloop, "sessions", "digest", sid, "--since", "30m")
+        assert digest.returncode == 0, digest.stderr
+        assert f"Bash approved by {told}" in digest.stdout
+        export = await asyncio.to_thread(preloop, "sessions", "export", sid, "--format", "md")
+        assert f"Approval for **Bash** approved by {told}" in export.stdout.replace("\\", "")
+        data = json.loads(
+            (await asyncio.to_thread(preloop, "sessions", "export", sid, "--format", "json")).stdout
+        )
+        [approval] = data["approvals"]
+        assert approval["decided_by"] == {"kind": "rule", "detail": told}
