@@ -354,16 +354,16 @@ def rule_scope_words(rule: AllowRule) -> str:
 
 def banner_line(rule: AllowRule, now: datetime) -> str:
     """One rule as the banner says it: "auto-allow: Bash `pytest *` in 1a2b3c4d until 15:40 · 3 allowed"
-    (``mute``: "muted: ... · still asks"); danger-risk calls named when it covers them."""
+    (then "· danger-risk too" when it covers those; ``mute``: "muted: ... · alerts off, still asks")."""
     head = "auto-allow" if rule.mode == "allow" else "muted"
     until = rule.expires_at.astimezone().strftime("%H:%M")
     if rule.expires_at - now > timedelta(hours=23):
         until = rule.expires_at.astimezone().strftime("%a %H:%M")
     line = f"{head}: {rule_scope_words(rule)} until {until}"
-    if rule.danger and rule.mode == "allow":
-        line += " (danger-risk too)"
     if rule.mode == "allow":
         line += f" · {rule.allowed_count} allowed"
+        if rule.danger:
+            line += " · danger-risk too"
     else:
         line += " · alerts off, still asks"
     return line

@@ -37,7 +37,7 @@ async def test_allow_then_a_matching_call_is_decided_and_listed_and_revoked(
         assert code == 0, err
         first = out.splitlines()[0]
         assert first.startswith("Rule ") and "made: auto-allow: Bash `pytest *` in " in first
-        assert agent.session_id[:8] in first and "(danger-risk too) · 0 allowed" in first
+        assert agent.session_id[:8] in first and "· 0 allowed · danger-risk too" in first
         assert out.splitlines()[-1].startswith("End it sooner: preloop approvals rules revoke ")
         rule_id = first.split()[1]
 

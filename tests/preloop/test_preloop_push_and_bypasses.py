@@ -221,3 +221,71 @@ async def test_standing_shows_the_kill_switch_and_revoke_all_ends_every_bypass(
     ]
     assert len(await client.revoke_all_rules()) == 2
     assert (await client.standing()).rules == []
+
+
+async def test_the_apps_inbox_row_arrives_pushed_and_a_vote_and_an_escalation_update_it_in_place(
+    client: PreloopBackend, fake: FakePreloop
+) -> None:
+    from client.alerts import AlertSettings
+    from tests.tui.test_inbox_pilot import inbox_rows
+    from tests.tui.test_pilot import until
+    from tui.app import PreloopApp
+    from tui.screens.inbox import InboxScreen
+    from widgets.inbox_view import InboxApprovals
+
+    app = PreloopApp(
+        client, refresh_interval=0, alert_settings=AlertSettings(enabled=False), attention_poll_interval=60.0
+    )
+    async with app.run_test(size=(140, 30)) as pilot:
+        await until(pilot, lambda: app.inbox.synced, "the first snapshot")
+        await until(pilot, lambda: fake.unified_attached() == 1, "the unified socket")
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        approval_id = fake.request_approval("git push origin main")
+        await until(pilot, lambda: len(inbox_rows(app)) == 1, "the row, pushed (the poll waits a minute)")
+        table = app.screen.query_one(InboxApprovals)
+
+        def cell(column: int) -> str:
+            return str(table.get_row_at(0)[column])
+
+        assert cell(2) == "Bash" and cell(3) == "danger"
+        fake.vote(approval_id, approvals=1, required=2)
+        await until(pilot, lambda: cell(2) == "Bash · 1 of 2 votes", "the vote in the row")
+        before = cell(4)
+        fake.escalate(approval_id, minutes=30)
+        await until(pilot, lambda: cell(4).endswith("↑ escalated"), "the escalation in the row")
+        assert cell(4) != before and cell(4).startswith(("29m", "30m"))  # the new deadline
+        assert table.row_count == 1  # the same row, updated in place
+        fake.expire_approval(approval_id)
+        await until(pilot, lambda: inbox_rows(app) == [], "the expired row to leave")
+
+
+async def test_every_screen_shows_the_kill_switch_and_a_bypass_while_they_hold(
+    client: PreloopBackend, fake: FakePreloop
+) -> None:
+    from client.alerts import AlertSettings
+    from tests.tui.test_pilot import until
+    from tui.app import PreloopApp
+    from tui.screens.inbox import InboxScreen
+    from widgets.standing import StandingBanner
+
+    fake.halt(("tools",), reason="runaway agent")
+    app = PreloopApp(client, refresh_interval=0, alert_settings=AlertSettings(enabled=False))
+
+    def shown() -> list[str]:
+        return app.screen.query_one(StandingBanner).shown
+
+    async with app.run_test(size=(140, 30)) as pilot:
+        await until(pilot, lambda: bool(shown()), "the banner on the sessions list")
+        assert shown()[0].startswith("✗ kill switch: tools halted by alice113619")
+        assert "“runaway agent”" in shown()[0]
+        await client.create_rule(RuleSpec(mode="mute", minutes=60, scope="account"))
+        app.refresh_standing()
+        await until(pilot, lambda: len(shown()) == 2, "the bypass beside it")
+        assert shown()[1].startswith("⊘ muted: every call of every agent until ")
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, InboxScreen) and len(shown()) == 2, "on the inbox")
+        fake.halt(())
+        await client.revoke_all_rules()
+        app.refresh_standing()
+        await until(pilot, lambda: shown() == [], "gone once nothing holds")
