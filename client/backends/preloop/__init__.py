@@ -53,7 +53,10 @@ class PreloopBackend(PreloopRestApi):
             patterns=False,
             max_minutes=MAX_MINUTES,
             risk_aware=False,
-            can="they cover one agent or the whole account, every tool and every argument, for 1 minute to 8 hours",
+            can=(
+                "they cover one agent or the whole account, every tool and every argument, "
+                "for 1 minute to 8 hours"
+            ),
         ),
         halts=True,
     )
