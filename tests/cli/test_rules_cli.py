@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from cli.main import main
@@ -16,6 +18,7 @@ from client.config import Settings
 from tests.cli.helpers import preloop
 from tests.fake_preloop import TOKEN, running_fake_preloop
 
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
 AGENT = "2618a221-b8ee-48a3-a51a-f78dcb1c5af8"  # the fake Preloop's agent
 
 
@@ -184,3 +187,4 @@ async def test_a_call_a_rule_allowed_is_told_so_in_the_timeline_the_digest_and_t
         )
         [approval] = data["approvals"]
         assert approval["decided_by"] == {"kind": "rule", "detail": told}
+        jsonschema.validate(data, SCHEMA, cls=jsonschema.Draft202012Validator)
