@@ -8,7 +8,7 @@ Exit codes (the same for every command, shown in ``--help``):
 
 * 0: success;
 * 1: the server refused the request or it failed (unreachable, 401/403/404/422/429/5xx, a note that
-  could not be withdrawn);
+  could not be withdrawn because it reached the agent or expired first);
 * 2: usage error (a bad flag, a bad flag combination, an unreadable duration), caught before any request;
 * 130: interrupted with Ctrl+C.
 """
@@ -277,8 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
         notes_sub,
         "withdraw",
         "withdraw a note before it is delivered",
-        "Withdraw a pending note. Prints the note's state afterwards; when it was no longer pending,\n"
-        "says why nothing changed and exits 1.",
+        "Withdraw a pending note. Prints the note's state afterwards. A note withdrawn before says so\n"
+        "and exits 0; one that was no longer pending otherwise (delivered, expired...) says why nothing\n"
+        "changed and exits 1.",
     )
     p.add_argument("note_id", metavar="NOTE_ID", help="note id (full, or its first 4+ characters)")
     p.add_argument(

@@ -14,11 +14,13 @@ from client.textsafe import safe_line
 
 HELP = (
     "Type a line to send it as a note (end a line with \\ to continue it). Commands:\n"
-    "  /approve [ID]            approve the pending approval\n"
-    "  /decline [ID] [COMMENT]  decline it, optionally saying why\n"
+    "  /approve ID              approve that approval (its first 4+ characters are enough)\n"
+    "  /decline ID [COMMENT]    decline it, optionally saying why\n"
     "  /withdraw NOTE_ID        withdraw a note that was not delivered yet\n"
     "  //text                   send a note that starts with '/'\n"
-    "  /help, /quit"
+    "  /help, /quit\n"
+    "The ID may be left out only while this attach has shown one approval and it is not of high or\n"
+    "danger risk. Approving a danger-risk call asks 'approve <tool> <first line>? [y/N]': type y to approve."
 )
 
 

@@ -94,9 +94,9 @@ def follow_attention_local(
                                 yield AttentionSnapshot.model_validate_json(frame.data)
                             else:
                                 yield decode_frame(frame)
-                        except (EventDecodeError, ValidationError) as exc:
+                        except (EventDecodeError, ValidationError):
                             skipped += 1
-                            reason = f"unreadable {frame.event or 'frame'}: {type(exc).__name__}"
+                            reason = f"unreadable {frame.event or 'frame'}: not what this client can read"
                             yield Skipped(reason, skipped)
         except Refusal as refusal:
             if refusal.status == 404:  # a server from before the attention feed: poll it like any other

@@ -8,8 +8,12 @@ a :class:`client.session.SessionCore` (its timeline, notes, approvals), so the a
 holds) and ``preloop sessions digest`` (from the events since the time asked: ``client.history``) say
 the same; :func:`digest_lines` gives the three to six lines both show, :func:`digest_markdown` the text to
 paste into a ticket (times with their zone), :func:`digest_json` the shape for scripts. :class:`Handoff`
-is a shift's worth of them (``sessions digest --all --since 8h``): the sessions that need a human first,
-then the rest, then what the operator decided in the window.
+is a shift's worth of them (``sessions digest --all --since 8h``): the sessions that need a human first
+(an approval waits, or something went wrong in a session that still runs), then the rest, each "since" its
+own start when it began inside the window, then what the operator decided in the window, then what expired.
+
+The text lines name every decision someone made (with who and the comment) before the approvals that
+expired, which are counted ("⌛ 4 expired (Bash)"), and list every problem or say how many more there are.
 
 "Since" is a :class:`Since`: a time (``--since 30m``) or a mark's place (``--since-last``, the rule line
 on coming back), which counts by the server's own numbering where it has one (``client.timeline.Place``).
@@ -27,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from client.export import md_block
-from client.models import Approval, Note
+from client.models import Approval, Note, Session
 from client.present import decided_by, short_id
 from client.preview import Preview, approval_preview
 from client.session import THEN_WIDTH, SessionCore
@@ -44,6 +48,7 @@ from client.timeline import (
     TimelineEntry,
     ToolEntry,
     ToolState,
+    UnknownEntry,
     then_line,
 )
 from client.views import is_problem
@@ -71,6 +76,8 @@ _TEXT = 120
 """Agent and operator words are cut to this many characters on a digest line."""
 _NOTES_SHOWN = 2
 _FAILED_NOTE = frozenset({"failed", "expired", "undeliverable"})
+_LAPSED = frozenset({"expired", "cancelled"})
+_PROBLEMS_SHOWN = 4
 
 
 def _utc(value: datetime) -> datetime:
@@ -90,6 +97,15 @@ class Since:
     def mark(place: Place, looked_at: datetime) -> Since:
         """Since a mark: what came after ``place``; the operator was away from ``looked_at``."""
         return Since(place.at, place, looked_at)
+
+    @staticmethod
+    def within(start: datetime, row: Session | None) -> Since:
+        """A window's start for one session: the session's own start when it began inside the window (a
+        handoff's "Since" for a session that started an hour ago is that hour, not the whole shift)."""
+        began = row.started_at if row is not None else None
+        if began is not None and _utc(began) > _utc(start):
+            return Since(_utc(began))
+        return Since(start)
 
     def covers(self, place: Place | None, at: datetime | None = None) -> bool:
         """Whether an event at ``place`` (or, without one, at time ``at``) came since."""
@@ -156,6 +172,8 @@ class Digest:
     approval that expired, a note that never reached the agent."""
     ended: str | None = None
     """How the session ended, when it did since ("completed", "ended")."""
+    over: bool = False
+    """The session has ended (since, or before: its row says so): nobody can act on it any more."""
     entries: int = 0
     """Timeline entries made or changed since."""
     partial: str | None = None
@@ -167,9 +185,23 @@ class Digest:
         return max(_utc(self.until) - _utc(start), timedelta(0))
 
     @property
+    def made(self) -> tuple[Decision, ...]:
+        """The decisions someone made (approved, declined), oldest first: what the digest names first."""
+        return tuple(x for x in self.decided if x.status not in _LAPSED)
+
+    @property
+    def lapsed(self) -> tuple[Decision, ...]:
+        """The approvals nobody decided (expired, or cancelled with the session), oldest first."""
+        return tuple(x for x in self.decided if x.status in _LAPSED)
+
+    @property
     def needs_human(self) -> bool:
-        """Something waits for a person: an approval waiting, a problem, a note that did not arrive."""
-        return bool(self.waiting or self.problems or self.tools_failed)
+        """Something waits for a person (an approval), or went wrong since in a session that still runs
+        (a problem, a failed tool call, an approval that expired): an ended session with nothing waiting
+        is reported with the others, not first."""
+        if self.waiting:
+            return True
+        return not self.over and bool(self.problems or self.tools_failed or self.lapsed)
 
     @property
     def active(self) -> bool:
@@ -248,17 +280,18 @@ def session_digest(
         final_answer=_words(final.text) if final is not None else None,
         problems=tuple(problems),
         ended=ended,
+        over=ended is not None or core.ended or (row is not None and row.ended_at is not None),
         entries=entries,
         partial=partial,
     )
 
 
 def _told_elsewhere(entry: TimelineEntry) -> bool:
-    """Problems the digest says on their own line: failed tool calls (counted), notes (listed), declines
-    (someone decided: listed with the approvals)."""
+    """Problems the digest says on their own line: failed tool calls (counted), notes (listed from the
+    notes), declines and expiries (listed with the approvals)."""
     if isinstance(entry, ToolEntry | NoteEntry):
         return True
-    return isinstance(entry, ApprovalEntry) and entry.status == "declined"
+    return isinstance(entry, ApprovalEntry) and entry.status in ("declined", *_LAPSED)
 
 
 def _words(text: str) -> str:
@@ -271,7 +304,9 @@ def _problem(entry: TimelineEntry) -> str:
         return f"{word}: {entry.detail}" if entry.detail else word
     if isinstance(entry, ApprovalEntry) and entry.approval is not None:
         return f"approval {entry.status} ({entry.approval.tool_name or 'tool'})"
-    return getattr(entry, "event_type", "problem")
+    if isinstance(entry, UnknownEntry):
+        return f"{entry.event_type}: {entry.summary}" if entry.summary else entry.event_type
+    return "problem"
 
 
 def _decision(approval: Approval, core: SessionCore, comment_kept: bool) -> Decision:
@@ -378,6 +413,29 @@ def _decision_words(d: Decision, *, limit: int = 60) -> str:
     return words
 
 
+def _lapsed_words(lapsed: Iterable[Decision]) -> list[str]:
+    """Approvals nobody decided, counted per outcome after the decisions: "⌛ 4 expired (Bash, Write)"."""
+    out: list[str] = []
+    for status, glyph in (("expired", "⌛"), ("cancelled", "⊘")):
+        tools = [x.tool for x in lapsed if x.status == status]
+        if tools:
+            names = ", ".join(safe_line(t, 20) for t in dict.fromkeys(tools))
+            out.append(f"{glyph} {len(tools)} {status} ({names})")
+    return out
+
+
+def _problem_words(problems: Iterable[str]) -> str:
+    """Every problem once (a repeated one with "×3"); past a few, how many more: never dropped unsaid."""
+    counted: dict[str, int] = {}
+    for problem in problems:
+        counted[problem] = counted.get(problem, 0) + 1
+    parts = [safe_line(p, 60) + (f" ×{n}" if n > 1 else "") for p, n in counted.items()]
+    if len(parts) > _PROBLEMS_SHOWN:
+        more = len(parts) - _PROBLEMS_SHOWN + 1
+        parts = [*parts[: _PROBLEMS_SHOWN - 1], f"+{more} more problems (--format md lists them)"]
+    return " · ".join(parts)
+
+
 CHANGE_LINES = 40
 """A decided edit's diff shows this many lines in a digest's Markdown (then how many more there are)."""
 
@@ -443,9 +501,8 @@ def digest_lines(digest: Digest) -> list[str]:
     if d.partial:
         head += f" · {d.partial}"
     lines = [head]
-    parts = [_decision_words(x, limit=40) for x in d.decided[:3]]
-    if len(d.decided) > 3:
-        parts.append(f"+{len(d.decided) - 3} more")
+    parts = [_decision_words(x, limit=40) for x in d.made]  # every one: a decision is never "+N more"
+    parts += _lapsed_words(d.lapsed)
     approvals = "Approvals: " + (" · ".join(parts) if parts else "none decided")
     if d.waiting:
         names = ", ".join(safe_line(a.tool_name or "tool", 20) for a in d.waiting[:3])
@@ -458,7 +515,7 @@ def digest_lines(digest: Digest) -> list[str]:
     if len(d.notes) > _NOTES_SHOWN:
         lines[-1] += f" · +{len(d.notes) - _NOTES_SHOWN} more notes"
     if d.problems:
-        lines.append("Problems: " + " · ".join(safe_line(p, 60) for p in d.problems[:3]))
+        lines.append("Problems: " + _problem_words(d.problems))
     agent = "Agent: "
     agent += f"“{safe_line(d.commentary, _TEXT)}”" if d.commentary else "no commentary since"
     if d.final_answer is not None:
@@ -544,7 +601,7 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
     lines.append(f"- **Tool calls**: {d.tools}{failed}")
     if d.decided:
         lines.append("- **Approvals decided**:")
-        for x in d.decided:
+        for x in (*d.made, *d.lapsed):
             when = f" at {local_time(x.at, seconds=True)}" if x.at else ""
             by = f" by {_md(x.by)}" if x.by else ""
             said = (
@@ -613,6 +670,16 @@ class Handoff:
         return sorted(found, key=lambda x: (x.at is None, x.at or self.until))
 
     @property
+    def made(self) -> list[Decision]:
+        """The approvals someone decided in the window (approved, declined), oldest first."""
+        return [x for x in self.decisions if x.status not in _LAPSED]
+
+    @property
+    def lapsed(self) -> list[Decision]:
+        """The approvals nobody decided in the window (expired, cancelled), oldest first."""
+        return [x for x in self.decisions if x.status in _LAPSED]
+
+    @property
     def notes(self) -> list[NoteLine]:
         """Every note sent or settled in the window, oldest first."""
         found = [n for d in self.digests for n in d.notes]
@@ -626,7 +693,8 @@ def _session_head(d: Digest) -> str:
 
 def handoff_lines(handoff: Handoff) -> list[str]:
     """The handoff as plain lines: the window, the sessions that need a human first (each with its
-    digest), the rest, then what was decided (approvals, declines with their comments, notes)."""
+    digest), the rest, then what was decided (approvals, declines with their comments, notes), then the
+    approvals nobody decided (expired, cancelled)."""
     h = handoff
     span = f"{local_time(h.since, date=True)} → {local_time(h.until, date=True)}"
     lines = [
@@ -642,17 +710,32 @@ def handoff_lines(handoff: Handoff) -> list[str]:
             lines.append(f"  {_session_head(d)}")
             lines += [f"    {line}" for line in digest_lines(d)]
     lines += ["", "Decided in this window:"]
-    if not h.decisions and not h.notes:
+    if not h.made and not h.notes:
         lines.append("  nothing: no approval decided, no note sent")
-    for x in h.decisions:
+    for x in h.made:
         when = _clock(x.at) if x.at else "--:--"
         lines.append(f"  {when} {short_id(x.session_id)} {_decision_words(x, limit=100)}")
     for n in h.notes:
         when = _clock(n.sent_at) if n.sent_at else "--:--"
         lines.append(f"  {when} {short_id(n.session_id)} note {_note_words(n, limit=100)}")
+    if h.lapsed:
+        lines += ["", _LAPSED_TITLE + ":"]
+    for x in h.lapsed:
+        when = _clock(x.at) if x.at else "--:--"
+        lines.append(f"  {when} {short_id(x.session_id)} {_decision_words(x, limit=100)}")
     for session_id, why in h.skipped.items():
         lines.append(f"  (could not read {short_id(session_id)}: {safe_line(why, 80)})")
     return lines
+
+
+_LAPSED_TITLE = "Expired or cancelled, nobody decided"
+
+
+def _decision_item(x: Decision) -> str:
+    when = local_time(x.at, seconds=True) if x.at else "unknown time"
+    by = f" by {_md(x.by)}" if x.by else ""
+    said = f" — “{_md(x.comment)}”" if x.comment else ("" if x.comment_kept else f" ({NO_APPROVE_COMMENT})")
+    return f"- {when}, {short_id(x.session_id)}: {x.status} `{_code(x.tool)}`{by}{said}"
 
 
 def handoff_markdown(handoff: Handoff) -> str:
@@ -668,19 +751,18 @@ def handoff_markdown(handoff: Handoff) -> str:
         for d in group:
             out.append(digest_markdown(d, heading="####"))
     out += ["### Decided in this window", ""]
-    if not h.decisions and not h.notes:
+    if not h.made and not h.notes:
         out.append("Nothing: no approval decided, no note sent.")
-    for x in h.decisions:
-        when = local_time(x.at, seconds=True) if x.at else "unknown time"
-        by = f" by {_md(x.by)}" if x.by else ""
-        said = (
-            f" — “{_md(x.comment)}”" if x.comment else ("" if x.comment_kept else f" ({NO_APPROVE_COMMENT})")
-        )
-        out.append(f"- {when}, {short_id(x.session_id)}: {x.status} `{_code(x.tool)}`{by}{said}")
+    for x in h.made:
+        out.append(_decision_item(x))
     for n in h.notes:
         when = local_time(n.sent_at, seconds=True) if n.sent_at else "unknown time"
         then = f" → then: {_md(n.then)}" if n.then else ""
         out.append(f"- {when}, {short_id(n.session_id)}: note “{_md(n.text)}” — {_md(n.state)}{then}")
+    if h.lapsed:
+        out += ["", f"### {_LAPSED_TITLE}", ""]
+    for x in h.lapsed:
+        out.append(_decision_item(x))
     for session_id, why in h.skipped.items():
         out.append(f"- could not read {short_id(session_id)}: {_md(why)}")
     return "\n".join(out) + "\n"

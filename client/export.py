@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from client.models import Approval, Note, Session
-from client.present import decided_by, session_title
+from client.present import decided_by, session_title, settled_phrase
 from client.preview import approval_preview
 from client.textsafe import safe_text
 from client.timeline import (
@@ -433,9 +433,13 @@ def _timeline_lines(doc: dict[str, Any]) -> list[str]:
                 lines.append(f"- {at} Approval requested for **{tool}**{risk}: {what}")
             else:
                 who = approval.get("decided_by") or {}
-                by = f" by {_li(who.get('detail') or who.get('kind'))}" if who else ""
                 said = f": “{_li(approval.get('comment'), 200)}”" if approval.get("comment") else ""
-                lines.append(f"- {at} Approval for **{tool}** {_li(item['status'])}{by}{said}")
+                if who.get("kind") == "expiry":  # nobody decided: the expiry is what happened to it
+                    what = _li(settled_phrase("expired", elsewhere=False))
+                    lines.append(f"- {at} Approval for **{tool}** {what}{said}")
+                else:
+                    by = f" by {_li(who.get('detail') or who.get('kind'))}" if who else ""
+                    lines.append(f"- {at} Approval for **{tool}** {_li(item['status'])}{by}{said}")
         elif kind == "note":
             note = notes.get(item["note_id"], {})
             text = _li(note.get("text"), 120)
@@ -544,7 +548,13 @@ def to_markdown(doc: dict[str, Any]) -> str:
         ]
         for a in doc["approvals"]:
             who = a["decided_by"]
-            by = md_inline(who["detail"] or who["kind"]) if who else "–"
+            by = (
+                "–"
+                if not who
+                else "nobody"
+                if who["kind"] == "expiry"
+                else md_inline(who["detail"] or who["kind"])
+            )
             request = md_inline(a["summary"] or json.dumps(a["arguments"], ensure_ascii=False), 300)
             out.append(
                 _row(

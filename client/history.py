@@ -103,7 +103,7 @@ async def read_handoff(backend: Backend, since: datetime, now: datetime) -> Hand
     async def one(row: Session) -> Digest | None:
         async with gate:
             try:
-                return await read_digest(backend, row.id, Since(since), now, row=row)
+                return await read_digest(backend, row.id, Since.within(since, row), now, row=row)
             except ClientError as exc:
                 skipped[row.id] = str(exc)
                 return None

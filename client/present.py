@@ -432,7 +432,9 @@ def event_line(event: Event) -> tuple[str, str]:
             return "tool", f"{safe_line(name)} {status}{took}{tail}"
         case ApprovalRequested(approval=a):
             what = safe_line(a.summary or a.tool_name or "a tool call", 200)
-            return "approval", f"requested {short_id(a.id)}: {what} (/approve {short_id(a.id)} or /decline)"
+            risk = f" [risk {safe_line(a.risk_level, 12)}]" if a.risk_level else ""
+            sid = short_id(a.id)
+            return "approval", f"requested {sid}: {what}{risk} (/approve {sid} or /decline {sid})"
         case ApprovalDecided(approval=a):
             who = decided_by(a)
             if who is not None and who["kind"] == "rule":  # nobody was asked: which rule, set by whom
@@ -461,16 +463,17 @@ def event_line(event: Event) -> tuple[str, str]:
 
 
 def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
-    """After a withdraw: whether the note is now withdrawn by it, and a sentence saying so or why not.
+    """After a withdraw: whether the note is withdrawn now (the state the operator asked for holds, by this
+    withdraw or an earlier one), and a sentence saying so or why not.
 
     Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so what
     happened is read from the state that came back, and from whether it was pending before
-    (``too_late``: it was not, so even a cancelled note was withdrawn before, not now).
+    (``too_late``: it was not, so a cancelled note was withdrawn before, not now: said as such).
     """
     nid = short_id(note.note_id)
     match note.state:
         case NoteState.CANCELLED if too_late:
-            why = "it was already withdrawn"
+            return True, f"note {nid} was already withdrawn: the agent will not see it (nothing changed now)"
         case NoteState.CANCELLED:
             return True, f"note {nid} is withdrawn (cancelled): the agent will not see it"
         case NoteState.PENDING:

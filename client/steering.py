@@ -17,6 +17,10 @@ must be told about; it returns one of the outcome types below and each front end
 attach screen and the plain attach share it, so nothing decided in this process is ever called "decided
 elsewhere". Short ids typed by people are resolved by :func:`client.ids.resolve_id`; the candidate lists for
 notes and approvals are fetched here (:func:`resolve_note`, :func:`resolve_approval`).
+
+A decision typed as a command rather than taken on a screen that shows the call (``--plain``'s
+``/approve``) names its approval's id for a call at one of :data:`NAME_RISKS`, and approving one at
+:data:`ASK_RISKS` asks once more, naming the call (:func:`risk_of` reads an approval's level).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
     from client.models import Approval, Note
 
 __all__ = [
+    "ASK_RISKS",
+    "NAME_RISKS",
     "AlreadyDeciding",
     "AlreadySettled",
     "DecideOutcome",
@@ -56,9 +62,17 @@ __all__ = [
     "Withdrawn",
     "resolve_approval",
     "resolve_note",
+    "risk_of",
 ]
 
 Verb = Literal["approve", "decline"]
+
+NAME_RISKS = frozenset({"high", "danger", "critical"})
+"""A typed decision on a call at these risk levels must name the approval's id: "the one waiting" may not
+be the one the operator read."""
+
+ASK_RISKS = frozenset({"danger", "critical"})
+"""Approving a call at these risk levels by a typed command asks once more, naming the call ([y/N])."""
 
 SEARCH_SESSIONS = 100
 """How many of the newest sessions a short note id is looked for in (without a session)."""
@@ -246,7 +260,7 @@ class Steering:
                 result = await self.backend.decline(approval_id, comment)
         except ClientError as exc:
             self.decisions.finish(approval_id, decided=False)
-            current = await self._current(approval_id)
+            current = await self.current(approval_id)
             if current is not None and not current.pending:
                 return AlreadySettled(current, verb)
             return DecisionFailed(approval_id, verb, exc)
@@ -259,14 +273,20 @@ class Steering:
         was when that read fails or it still reads pending."""
         if not approval.pending:
             return approval
-        current = await self._current(approval.id)
+        current = await self.current(approval.id)
         return current if current is not None and not current.pending else approval
 
-    async def _current(self, approval_id: str) -> Approval | None:
+    async def current(self, approval_id: str) -> Approval | None:
+        """The approval's row as the server has it now; None when it cannot be read."""
         try:
             return await self.backend.get_approval(approval_id)
         except ClientError:
             return None
+
+
+def risk_of(approval: Approval) -> str:
+    """An approval's risk level as compared with :data:`NAME_RISKS` / :data:`ASK_RISKS` ("" if none)."""
+    return (approval.risk_level or "").strip().lower()
 
 
 # ------------------------------------------------------------------------------------------- short ids

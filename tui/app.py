@@ -7,9 +7,10 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         ``session_id`` it opens that session's attach screen first (``preloop sessions attach <id>``), else
         the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
         full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
-        caller's (one loop, one connection per command). Returns the process exit code (0; 143 or 129
-        after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
-        (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
+        caller's (one loop, one connection per command). Returns the process exit code (0; 130 after
+        Ctrl+C; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A
+        message for the shell (e.g. "Detached from ...; it keeps running") is printed after the terminal
+        is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
                close_backend=False, follow=True, drafts=None, marks=None)
@@ -83,6 +84,7 @@ import client.attention_live
 import client.backends.local.feed  # noqa: F401
 from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backend import Backend
+from client.clipboard import clipboard_route, copy_words
 from client.drafts import DraftStore
 from client.errors import ClientError, Unsupported
 from client.inbox import ApprovalAdded, ApprovalExpiring, ApprovalGone, Inbox, InboxChange, closing_feed
@@ -576,13 +578,14 @@ class PreloopApp(App[str | None]):
         and lets go of the selection, so a second Ctrl+C quits."""
         copied = self._copy_selection()
         if copied:
-            self.notify(
-                f"Copied {copied} character{'s' if copied != 1 else ''}; Ctrl+C again quits.",
-                title="Copied",
-                markup=False,
-            )
+            what = f"{copied} character{'s' if copied != 1 else ''}"
+            said, title, arrived = copy_words(what, clipboard_route())  # the truth inside tmux too
+            severity: SeverityLevel = "information" if arrived else "warning"
+            self.notify(f"{said}; Ctrl+C again quits.", title=title, severity=severity, markup=False)
             return
-        self.leave_app(self._quit_message())
+        # 130, as from any terminal program interrupted by Ctrl+C (the README's exit codes); Ctrl+Q and
+        # ``q`` quit with 0.
+        self.leave_app(self._quit_message(), return_code=128 + signal.SIGINT)
 
     def _copy_selection(self) -> int:
         """Copy the selected text, if any, to the clipboard and clear the selection; how many characters
@@ -612,7 +615,7 @@ class PreloopApp(App[str | None]):
         if self.close_backend:
             await self.backend.aclose()
 
-    def _sessions_screen(self) -> SessionsScreen:
+    def _sessions_screen(self, highlight: str | None = None) -> SessionsScreen:
         return SessionsScreen(
             self.backend,
             open_session=self.open_session,
@@ -620,6 +623,7 @@ class PreloopApp(App[str | None]):
             refresh_interval=self.refresh_interval,
             pending=self.inbox.pending_by_session,
             news=self.session_news,
+            highlight=highlight,
         )
 
     def session_news(self, row: Session) -> News:
@@ -761,8 +765,8 @@ class PreloopApp(App[str | None]):
                 below.load()
         elif detach:
             self.exit(message)
-        else:
-            self.switch_screen(self._sessions_screen())
+        else:  # opened by `sessions attach ID`: the list, with the session just left highlighted
+            self.switch_screen(self._sessions_screen(highlight=session_id))
             self.notify(message, title="Left the session", markup=False)
 
     @staticmethod

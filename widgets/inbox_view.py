@@ -276,6 +276,8 @@ def news_words(news: News) -> Text:
     parts: list[tuple[str, str]] = []
     if news.new:
         parts.append((f"{news.new:,} new since you looked", "bold"))
+    elif news.new is None and news.changed:
+        parts.append(("new since you looked", "bold"))
     if news.waiting:
         parts.append((f"⚑ {news.waiting} waiting", "bold yellow"))
     if news.problem:

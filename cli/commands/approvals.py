@@ -35,8 +35,9 @@ from client.present import (
     short_id,
 )
 from client.preview import approval_preview
-from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
+from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, resolve_approval
+from client.stream_words import OutageLines
 from client.textsafe import safe_line
 
 
@@ -274,14 +275,15 @@ async def _emit(
     print(line, flush=True)
 
 
-def _notice(item: StreamStatus, said: StreamStatus | None) -> None:
-    """Connection states go to stderr (stdout stays data only); a refused token once, not per retry
-    (``said``: the last state printed)."""
-    if isinstance(item, LoginNeeded):
-        if not isinstance(said, LoginNeeded):
-            print(f"preloop: {safe_line(item.reason, 300)}", file=sys.stderr)
-    elif isinstance(item, Reconnecting):
-        print(f"preloop: reconnecting in {item.delay:.0f}s: {safe_line(item.reason, 120)}", file=sys.stderr)
+def _notice(item: StreamStatus, outage: OutageLines) -> None:
+    """Connection states go to stderr (stdout stays data only): a lost feed or a refused token once when
+    it starts (and as ``client.stream_words.OutageLines`` says while it lasts), live again once; the
+    first connection says nothing."""
+    if isinstance(item, Connecting | Live | Reconnecting | LoginNeeded):
+        was_down = outage.down
+        said = outage.update(item, datetime.now(UTC))
+        if said is not None and (was_down or outage.down):
+            print(f"preloop: {said}", file=sys.stderr)
     elif isinstance(item, Refused):
         print(f"preloop: the attention feed was refused: {safe_line(item.reason, 200)}", file=sys.stderr)
 
@@ -314,7 +316,7 @@ async def watch_approvals(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace) -> int:
     inbox = Inbox()
-    said: StreamStatus | None = None
+    outage = OutageLines()
     async with connect(args) as backend:
         steering = Steering(backend, inbox.decisions)
         session = await resolve_session(backend, args.session) if args.session else None
@@ -331,9 +333,7 @@ async def _watch(args: argparse.Namespace) -> int:
                         changes = [ApprovalAdded(a) for a in inbox.approvals]
                         changes += [NoteFailed(n) for n in reversed(inbox.notes)]
                 elif isinstance(item, STATUS_TYPES):
-                    _notice(item, said)
-                    if isinstance(item, LoginNeeded | Reconnecting | Live):
-                        said = item
+                    _notice(item, outage)
                     if isinstance(item, Refused):
                         return EXIT_FAILED
                     continue

@@ -143,8 +143,8 @@ async def list_notes(args: argparse.Namespace) -> int:
 
 
 async def withdraw(args: argparse.Namespace) -> int:
-    """Withdraw a pending note; exit 1 (and say why) when it was no longer pending, withdrawn before
-    included (what ``--help`` says)."""
+    """Withdraw a pending note; exit 1 (and say why) when it reached the agent or expired first; a note
+    withdrawn before says so and exits 0: the state asked for holds (what ``--help`` says)."""
     require_note_id(args.note_id)  # a malformed id is a usage error before any request
     from client.steering import Steering, TooLate, WithdrawFailed, resolve_note
 
@@ -155,7 +155,7 @@ async def withdraw(args: argparse.Namespace) -> int:
     if isinstance(outcome, WithdrawFailed):
         raise outcome.error
     note = outcome.note
-    # Not pending when asked (delivered, expired, withdrawn before): nothing changed, exit 1.
+    # Not pending when asked: withdrawn before holds (exit 0); delivered, expired...: nothing changed, exit 1.
     withdrawn, sentence = withdraw_outcome(note, too_late=isinstance(outcome, TooLate))
     sentence = sentence[0].upper() + sentence[1:] + "."
     if args.json:

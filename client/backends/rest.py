@@ -188,7 +188,7 @@ class PreloopRestApi(RestBackend):
 
     async def _session_detail(self, session_id: str) -> Session:
         sid = require_uuid(session_id)
-        response = await self._request("GET", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}")
+        response = await self._request("GET", f"/runtime-sessions/{sid}", what=f"session {sid}")
         return self.conn.parse(response, SessionDetail).session
 
     async def get_session(self, session_id: str) -> Session:
@@ -220,16 +220,14 @@ class PreloopRestApi(RestBackend):
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         """What happened in a session, newest first (Preloop's history; no total)."""
         sid = require_uuid(session_id)
-        response = await self._request(
-            "GET", f"/runtime-sessions/{sid}/activity", what=f"session {short_id(sid)}"
-        )
+        response = await self._request("GET", f"/runtime-sessions/{sid}/activity", what=f"session {sid}")
         return self.conn.parse(response, ActivityList).items
 
     async def end_session(self, session_id: str) -> Session:
         """Ask the server to end a session; pending notes become undeliverable."""
         sid = require_uuid(session_id)
         response = await self._request(
-            "PATCH", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}", json={"action": "end"}
+            "PATCH", f"/runtime-sessions/{sid}", what=f"session {sid}", json={"action": "end"}
         )
         return self.conn.parse(response, Session)
 
@@ -264,7 +262,7 @@ class PreloopRestApi(RestBackend):
         if body.runtime_session_id:
             await self._before_note(body.runtime_session_id)
         url = API_PREFIX + "/operator-notes"
-        what = f"session {short_id(session_id)}" if session_id else "the note's target"
+        what = f"session {session_id}" if session_id else "the note's target"  # a 404 names it in full
         try:
             response = await self.conn.send("POST", url, json=body.model_dump(exclude_none=True))
         except TransportError as err:
@@ -279,7 +277,7 @@ class PreloopRestApi(RestBackend):
             error = self.conn.api_error(response, what)
             if error.status == 409 and session_id:
                 # the only 409 of this route: the session has ended (our server; docs/protocol.md)
-                raise SessionEnded(what, error.detail)
+                raise SessionEnded(f"session {short_id(session_id)}", error.detail)
             raise error
         try:
             note = self.conn.parse(response, Note)
@@ -307,7 +305,10 @@ class PreloopRestApi(RestBackend):
             "limit": limit,
             "offset": offset,
         }
-        response = await self._request("GET", "/operator-notes", params=params)
+        target = session_id or agent_id or execution_id
+        kind = "session" if session_id else "agent" if agent_id else "execution"
+        what = f"{kind} {target}" if target else ""
+        response = await self._request("GET", "/operator-notes", what=what, params=params)
         return self.conn.parse(response, NoteList)
 
     async def get_note(self, note_id: str) -> Note:
@@ -353,7 +354,7 @@ class PreloopRestApi(RestBackend):
     async def get_approval(self, approval_id: str) -> Approval:
         """One approval request with its tool arguments and current status."""
         aid = require_uuid(approval_id, "approval id")
-        response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {short_id(aid)}")
+        response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {aid}")
         return self.conn.parse(response, Approval)
 
     async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
@@ -368,7 +369,7 @@ class PreloopRestApi(RestBackend):
         aid = require_uuid(approval_id, "approval id")
         body = ApprovalDecision(comment=comment).model_dump(exclude_none=True)
         response = await self._request(
-            "POST", f"/approval-requests/{aid}/{verb}", what=f"approval {short_id(aid)}", json=body
+            "POST", f"/approval-requests/{aid}/{verb}", what=f"approval {aid}", json=body
         )
         approval = self.conn.parse(response, Approval)
         self._changed(approval.runtime_session_id)

@@ -269,3 +269,17 @@ def test_a_server_with_one_operator_per_account_names_them_for_every_human_decis
     doc = build_export(SID, bare, exported_at=NOW, sole_operator=True)
     assert doc["notes"] == []
     assert doc["approvals"][0]["decided_by"] == {"kind": "human", "detail": "the operator"}
+
+
+def test_an_expiry_reads_as_one_in_the_timeline_and_the_table() -> None:
+    """The trial: "Approval for Bash expired by nobody decided before it expired"."""
+    ev, timeline = Feed(), Timeline()
+    asked = approval("e1", tool_name="Bash", summary="rm -rf dist")
+    timeline.apply(ev("approval.requested", at="2026-03-01T10:00:01Z", approval=asked))
+    gone = approval("e1", "expired", tool_name="Bash", resolved_at="2026-03-01T10:01:01Z")
+    timeline.apply(ev("approval.decided", at="2026-03-01T10:01:01Z", approval=gone))
+    md = to_markdown(build_export(SID, timeline, exported_at=NOW))
+    assert "by nobody" not in md
+    assert "Approval for **Bash** expired before anyone decided" in md
+    [row] = [line for line in md.splitlines() if line.startswith("|") and "expired" in line]
+    assert "nobody decided before it expired" not in row and "| nobody |" in row

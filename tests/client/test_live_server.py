@@ -303,7 +303,7 @@ async def test_bad_or_missing_token_is_an_auth_error_without_the_token(live_serv
 async def test_unknown_and_foreign_sessions_are_not_found(
     harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
-    with pytest.raises(NotFound, match="session 00000000 does not exist"):
+    with pytest.raises(NotFound, match="session 00000000-0000-4000-8000-000000000000 does not exist"):
         await client.get_session("00000000-0000-4000-8000-000000000000")
     agent = await new_session(harness)
     async with await connect(Settings(live_server.url, live_server.other_token)) as other:

@@ -131,3 +131,15 @@ def test_event_lines_are_one_safe_line() -> None:
     kind, text = event_line(said)
     assert kind == "unknown" and text.startswith("preloop.session_warning: This token allows no MCP tools")
     assert "\x1b" not in text
+
+
+def test_a_requested_approval_line_names_its_risk_and_both_commands_with_its_id() -> None:
+    requested = parse_event(
+        '{"seq": 6, "type": "approval.requested", "session_id": "s", "at": "2026-11-30T12:00:00Z",'
+        ' "approval": {"id": "f98ccce3-0000-4000-8000-000000000000", "tool_name": "Bash",'
+        ' "summary": "Allow Bash?", "risk_level": "danger"}}'
+    )
+    assert event_line(requested) == (
+        "approval",
+        "requested f98ccce3: Allow Bash? [risk danger] (/approve f98ccce3 or /decline f98ccce3)",
+    )

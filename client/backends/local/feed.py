@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from client.backends.rest import API_PREFIX
 from client.errors import ClientError, ConnectionLost, error_for_status
 from client.events import Event, EventDecodeError, parse_event
-from client.ids import short_id
 from client.status import Ended, Live, StreamStatus
 from client.streaming.intake import SeqIntake
 from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
@@ -78,7 +77,7 @@ def follow(
         params: dict[str, int] | None = {"after": cursor} if cursor > 0 else None
         if cursor == 0 and tail is not None:
             params = {"tail": tail}
-        what = f"session {short_id(session_id)}"
+        what = f"session {session_id}"  # a 404 names it in full
         async with conn.event_source(
             events_path(session_id), what=what, headers=headers, params=params
         ) as source:
@@ -132,7 +131,7 @@ async def history(
         params = {"after": after.number}
     elif since is not None:
         params = {"since": iso(since)}
-    what = f"session {short_id(session_id)}"
+    what = f"session {session_id}"  # a 404 names it in full
     events: list[Event] = []
     try:
         async with api.conn.event_source(events_path(session_id), what=what, params=params) as source:

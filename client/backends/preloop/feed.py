@@ -54,6 +54,7 @@ from client.events import Event
 from client.ids import is_uuid
 from client.models import Approval, NoteList, NoteState, Session
 from client.status import Ended, Live, Missed, Refused, Skipped, StreamStatus
+from client.stream_words import failure_words
 from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.streaming.reconnect import Link, Refusal, reconnecting
 
@@ -454,7 +455,7 @@ def classify_failure(exc: Exception) -> str | Refusal | None:
     if isinstance(exc, InvalidURI):
         return Refusal(f"bad server address: {exc}", None)
     if isinstance(exc, OSError | TimeoutError | InvalidHandshake | ValueError) or _is_rest_error(exc):
-        return str(exc) or type(exc).__name__
+        return str(exc) or failure_words(exc)  # words, never the exception's name
     return None
 
 
