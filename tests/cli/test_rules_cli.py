@@ -155,6 +155,7 @@ async def test_the_rule_made_on_preloop_is_the_bypass_its_console_sees() -> None
 async def test_a_call_a_rule_allowed_is_told_so_in_the_timeline_the_digest_and_the_export(
     live_server: Any,
 ) -> None:
+    from client.entry_words import entry_words
     from client.timeline import ApprovalEntry, Timeline
     from widgets.timeline_render import line_plain, render_entry
 
@@ -176,6 +177,7 @@ async def test_a_call_a_rule_allowed_is_told_so_in_the_timeline_the_digest_and_t
         [entry] = [e for e in timeline if isinstance(e, ApprovalEntry)]
         [line] = [line_plain(x).rstrip() for x in render_entry(entry, 200)]
         assert line == f"✓ approval approved  Bash  by {told}  pytest -q"
+        assert f"by {told}" in entry_words(entry)  # what find searches is what the line shows
 
         digest = await asyncio.to_thread(preloop, "sessions", "digest", sid, "--since", "30m")
         assert digest.returncode == 0, digest.stderr
