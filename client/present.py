@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from client.cells import cell_len, fit, head, tail
 from client.ids import short_id
-from client.models import Approval, ApprovalDecider, Note, NoteState, Session
+from client.models import AllowRule, Approval, ApprovalDecider, Note, NoteState, Session
 from client.textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:
@@ -146,12 +146,26 @@ def decider_of(approval: Approval) -> ApprovalDecider | None:
     (nobody's decision), and for a person the server does not name."""
     if approval.status not in ("approved", "declined"):
         return None
+    rule = _deciding_rule(approval)
+    if rule is not None:
+        return ApprovalDecider(kind="rule", name=rule, at=approval.resolved_at)
     if approval.decider is not None:
         return approval.decider
     if approval.decided_by_ai:
         return ApprovalDecider(kind="ai", name=approval.ai_model, at=approval.resolved_at)
     if approval.auto_approved_reason:
         return ApprovalDecider(kind="rule", name=approval.auto_approved_reason, at=approval.resolved_at)
+    return None
+
+
+def _deciding_rule(approval: Approval) -> str | None:
+    """The allow rule (ours) or Preloop approval bypass that approved a call nobody was asked about, named
+    with what it covers and who set it (:func:`decided_by_rule`); None when none did."""
+    rule = approval.rule
+    if rule is not None and rule.mode == "allow" and approval.status == "approved":
+        return decided_by_rule(rule)
+    if approval.auto_approved_reason == "bypass":
+        return f"Preloop approval bypass {short_id(approval.auto_approval_bypass_id)}"
     return None
 
 
@@ -164,6 +178,9 @@ def decider_words(approval: Approval, *, you: bool = False) -> str | None:
         return None
     if you:
         return "you"
+    rule = _deciding_rule(approval)
+    if rule is not None:
+        return rule
     who = decider_of(approval)
     if who is None:
         return "an operator" if approval.decided_by_human else None
@@ -198,13 +215,17 @@ def decision_words(approval: Approval, *, you: bool = False, comment: int | None
 
 
 def decided_by(approval: Approval, *, you: bool = False) -> dict[str, object] | None:
-    """Who decided, for scripts (JSON, the export): ``kind`` (``human``, ``ai``, ``policy``, ``expiry``,
-    ``unknown``), ``name`` and ``user_id`` as the server gives them, ``you`` (this operator decided it),
-    ``at``, and ``detail`` (the words :func:`decider_words` says). None while pending."""
+    """Who decided, for scripts (JSON, the export): ``kind`` (``human``, ``ai``, ``policy``, ``rule``: an
+    allow rule or a Preloop approval bypass, ``expiry``, ``unknown``), ``name`` and ``user_id`` as the
+    server gives them, ``you`` (this operator decided it), ``at``, and ``detail`` (the words
+    :func:`decider_words` says). None while pending."""
     if approval.pending:
         return None
     if approval.status == "expired":
         return {"kind": "expiry", "detail": "nobody decided before it expired"}
+    rule = _deciding_rule(approval)
+    if rule is not None:  # an allow rule or a bypass decided it: named with who set it
+        return {"kind": "rule", "detail": rule, "you": False}
     who = decider_of(approval)
     kinds = {"person": "human", "ai": "ai", "rule": "policy"}
     named = "human" if approval.decided_by_human or you else "unknown"
@@ -541,8 +562,12 @@ def event_line(event: Event, *, by_you: Callable[[Approval], bool] | None = None
             sid = short_id(a.id)
             return "approval", f"requested {sid}: {what}{risk} (/approve {sid} or /decline {sid})"
         case ApprovalDecided(approval=a):
-            who = decider_words(a, you=by_you(a) if by_you is not None else False)
-            by = f" by {who}" if who else ""
+            who = decided_by(a)
+            if who is not None and who["kind"] == "rule":  # nobody was asked: which rule, set by whom
+                what = safe_line(a.summary or a.tool_name or "a tool call", 200)
+                return "approval", f"{safe_line(a.status)} {short_id(a.id)} by {who['detail']}: {what}"
+            named = decider_words(a, you=by_you(a) if by_you is not None else False)
+            by = f" by {named}" if named else ""
             comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
             return "approval", f"{safe_line(a.status)} {short_id(a.id)}{by}{comment}"
         case NoteEvent(type=kind, note=n):
@@ -594,3 +619,23 @@ def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
         case _:
             why = f"it is {safe_line(note.state)}, and only a pending note can be withdrawn"
     return False, f"note {nid} is {safe_line(note.state)}: nothing changed, because {why}"
+
+
+def rule_scope_words(rule: AllowRule) -> str:
+    """What a rule covers, in a few words: "Bash `pytest *` in 1a2b3c4d", "every tool of agent builder",
+    "every agent's calls"."""
+    what = safe_line(rule.tool_name, 40) if rule.tool_name else "every tool"
+    if rule.pattern is not None:
+        what += f" `{safe_line(rule.pattern, 60)}`"
+    if rule.scope == "session":
+        return f"{what} in {short_id(rule.session_id)}"
+    if rule.scope == "agent":
+        agent = safe_line(rule.agent_name, 30) if rule.agent_name else short_id(rule.agent_id)
+        return f"{what} of agent {agent}"
+    return f"{what}, every agent" if rule.tool_name else "every call of every agent"
+
+
+def decided_by_rule(rule: AllowRule) -> str:
+    """Who decided a call a rule allowed: "rule 5e1f2a3b (Bash `pytest *` in 1a2b3c4d), set by alice"."""
+    by = f", set by {safe_line(rule.set_by, 40)}" if rule.set_by else ""
+    return f"rule {short_id(rule.id)} ({rule_scope_words(rule)}){by}"

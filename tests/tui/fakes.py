@@ -16,6 +16,7 @@ from client.errors import ClientError, NotFound
 from client.events import Event, event_from_dict
 from client.models import (
     ActivityItem,
+    AllowRule,
     Approval,
     AttentionSnapshot,
     Health,
@@ -23,8 +24,10 @@ from client.models import (
     NoteList,
     Session,
     SessionList,
+    Standing,
     UserMe,
 )
+from client.rules import RuleSpec
 from client.status import StreamStatus
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -51,6 +54,8 @@ class FakeBackend:
         script: Sequence[Event | StreamStatus] = (),
         fail: ClientError | None = None,
         attention: Sequence[AttentionSnapshot | Event | StreamStatus] = (),
+        standing: Standing | None = None,
+        capabilities: Capabilities | None = None,
     ) -> None:
         self.sessions = list(sessions)
         self.notes = list(notes)
@@ -62,6 +67,11 @@ class FakeBackend:
         self.attention_consumed = False
         self.me: UserMe | None = None
         """Who ``whoami`` says this token acts for."""
+        self.standing_now = standing or Standing()
+        """What ``standing()`` answers (the banner's rules and kill switch)."""
+        if capabilities is not None:
+            self.capabilities = capabilities
+        self.made: list[RuleSpec] = []
         self.sent: list[str] = []
         self.script_consumed = False
         """True once the follower has taken every scripted item (the screen has handled the last one)."""
@@ -158,6 +168,22 @@ class FakeBackend:
             yield item
         self.attention_consumed = True
         await asyncio.Event().wait()
+
+    async def list_rules(self) -> list[AllowRule]:
+        return list(self.standing_now.rules)
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        self.made.append(spec)
+        return AllowRule(id=f"r{len(self.made)}", mode=spec.mode, scope=spec.scope, expires_at=NOW)
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        return next(r for r in self.standing_now.rules if r.id == rule_id)
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        return list(self.standing_now.rules)
+
+    async def standing(self) -> Standing:
+        return self.standing_now
 
     async def aclose(self) -> None:
         return None

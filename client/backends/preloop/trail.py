@@ -78,7 +78,13 @@ def apply_history(approval: Approval, entries: Iterable[Any]) -> Approval:
     votes = None
     if required > 1 or approvals + declines > 1:
         votes = ApprovalVotes(approvals=approvals, declines=declines, required=max(required, 1))
-    update: dict[str, Any] = {"viewed_by": viewers, "votes": votes, "escalated_at": escalated}
+    # Votes a pushed frame already counted (``client.backends.preloop.unified``) stay when the history
+    # says nothing more.
+    update: dict[str, Any] = {
+        "viewed_by": viewers,
+        "votes": votes if votes is not None else approval.votes,
+        "escalated_at": escalated,
+    }
     if decider is not None and not approval.pending:
         update["decider"] = decider
     return approval.model_copy(update=update)
