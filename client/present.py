@@ -225,7 +225,7 @@ def decided_by(approval: Approval, *, you: bool = False) -> dict[str, object] | 
         return {"kind": "expiry", "detail": "nobody decided before it expired"}
     rule = _deciding_rule(approval)
     if rule is not None:  # an allow rule or a bypass decided it: named with who set it
-        return {"kind": "rule", "detail": rule, "you": False}
+        return {"kind": "rule", "detail": rule}
     who = decider_of(approval)
     kinds = {"person": "human", "ai": "ai", "rule": "policy"}
     named = "human" if approval.decided_by_human or you else "unknown"
