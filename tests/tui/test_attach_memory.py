@@ -15,8 +15,6 @@ import pytest
 from textual.widgets import Static
 
 from client.backend import Backend
-from client.backends import connect
-from client.config import Settings
 from client.views import View
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
@@ -29,14 +27,6 @@ from tui.screens.sessions import SessionsScreen
 from widgets.find_bar import FindBar
 
 SIZE = (120, 32)
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
 
 
 @pytest.fixture

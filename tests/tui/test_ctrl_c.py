@@ -15,8 +15,6 @@ from textual.widgets import Input
 from textual.widgets.text_area import Selection
 
 from client.backend import Backend
-from client.backends import connect
-from client.config import Settings
 from client.drafts import DraftStore
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
@@ -25,14 +23,6 @@ from tui.app import PreloopApp
 from tui.screens.decline_comment import DeclineCommentScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from client.config import Settings
 from client.models import NoteState
 from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, until
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from tui.screens.confirm import ConfirmScreen
@@ -43,31 +43,12 @@ SIZE = (100, 30)
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
-
-
-@pytest.fixture
 async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
     async with live_server.harness() as harness:
         session = await harness.start_session(agent_name="builder", cwd="/work/repo", title="Fix the build")
         await session.run_started("Fix the failing test")
         await session.narrate(1, ["Looking at the test first."])
         yield session
-
-
-async def until(pilot: Any, condition: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
-    """Let the app run until ``condition`` holds (the stream is real, so this takes a few frames; the
-    deadline is generous for a loaded machine, and a condition met sooner returns sooner)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for: {what}")
-        await pilot.pause(0.05)
 
 
 async def click_until(pilot: Any, selector: str, done: Callable[[], bool], what: str) -> None:
