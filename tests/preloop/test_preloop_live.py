@@ -302,7 +302,7 @@ async def test_reconnect_counts_the_events_missed_while_away(
 async def test_a_silent_connection_is_declared_dead_and_replaced(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=replace(FAST, dead_after=1.0)))
     await w.until(lambda w: bool(w.statuses(Live)))
     await w.until(lambda w: any(m == {"type": "ping"} for m in fake.ws_received), within=20.0)
     fake.muted = True  # no pong, no push: the connection is alive but says nothing

@@ -61,7 +61,6 @@ async def test_a_revoked_token_is_said_once_keeps_the_screen_and_draft_and_resum
         server_kind="local",
         backoff_initial=0.05,
         backoff_max=0.2,
-        keepalive_interval=0.5,
         token_source=source,
     )
     async with live_server.harness() as harness:

@@ -90,9 +90,11 @@ async def test_a_refused_session_is_reported_once_when_the_stream_refuses_first(
         assert screen.unavailable is None and not app._notifications  # nothing said before the row answers
         backend.row_gate.set()
         await until(pilot, lambda: screen.unavailable is not None, "the row's refusal")
-        await pilot.pause(0.1)
         banner = screen.query_one(Banner)
-        assert banner.level == "error" and "no session" in banner.message
+        await until(
+            pilot, lambda: banner.level == "error" and screen.composer.closed is not None, "the refusal shown"
+        )
+        assert "no session" in banner.message
         assert "refused the stream" not in banner.message
         assert not app._notifications
         # The note box was on screen with the focus: it closes (keeps the focus, takes what is typed) rather

@@ -23,7 +23,6 @@ from tui.screens.confirm import ConfirmScreen
 from tui.screens.sessions import SessionsScreen
 from tui.screens.withdraw_pick import WithdrawPickScreen
 
-client = test_pilot.client
 agent = test_pilot.agent
 
 
@@ -336,7 +335,11 @@ async def test_notices_are_not_stacked_twice_and_leave_the_panels_alone(
             assert len(exported) == 1 and len(screen.query("Toast")) == 1, exported
             for n in range(6):  # different notices, as many as fit and more
                 screen.notify(f"notice {n}: " + "words " * 12, markup=False)
-            await pilot.pause(0.5)
+            await until(
+                pilot,
+                lambda: sum(t.region.width > 0 for t in screen.query("Toast")) == 7,  # noqa: B023
+                "the seven notices placed",
+            )
             for panel in (screen.approvals_panel, screen.notes_panel):  # what is painted on each cell
                 region = panel.region
                 over = {

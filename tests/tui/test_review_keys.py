@@ -15,7 +15,6 @@ from tui.app import PreloopApp
 from widgets.notes_panel import NotesPanel
 from widgets.timeline_view import TimelineView
 
-client = test_pilot.client
 agent = test_pilot.agent
 
 

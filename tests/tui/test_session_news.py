@@ -16,15 +16,12 @@ from client.backend import Backend
 from client.marks import MarkStore
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
-from tests.tui import test_pilot
 from tests.tui.test_pilot import until
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
 from widgets.timeline_view import TimelineView
-
-client = test_pilot.client
 
 
 @pytest.fixture
