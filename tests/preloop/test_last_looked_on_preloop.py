@@ -42,7 +42,6 @@ async def test_a_preloop_session_comes_back_to_its_mark_after_a_restart(
         )  # fmt: skip
         async with earlier.run_test(size=(200, 40)) as pilot:
             await _attached(pilot, earlier)
-            await pilot.pause(0.3)
             await pilot.press("ctrl+c")
     mark = MarkStore(marks).get(MAIN_SESSION)
     assert mark is not None and mark.place.number is None  # Preloop numbers nothing: the fact's key and time
