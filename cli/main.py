@@ -426,6 +426,15 @@ def _fill_globals(args: argparse.Namespace) -> None:
             setattr(args, name, default)
 
 
+def _skip_httpx_command_line() -> None:
+    """``import httpx`` also imports httpx's own command line (click, pygments, a good part of rich) whenever
+    click is installed, as it is with the ``server`` extra (uvicorn needs it); no command here runs it.
+    Marked absent before httpx loads, it leaves httpx its stub ``httpx.main`` and every command (the app
+    too) its import time."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``preloop`` command and return its exit code (the console script exits with it)."""
     parser = build_parser()
@@ -443,6 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         group: argparse.ArgumentParser = args.group_parser
         group.print_help(sys.stderr)
         return EXIT_USAGE
+    _skip_httpx_command_line()
     try:
         import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
 

@@ -1,46 +1,46 @@
-"""One connection to one server: the token, the requests, and how answers become errors and models.
+"""One connection to one server: one httpx client, the token, and how answers become errors and models.
 
 Every backend (``client.backends``) talks through one of these, whatever the server's API looks like, so
-a failed request, a refused token or a redirect reads the same on every kind of server::
+a failed request, a refused token or a redirect reads the same on every kind of server, and every command
+(the app, ``attach``, ``sessions list``...) sends its requests the same way::
 
-    conn = Connection("http://127.0.0.1:8765", token, transport=...)   # transport: tests inject faults
-    response = await conn.request("GET", "/api/v1/health")             # ClientError on any failure
-    session = conn.parse(response, SessionDetail)                      # InvalidResponse on a wrong shape
+    async with Connection("http://127.0.0.1:8765", token, transport=...) as conn:  # tests inject faults
+        response = await conn.request("GET", "/api/v1/health")    # ClientError on any failure
+        health = conn.parse(response, Health)                      # InvalidResponse on a wrong shape
+
+Requests, live streams and the token all go through the one client (:attr:`Connection.http`), so proxies
+(``HTTP_PROXY``, ``NO_PROXY``...), certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``) and https are honoured
+as httpx honours them, by every command alike. That client is an ``httpx.AsyncClient``, except for a
+one-shot command (``blocking=True``: ``sessions list``, ``notes list``), which sends one request after
+another, runs nothing meanwhile and follows no stream: its client is the blocking ``httpx.Client`` with the
+same settings and auth step, each request waited for in place (it spares the command the start-up of
+httpx's async stack); requests, errors and the token take the same code either way.
 
 Every live feed's SSE stream is opened here too, with httpx-sse (:meth:`Connection.event_source`: the
 answer checked, its read timeout the stall timeout), and parsed by httpx-sse's ``EventSource.aiter_sse``;
 :meth:`Connection.stream_failure` says what a broken stream means. It knows nothing about sessions, notes
 or events: that is the backends' business.
 
-**Two engines, one REST path.** A request is built here (the query, the JSON body, the token), sent by an
-engine that only carries bytes (:mod:`client.engine`: ``Engine``), and its answer read here (``Reply``,
-error statuses into :mod:`client.errors`, bodies into pydantic models). The engine is httpx's ``AsyncClient``
-(:mod:`client.httpx_engine`) for the app, every live feed and any https server; a one-shot command
-(``one_shot=True``: ``preloop sessions list``, ``preloop notes list``) sends its requests one after another
-and nothing else runs meanwhile, so on a plain http server they go over the standard library's
-``http.client`` (:mod:`client.blocking_engine`), which spares those commands the import of httpx (85-100 ms
-of their start-up: 190 ms against 280-290 ms here, the engine swapped). Live streams always use httpx
-(:attr:`Connection.http`, made on first use).
-
 The token can change while the connection lives: given a ``token_source`` (``client.config.token_reader``),
 a request the server answers 401 makes the connection read the token again; when it changed (``preloop
 login`` in another terminal, a restarted local server), the request is sent once more with the new one,
-which every later request uses. Requests refused at the same moment read it once, not once each.
+which every later request uses (the client's auth step, :class:`_Bearer`: REST and streams alike).
+Requests refused at the same moment read it once, not once each.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json as jsonlib
-from collections.abc import AsyncIterator, Callable, Mapping
+import ssl
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-from urllib.parse import quote, urlencode, urlsplit
-from urllib.request import getproxies
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+from urllib.parse import quote, urlsplit
 
+import httpx
 from pydantic import BaseModel, ValidationError
 
-from client.engine import Engine, EngineFailure, Reply
 from client.errors import (
     ApiError,
     ClientError,
@@ -56,7 +56,6 @@ from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.textsafe import safe_line
 
 if TYPE_CHECKING:
-    import httpx
     from httpx_sse import EventSource
 
 __all__ = ["Connection", "display_url"]
@@ -64,6 +63,9 @@ __all__ = ["Connection", "display_url"]
 _M = TypeVar("_M", bound=BaseModel)
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_PATH_SAFE = "/:@!$&'()*+,;=~%"
+"""Characters a path shown in a message keeps as they are (the rest is percent-encoded)."""
 
 
 def display_url(url: str) -> str:
@@ -99,62 +101,61 @@ def _check_token(token: str | None) -> str | None:
     return token
 
 
-_PATH_SAFE = "/:@!$&'()*+,;=~%"
-"""Characters a path keeps as they are (the rest is percent-encoded, as httpx does)."""
+def _tls_verify(url: str) -> ssl.SSLContext | bool:
+    """TLS settings for a client of ``url``: httpx's default for an https server (certifi's CA bundle, or
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set).
+
+    A plain http server (the local one) never negotiates TLS, so its client gets a context that trusts no
+    certificate instead: loading the bundle is a noticeable part of every command's start-up, and a TLS
+    connection made by that client would fail verification, never skip it.
+    """
+    if url.startswith("https://"):
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
-def _query_value(value: Any) -> str:
-    """A query value as httpx spells it (``true``/``false`` for booleans)."""
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    return str(value)
+class _Bearer(httpx.Auth):
+    """The connection's current token on every request; a 401 reads it again and, if it changed, sends
+    the request once more with the new one (httpx reads and closes the refused answer first). The same
+    steps for the async client and the blocking one."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        used = self._conn.token
+        _authorise(request, used)
+        response = yield request
+        if response.status_code == 401 and await self._conn.reread_token(used):
+            _authorise(request, self._conn.token)
+            yield request
+
+    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        used = self._conn.token
+        _authorise(request, used)
+        response = yield request
+        if response.status_code == 401 and self._conn.reread_token_blocking(used):
+            _authorise(request, self._conn.token)
+            yield request
 
 
-def _target(path: str, params: Mapping[str, Any] | None) -> str:
-    """The request target: the path percent-encoded, then the query (None values left out; a list or
-    tuple repeats its key)."""
-    pairs: list[tuple[str, str]] = []
-    for key, value in (params or {}).items():
-        if value is None:
-            continue
-        for item in value if isinstance(value, list | tuple) else (value,):
-            pairs.append((key, _query_value(item)))
-    target = quote(path, safe=_PATH_SAFE)
-    return f"{target}?{urlencode(pairs)}" if pairs else target
-
-
-class Answer(Protocol):
-    """What :meth:`Connection.api_error` reads of an error answer: a :class:`Reply`, or the
-    ``httpx.Response`` a live stream was refused with."""
-
-    @property
-    def status_code(self) -> int: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-    @property
-    def text(self) -> str: ...
-
-    def json(self) -> Any: ...
-
-
-def _proxied() -> bool:
-    """Whether plain http requests would go through a proxy (environment or system settings): httpx
-    honours them, the standard library's ``http.client`` does not, so httpx carries those."""
-    proxies = getproxies()
-    return bool(proxies.get("http") or proxies.get("all"))
+def _authorise(request: httpx.Request, token: str | None) -> None:
+    if token:
+        request.headers["Authorization"] = f"Bearer {token}"
+    else:
+        request.headers.pop("Authorization", None)
 
 
 class Connection:
-    """One server with one token, the engine its requests take, and the settings every live feed shares.
+    """One server with one token, the one httpx client every request and stream takes, and the settings
+    every live feed shares. Close it with ``await conn.aclose()`` or ``async with``.
 
-    ``one_shot`` says the caller sends one request at a time and runs nothing else meanwhile (a one-shot
-    command): requests to a plain ``http://`` server then go over ``http.client`` (see the module
-    docstring). ``stall_timeout`` (default twice ``keepalive_interval``) is how long a live stream may stay
-    silent before its follower reconnects; ``backoff_initial``/``backoff_max`` bound the reconnect backoff.
-    ``token_source`` reads the token again after a 401 (see the module docstring); without it a refused
-    token stays refused.
+    ``transport`` replaces httpx's (tests inject faults a real server cannot produce on demand; an
+    ``httpx.BaseTransport`` for a blocking connection). ``blocking``: the client is ``httpx.Client`` (see
+    the module docstring). ``timeout`` bounds connecting and each read of a request. ``stall_timeout``
+    (default twice ``keepalive_interval``) is how long a live stream may stay silent before its follower
+    reconnects; ``backoff_initial``/``backoff_max`` bound the reconnect backoff. ``token_source`` reads the
+    token again after a 401 (see the module docstring); without it a refused token stays refused.
     """
 
     def __init__(
@@ -162,8 +163,8 @@ class Connection:
         base_url: str,
         token: str | None,
         *,
-        one_shot: bool = False,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx.AsyncBaseTransport | httpx.BaseTransport | None = None,
+        blocking: bool = False,
         timeout: float = 10.0,
         keepalive_interval: float = 15.0,
         stall_timeout: float | None = None,
@@ -182,56 +183,47 @@ class Connection:
         self.stall_timeout = stall_timeout if stall_timeout is not None else 2 * keepalive_interval
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
-        self._transport = transport
-        self._http: httpx.AsyncClient | None = None
-        engine = self._blocking_engine(url) if one_shot and transport is None else None
-        if engine is None:
-            from client.httpx_engine import HttpxEngine
-
-            engine = HttpxEngine(self)
-        self._engine: Engine = engine
+        options: dict[str, Any] = {
+            "base_url": url,
+            "timeout": httpx.Timeout(timeout),
+            "headers": {"Accept": "application/json"},
+            "auth": _Bearer(self),
+            "follow_redirects": False,
+            "verify": _tls_verify(url),
+        }
+        self.http: httpx.AsyncClient | httpx.Client
+        """The client every request and live stream of this connection goes through."""
+        sync = transport if isinstance(transport, httpx.BaseTransport) else None
+        not_sync = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
+        if transport is not None and (sync if blocking else not_sync) is None:
+            raise TypeError(f"{transport!r} cannot carry a {'' if blocking else 'non-'}blocking connection")
+        if blocking:
+            self.http = httpx.Client(transport=sync, **options)
+        else:
+            self.http = httpx.AsyncClient(transport=not_sync, **options)
 
     def __repr__(self) -> str:
         return f"Connection(base_url={self.base_url!r}, token=***)"
 
-    def _blocking_engine(self, url: str) -> Engine | None:
-        """``http.client`` for a one-shot command's requests to a plain http server reached directly; None
-        (httpx carries them) for https, a proxy, or a URL it does not take as is."""
-        if not url.startswith("http://") or _proxied():
-            return None
-        from client.blocking_engine import BlockingEngine
+    async def __aenter__(self) -> Self:
+        return self
 
-        try:
-            return BlockingEngine(url, self.timeout)
-        except ValueError:
-            return None
-
-    @property
-    def http(self) -> httpx.AsyncClient:
-        """The httpx client (made on first use): live streams read through it, and requests too unless a
-        one-shot command's go over ``http.client``. It sends the connection's current token and, on a
-        401, reads it again like :meth:`send`."""
-        if self._http is None:
-            from client.httpx_engine import make_client
-
-            self._http = make_client(self, self._transport)
-        return self._http
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the engine and the connection pool; open streams end."""
-        await self._engine.aclose()
-        if self._http is not None:
-            await self._http.aclose()
+        """Close the connection pool; open streams end."""
+        if isinstance(self.http, httpx.Client):
+            self.http.close()
+        else:
+            await self.http.aclose()
 
     @property
     def display_url(self) -> str:
         """The server URL safe to show (no credentials, query or fragment)."""
         return display_url(self.base_url)
-
-    @property
-    def has_token(self) -> bool:
-        """Lets a UI say "no token" up front instead of waiting for the server's 401."""
-        return self._token is not None
 
     @property
     def token(self) -> str | None:
@@ -249,60 +241,63 @@ class Connection:
         async with self._token_lock:
             if self._token != refused:
                 return True
-            if self._token_source is None:
-                return False
-            try:
-                fresh = _check_token(await asyncio.to_thread(self._token_source))
-            except (ClientError, OSError):
-                return False  # an unreadable store is "nothing new"; the 401 says what to do
-            if fresh is None or fresh == self._token:
-                return False
-            self._token = fresh
-            return True
+            return self._take(await asyncio.to_thread(self._read_source))
 
-    async def send_again(self, status: int, used: str | None) -> bool:
-        """After an answer to a request that carried the token ``used``: whether to send it once more,
-        with the token read again (a 401, and the source now gives another token)."""
-        return status == 401 and await self.reread_token(used)
+    def reread_token_blocking(self, refused: str | None) -> bool:
+        """:meth:`reread_token` for the blocking client (one request at a time, so nothing to wait for)."""
+        return self._token != refused or self._take(self._read_source())
+
+    def _read_source(self) -> str | None:
+        """The token the source gives now (None: no source, nothing there, or an unreadable store, which is
+        "nothing new": the 401 says what to do)."""
+        if self._token_source is None:
+            return None
+        try:
+            return _check_token(self._token_source())
+        except (ClientError, OSError):
+            return None
+
+    def _take(self, fresh: str | None) -> bool:
+        """Use ``fresh`` from now on if it is another token; whether it was."""
+        if fresh is None or fresh == self._token:
+            return False
+        self._token = fresh
+        return True
 
     # ------------------------------------------------------------------------------------ requests
 
-    def transport_error(self, failure: EngineFailure, method: str, path: str) -> TransportError:
+    def transport_error(self, exc: httpx.TransportError, method: str, path: str) -> TransportError:
         """What a request that did not complete means for the operator (server down, too slow, connection
-        broke); ``sent`` on the error says whether it may have reached the server."""
+        broke); ``sent`` on the error says whether it may have reached the server (False: no connection
+        was made, or none was free, so nothing left this machine)."""
         where = self.display_url
         error: TransportError
-        if failure.kind == "unreachable":
+        if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError | httpx.UnsupportedProtocol):
             from client.config import how_to_start  # (only when a server did not answer)
 
             error = ServerUnreachable(f"cannot reach {where}: {how_to_start(self.base_url)}")
-        elif failure.kind == "timeout":
+            error.sent = False
+        elif isinstance(exc, httpx.TimeoutException):
             error = Timeout(f"{method} {path} got no answer from {where} within {self.timeout:g} s")
+            error.sent = not isinstance(exc, httpx.PoolTimeout)
         else:
             error = ConnectionLost(f"the connection to {where} broke during {method} {path}")
-        error.sent = failure.sent
+            error.sent = True
         return error
 
     async def send(
         self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None
-    ) -> Reply:
-        """One request (``params``: its query, None values left out; ``json``: its body), the answer not yet
-        checked; a 401 is sent once more if the token changed meanwhile. A request that does not complete
-        is a TransportError (its ``sent`` says whether the server may have seen it)."""
-        target = _target(path, params)
-        headers = {"Accept": "application/json"}
-        body = None
-        if json is not None:
-            body = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-            headers["Content-Type"] = "application/json"
+    ) -> httpx.Response:
+        """One request (``params``: its query, None values left out; ``json``: its body), the answer read
+        whole but not yet checked; a 401 is sent once more if the token changed meanwhile. A request that
+        does not complete is a TransportError (its ``sent`` says whether the server may have seen it)."""
+        query = {key: value for key, value in (params or {}).items() if value is not None}
         try:
-            used = self._token
-            reply = await self._engine.send(method, target, {**headers, **self.auth_headers()}, body)
-            if await self.send_again(reply.status_code, used):
-                reply = await self._engine.send(method, target, {**headers, **self.auth_headers()}, body)
-        except EngineFailure as failure:
-            raise self.transport_error(failure, method, path) from None
-        return reply
+            if isinstance(self.http, httpx.Client):
+                return self.http.request(method, path, params=query, json=json)
+            return await self.http.request(method, path, params=query, json=json)
+        except httpx.TransportError as exc:
+            raise self.transport_error(exc, method, path) from None
 
     async def request(
         self,
@@ -312,15 +307,15 @@ class Connection:
         what: str = "",
         params: Mapping[str, Any] | None = None,
         json: Any = None,
-    ) -> Reply:
+    ) -> httpx.Response:
         """One request; any failure (transport, error status, redirect) is a ClientError saying what to do.
         ``what`` names the object for a 404 ("session 1a2b3c4d")."""
-        reply = await self.send(method, path, params=params, json=json)
-        if reply.status_code >= 400:
-            raise self.api_error(reply, what)
-        if reply.status_code >= 300:
-            raise self.redirected(reply)
-        return reply
+        response = await self.send(method, path, params=params, json=json)
+        if response.status_code >= 400:
+            raise self.api_error(response, what)
+        if response.status_code >= 300:
+            raise self.redirected(response)
+        return response
 
     # ------------------------------------------------------------------------------ live streams
 
@@ -342,10 +337,12 @@ class Connection:
         :class:`~client.streaming.reconnect.Retry`. The read timeout is the stall timeout: a stream that
         sends nothing, not even a keep-alive, for that long raises ``httpx.ReadTimeout``
         (:meth:`stream_failure` reads it as a stall)."""
-        import httpx  # here: a one-shot command's requests never stream, nor load httpx
-        from httpx_sse import aconnect_sse
+        from httpx_sse import aconnect_sse  # here: a command that follows no stream never loads it
 
         from client.streaming.reconnect import Refusal, Retry
+
+        if not isinstance(self.http, httpx.AsyncClient):
+            raise TypeError("a blocking connection (one-shot commands) follows no live stream")
 
         timeout = httpx.Timeout(self.timeout, read=self.stall_timeout)
         async with aconnect_sse(
@@ -366,8 +363,6 @@ class Connection:
     def stream_failure(self, exc: Exception) -> str | None:
         """Why a live stream broke, as the reason to reconnect a follower shows; None when ``exc`` is not a
         transport failure (a bug, re-raised by the reconnect loop)."""
-        import httpx  # loaded already: the stream that broke was opened with it
-
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return f"cannot reach {self.display_url}"
         if isinstance(exc, httpx.TimeoutException):
@@ -376,16 +371,16 @@ class Connection:
             return f"connection lost ({type(exc).__name__})"
         return None
 
-    def redirected(self, response: Reply) -> InvalidResponse:
+    def redirected(self, response: httpx.Response) -> InvalidResponse:
         """Redirects are not followed (the token must not travel to another host): say where it points."""
         location = response.headers.get("location")
         target = display_url(location) if location else "?"
         return InvalidResponse(
-            f"the server redirects {response.path} to {safe_line(target, 120)}: "
+            f"the server redirects {response.request.url.path} to {safe_line(target, 120)}: "
             "use that address as the server URL"
         )
 
-    def api_error(self, response: Answer, what: str) -> ApiError:
+    def api_error(self, response: httpx.Response, what: str) -> ApiError:
         """The error an error answer means, with the token scrubbed from the server's text; live feeds use
         it too, so a refused stream reads exactly like a refused REST call."""
         try:
@@ -403,7 +398,7 @@ class Connection:
             secret=self._token,
         )
 
-    def invalid(self, response: Reply, exc: Exception) -> InvalidResponse:
+    def invalid(self, response: httpx.Response, exc: Exception) -> InvalidResponse:
         """An answer of the wrong shape, named by its request and first bad field (never a traceback)."""
         detail = "wrong shape"
         if isinstance(exc, ValidationError) and exc.error_count():
@@ -413,12 +408,13 @@ class Connection:
                 detail = "not JSON"
             elif where:
                 detail = f"{exc.error_count()} field error(s), first at '{where}'"
+        request = response.request
         return InvalidResponse(
-            f"the answer to {response.method} {response.path} could not be read ({detail}): "
+            f"the answer to {request.method} {request.url.path} could not be read ({detail}): "
             "is this a Preloop-compatible server?"
         )
 
-    def parse(self, response: Reply, model: type[_M]) -> _M:
+    def parse(self, response: httpx.Response, model: type[_M]) -> _M:
         """The answer validated as ``model``, or InvalidResponse."""
         try:
             return model.model_validate_json(response.content)

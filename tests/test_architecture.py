@@ -77,11 +77,12 @@ def test_mypy_strict_is_clean() -> None:
 @pytest.mark.parametrize("token_from", ["local-server file", "PRELOOP_URL/PRELOOP_TOKEN"])
 def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from: str) -> None:
     """The real ``preloop`` process for ``sessions list -o id`` / ``--json`` and ``notes list --json`` /
-    ``-o id`` (a short session id too) against the local server: its requests go over ``http.client``, so
-    no httpx (nor httpx-sse, websockets); no keyring (its token is in the environment or the local server's
-    file); no Textual or Rich; none of the live feeds' code (the event vocabulary, the SSE, order and
-    reconnect toolkit, the followers); only the server's answers as pydantic models. Each costs start-up
-    time a script pays on every call."""
+    ``-o id`` (a short session id too) against the local server: its requests go over httpx like every
+    other command's, but without httpx-sse or websockets; no keyring (its token is in the environment or
+    the local server's file); no Textual or Rich (nor httpx's own command line, which would bring Rich);
+    none of the live feeds' code (the event vocabulary, the SSE, order and reconnect toolkit, the
+    followers); only the server's answers as pydantic models. Each costs start-up time a script pays on
+    every call."""
     import asyncio
 
     async def start_one() -> str:
@@ -99,10 +100,10 @@ def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from:
         "codes = [main(['sessions', 'list', '-o', 'id']), main(['sessions', 'list', '--json']),\n"
         "         main(['notes', 'list', '--session', sid, '--json']),\n"
         "         main(['notes', 'list', '--session', sid[:6], '-o', 'id'])]\n"
-        "heavy = {'keyring', 'textual', 'rich', 'httpx', 'httpx_sse', 'httpcore', 'websockets', 'server',\n"
+        "heavy = {'keyring', 'textual', 'rich', 'click', 'pygments', 'httpx_sse', 'websockets', 'server',\n"
         "         'tui', 'widgets'}\n"
         "ours = ('client.events', 'client.streaming.', 'client.backends.local.feed', 'client.timeline',\n"
-        "        'client.httpx_engine', 'client.attention_live', 'client.backends.preloop',\n"
+        "        'client.attention_live', 'client.backends.preloop',\n"
         "        'client.backends.dendrux', 'client.inbox', 'cli.plain')\n"
         "allowed = {'client.streaming.policy'}  # the reconnect backoff's two defaults, read by Connection\n"
         "print(codes, sorted(n for n, m in sys.modules.items() if m is not None and n not in allowed\n"

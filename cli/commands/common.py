@@ -60,12 +60,12 @@ def server_kind_flag(args: argparse.Namespace) -> ServerKind | None:
 
 @asynccontextmanager
 async def opened(
-    settings: Settings, flag: ServerKind | None, *, one_shot: bool = False
+    settings: Settings, flag: ServerKind | None, *, blocking: bool = False
 ) -> AsyncIterator[Backend]:
     """The backend for ``settings`` (``--server-kind`` wins), closed afterwards. A kind the server had to
     be asked for is remembered in the profile, so the next command does not ask again (a flag is never
-    saved: it may be a one-off). ``one_shot``: see :func:`connect`."""
-    backend = await connect_backend(settings, server_kind=flag, one_shot=one_shot)
+    saved: it may be a one-off). ``blocking``: see :func:`connect`."""
+    backend = await connect_backend(settings, server_kind=flag, blocking=blocking)
     try:
         if flag is None and settings.server_kind is None and settings.profile is not None:
             with contextlib.suppress(ClientError, OSError):  # a read-only config dir must not fail it
@@ -76,13 +76,13 @@ async def opened(
 
 
 @asynccontextmanager
-async def connect(args: argparse.Namespace, *, one_shot: bool = False) -> AsyncIterator[Backend]:
+async def connect(args: argparse.Namespace, *, blocking: bool = False) -> AsyncIterator[Backend]:
     """Open the backend the global flags, environment and profile point at; close it afterwards.
 
-    ``one_shot``: the command makes its requests one after another and follows no stream, so they may go
-    over the standard library's ``http.client`` (``client.connection``), which starts faster than httpx."""
+    ``blocking``: the command sends its requests one after another and follows no stream (``sessions
+    list``, ``notes list``), so its connection's client is httpx's blocking one (``client.connection``)."""
     settings = resolve_settings(args.url, args.token, args.profile)
-    async with opened(settings, server_kind_flag(args), one_shot=one_shot) as backend:
+    async with opened(settings, server_kind_flag(args), blocking=blocking) as backend:
         yield backend
 
 

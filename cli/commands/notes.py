@@ -126,7 +126,7 @@ async def list_notes(args: argparse.Namespace) -> int:
     """A session's notes, newest state first, so an operator sees what the agent has and has not read."""
     _check_output(args)
     now = datetime.now(UTC)
-    async with connect(args, one_shot=True) as backend:
+    async with connect(args, blocking=True) as backend:
         session = await resolve_session(backend, args.session)
         notes = await session_notes(backend, session, args.state)
     if _print_scripted(args, notes):

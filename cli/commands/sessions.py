@@ -155,7 +155,7 @@ async def list_sessions(args: argparse.Namespace) -> int:
     """Print sessions as a table, ids (one per line, for scripts) or JSON."""
     now = datetime.now(UTC)
     filters = _list_filters(args, now)
-    async with connect(args, one_shot=True) as backend:
+    async with connect(args, blocking=True) as backend:
         rows, more, total = await fetch_sessions(backend, filters, args.limit)
     rows = sort_sessions(rows)  # the sessions screen's order too
     titles = unique_titles(rows)

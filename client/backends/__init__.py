@@ -14,9 +14,9 @@
       dendrux/        a Dendrux 0.4.1 app: read router + our steer router + feed.py (its SSE
                       stream, backfilled) + mapping.py (RawEvent -> DendruxMapper)      DendruxBackend
     client/streaming/ the live-feed toolkit every backend uses (decode, order, backoff, refusal, reconnect)
-    client/connection.py  one connection per server: requests (over httpx, or http.client for one-shot
-                      commands), how answers become client.errors, and every SSE stream opened
-                      (httpx-sse's aconnect_sse) and checked: Connection.event_source
+    client/connection.py  one connection per server, one httpx client: requests, how answers become
+                      client.errors, and every SSE stream opened (httpx-sse's aconnect_sse) and
+                      checked: Connection.event_source
 
 Every package has the same shape: its REST in ``__init__`` (inherited from ``rest`` where the server
 speaks Preloop's), its live feed in ``feed.py`` (``feed.follow(backend, session_id, after=...)``), and,

@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Self
 
+import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
 from client.connection import Connection
-from client.engine import Reply
 from client.errors import (
     ClientError,
     InvalidResponse,
@@ -121,7 +121,7 @@ class PreloopRestApi(RestBackend):
         what: str = "",
         params: dict[str, Any] | None = None,
         json: Any = None,
-    ) -> Reply:
+    ) -> httpx.Response:
         return await self.conn.request(method, API_PREFIX + path, what=what, params=params, json=json)
 
     def _changed(self, session_id: str | None) -> None:

@@ -24,6 +24,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import httpx
+
 from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
 from client.backends.dendrux.mapping import (
     TERMINAL_STATUSES,
@@ -34,7 +36,6 @@ from client.backends.dendrux.mapping import (
 )
 from client.backends.rest import RestBackend
 from client.connection import Connection
-from client.engine import Reply
 from client.errors import (
     ClientError,
     Conflict,
@@ -112,7 +113,7 @@ async def looks_like_dendrux(conn: Connection) -> bool:
     )
 
 
-def _json(response: Reply) -> Any:
+def _json(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:

@@ -1,6 +1,9 @@
-"""A one-shot connection (``Connection(..., one_shot=True)``: requests over ``http.client``) behaves as the
-app's connection over httpx: the same token handling against the real local server, and each transport
-fault the same error. Faults a real server does not produce on demand come from a small socket server."""
+"""The one connection's transport as a user meets it, through a backend, with the app's client and with
+the blocking one of one-shot commands (``sessions list``, ``notes list``) alike: requests share a connection
+(keep-alive), a connection the server closed while idle costs no request, each transport fault is one error
+saying what happened and whether the request may have reached the server, and a refused token is read
+again. A real server does not produce the faults on demand, so a small socket server answers with scripted
+bytes; the token is refused by the real local server."""
 
 from __future__ import annotations
 
@@ -12,44 +15,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from client.backends import connect
-from client.blocking_engine import BlockingEngine
 from client.config import Settings, resolve_settings, token_reader
-from client.connection import Connection
 from client.errors import AuthError, ConnectionLost, ServerUnreachable, Timeout
 from server.embedded import write_local_server_file
 from tests.conftest import LiveServer
 
-
-def test_a_one_shot_connection_to_a_plain_http_server_takes_http_client() -> None:
-    """https, and http through a proxy, stay with httpx (which knows certificates and proxies)."""
-    assert isinstance(Connection("http://127.0.0.1:1", None, one_shot=True)._engine, BlockingEngine)
-    assert not isinstance(Connection("https://preloop.example", None, one_shot=True)._engine, BlockingEngine)
-    assert not isinstance(Connection("http://127.0.0.1:1", None)._engine, BlockingEngine)
-
-
-def test_a_proxy_in_the_environment_leaves_requests_to_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("http_proxy", "http://proxy.example:3128")
-    assert not isinstance(Connection("http://10.0.0.1:8765", None, one_shot=True)._engine, BlockingEngine)
-
-
-async def test_a_request_refused_401_is_sent_again_with_the_token_read_again(live_server: LiveServer) -> None:
-    settings = resolve_settings()
-    reads: list[str | None] = []
-    read = token_reader(settings)
-
-    def source() -> str | None:
-        reads.append(read())
-        return reads[-1]
-
-    async with await connect(settings, server_kind="local", one_shot=True, token_source=source) as backend:
-        assert isinstance(backend.conn._engine, BlockingEngine)  # type: ignore[attr-defined]
-        new = live_server.rotate_token()
-        with pytest.raises(AuthError, match="run `preloop login`"):
-            await backend.list_sessions()
-        assert len(reads) == 1
-        write_local_server_file(live_server.url, new)
-        assert (await backend.list_sessions()).items == []
-        assert reads == [live_server.token, new]
+CLIENTS = pytest.mark.parametrize("blocking", [False, True], ids=["async", "blocking"])
 
 
 class Scripted:
@@ -109,12 +80,13 @@ def scripted() -> Iterator[Callable[..., Scripted]]:
 HEALTH = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"status":"ok"}'
 
 
+@CLIENTS
 async def test_requests_share_one_connection_and_a_new_one_follows_a_server_that_closed_it(
-    scripted: Callable[..., Scripted],
+    scripted: Callable[..., Scripted], blocking: bool
 ) -> None:
-    """Keep-alive like httpx; a connection the server closed while idle is replaced, the request not lost."""
+    """Keep-alive; a connection the server closed while idle is replaced, the request not lost."""
     kept = scripted([HEALTH, HEALTH, HEALTH])
-    async with await connect(Settings(kept.url, "t"), server_kind="local", one_shot=True) as backend:
+    async with await connect(Settings(kept.url, "t"), server_kind="local", blocking=blocking) as backend:
         for _ in range(3):
             assert (await backend.health()).status == "ok"
     assert kept.connections == 1 and len(kept.requests) == 3
@@ -122,25 +94,31 @@ async def test_requests_share_one_connection_and_a_new_one_follows_a_server_that
     assert b"\r\nAuthorization: Bearer t\r\n" in kept.requests[0]
 
     closing = scripted([HEALTH, HEALTH], close_after_each=True)
-    async with await connect(Settings(closing.url, "t"), server_kind="local", one_shot=True) as backend:
+    async with await connect(Settings(closing.url, "t"), server_kind="local", blocking=blocking) as backend:
         assert (await backend.health()).status == "ok"
         await asyncio.to_thread(closing.closed.wait, 5)  # an idle connection's end, as a server times it out
         assert (await backend.health()).status == "ok"
     assert closing.connections == 2 and len(closing.requests) == 2
 
 
-async def test_transport_faults_read_as_over_httpx(scripted: Callable[..., Scripted]) -> None:
+@CLIENTS
+async def test_each_transport_fault_is_one_error_saying_whether_the_request_was_sent(
+    blocking: bool,
+    scripted: Callable[..., Scripted],
+) -> None:
     hang_up = scripted([None])
     cut = scripted([b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"status"'])
     for server in (hang_up, cut):
-        async with await connect(Settings(server.url, "t"), server_kind="local", one_shot=True) as backend:
+        async with await connect(
+            Settings(server.url, "t"), server_kind="local", blocking=blocking
+        ) as backend:
             with pytest.raises(ConnectionLost, match=r"the connection to .* broke during GET /api/v1/health"):
                 await backend.health()
 
     free = socket.create_server(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{free.getsockname()[1]}"
     free.close()
-    async with await connect(Settings(url, "t"), server_kind="local", one_shot=True) as backend:
+    async with await connect(Settings(url, "t"), server_kind="local", blocking=blocking) as backend:
         with pytest.raises(ServerUnreachable, match="is the server running") as info:
             await backend.health()
     assert info.value.sent is False
@@ -149,9 +127,34 @@ async def test_transport_faults_read_as_over_httpx(scripted: Callable[..., Scrip
     url = f"http://127.0.0.1:{silent.getsockname()[1]}"
     try:
         settings = Settings(url, "t")
-        async with await connect(settings, server_kind="local", one_shot=True, timeout=0.3) as backend:
+        async with await connect(settings, server_kind="local", blocking=blocking, timeout=0.3) as backend:
             with pytest.raises(Timeout, match=r"got no answer from .* within 0\.3 s") as timed_out:
                 await backend.health()
         assert timed_out.value.sent is True
     finally:
         silent.close()
+
+
+@CLIENTS
+async def test_a_request_refused_401_is_sent_again_with_the_token_read_again(
+    live_server: LiveServer, blocking: bool
+) -> None:
+    settings = resolve_settings()
+    reads: list[str | None] = []
+    read = token_reader(settings)
+
+    def source() -> str | None:
+        reads.append(read())
+        return reads[-1]
+
+    async with await connect(
+        settings, server_kind="local", blocking=blocking, token_source=source
+    ) as backend:
+        new = live_server.rotate_token()
+        with pytest.raises(AuthError, match="run `preloop login`"):
+            await backend.list_sessions()
+        assert len(reads) == 1
+        write_local_server_file(live_server.url, new)
+        assert (await backend.list_sessions()).items == []
+        assert reads == [live_server.token, new]
+        assert (await backend.list_sessions()).items == [] and len(reads) == 2  # the new one is kept
