@@ -47,11 +47,15 @@ def _snapshots_at_top_level(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def steady_cursors(app: App[Any]) -> None:
     """Text cursors on every screen of ``app`` drawn steadily: a blinking one is drawn or not depending on
-    when, within its half-second blink, the picture is taken."""
+    when, within its half-second blink, the picture is taken. A TextArea keeps the lines it drew in a
+    cache whose key ignores the blink setting (a line drawn in the blink's dark half would come back
+    without its cursor), so its lines are drawn again."""
     for screen in app.screen_stack:
         for field in screen.query("Input, TextArea"):
             if isinstance(field, Input | TextArea):
                 field.cursor_blink = False
+                field.notify_style_update()  # a TextArea's line cache goes with it
+                field.refresh()
 
 
 @pytest.fixture
