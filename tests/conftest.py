@@ -18,9 +18,9 @@ check waits as long as it does for a user (300 s): a test that needs an approval
 ``await live_server.expire_approval(approval_id)`` (the server's own expiry, on demand) instead of giving it a
 deadline of a few real seconds, which a loaded machine reaches too early or too late.
 
-Nothing here races a real clock: a test waits for a condition with :func:`until` (or for an event), never
-for a fixed pause, and every deadline in the suite bounds a wait that would otherwise hang, it does not
-decide what happens. ``tests/stress.sh`` runs the suite with every CPU kept busy by other processes.
+A test waits for a condition with :func:`until` (or for an event), not for a fixed pause; its deadline
+bounds a wait that would otherwise hang, it does not decide what happens. ``tests/stress.sh`` runs the
+suite with every CPU kept busy by other processes.
 
 The suite runs on parallel workers (pytest-xdist, ``-n auto`` in pyproject): every server binds a free
 port and every folder is per test, so workers share nothing. :func:`pytest_xdist_auto_num_workers`
@@ -146,20 +146,20 @@ class LiveServer:
 
 
 WAIT_SECONDS = 60.0
-"""How long :func:`until` waits before it calls a condition that never came a failure: a bound on a wait
-that would otherwise hang (a condition met sooner returns sooner), generous for a machine whose every CPU
-is busy with other work."""
+"""How long :func:`until` waits for a condition before it fails: a bound on a wait that would otherwise
+hang (a condition met sooner returns sooner), generous for a machine whose every CPU is busy elsewhere."""
 
 
 async def until(
     pilot: Pilot[Any] | None,
     condition: Callable[[], bool | Awaitable[bool]],
-    what: str,
+    what: str | Callable[[], str],
     seconds: float = WAIT_SECONDS,
 ) -> None:
     """Wait until ``condition`` holds, looking every 50 ms; between looks ``pilot``'s app runs (its events,
     timers and workers), or only the event loop without one. ``condition`` may be async (a server asked
-    again). Fails with "timed out waiting for: ``what``" after ``seconds``."""
+    again). Fails with "timed out waiting for: ``what``" after ``seconds``; ``what`` may be a function, to
+    say what was there instead at that moment."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while True:
@@ -169,7 +169,7 @@ async def until(
         if met:
             return
         if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for: {what}")
+            raise AssertionError(f"timed out waiting for: {what() if callable(what) else what}")
         if pilot is not None:
             await pilot.pause(0.05)
         else:

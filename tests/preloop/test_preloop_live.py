@@ -263,6 +263,7 @@ async def test_a_token_refused_4401_is_waited_out_and_read_again_before_each_att
         tokens[0] = TOKEN  # `preloop login` in another terminal
         await w.until(lambda w: bool(w.statuses(Live)))
         assert [auth for _, auth in fake.ws_upgrades][-1] == f"Bearer {TOKEN}"
+        await w.close()  # before its backend closes: a poll after that would meet a closed client
 
 
 async def test_a_non_uuid_session_id_never_reaches_the_server(

@@ -74,14 +74,14 @@ async def test_withdraw_asks_which_when_several_are_pending(client: Backend, age
         assert [n.text for n in picker.notes] == ["second", "first"]
         await pilot.press("down", "enter")  # the older one
         await until(pilot, lambda: isinstance(app.screen, type(screen)), "back on the attach screen")
-        by_text = {n.text: n.state for n in screen.notes_panel.notes.values()}
+
+        def by_text() -> dict[str, str]:
+            return {n.text: n.state for n in screen.notes_panel.notes.values()}
+
         await until(
             pilot,
-            lambda: (
-                {n.text: n.state for n in screen.notes_panel.notes.values()}
-                == {"first": "cancelled", "second": "pending"}
-            ),
-            f"only the first note withdrawn (was {by_text})",
+            lambda: by_text() == {"first": "cancelled", "second": "pending"},
+            lambda: f"only the first note withdrawn (now {by_text()}; said {_messages(app)})",
         )
 
 
