@@ -102,3 +102,48 @@ def test_the_command_on_preloop_names_each_id_and_an_ambiguous_one_decides_nothi
     assert main(["approvals", "decline", twin, *flags]) == 0
     # A full id is not listed, and Preloop's answer names no tool: the id alone.
     assert capsys.readouterr().out == f"Approval {twin} declined.\n"
+
+
+async def test_the_inbox_on_preloop_keeps_refused_rows_marked_and_says_why(
+    fake: FakePreloop, base_url: str, isolated_dirs: object
+) -> None:
+    """The inbox's marked rows on Preloop: refused as a whole (403), every row says so and stays marked
+    for another try; once allowed, the same keys decide them all (one request)."""
+    from textual.widgets import Static
+
+    from client.alerts import AlertSettings
+    from client.backends import connect
+    from client.config import Settings
+    from tests.tui.test_pilot import plain, until
+    from tui.app import PreloopApp
+    from tui.screens.confirm import ConfirmScreen
+    from tui.screens.inbox import InboxScreen
+
+    ids = [fake.request_approval(f"make {n}", sid=(MAIN_SESSION, RATE_SESSION)[n % 2]) for n in range(3)]
+    fake.can_decide = False
+    async with await connect(Settings(base_url, TOKEN)) as backend:
+        app = PreloopApp(backend, refresh_interval=0, alert_settings=AlertSettings(enabled=False))
+        async with app.run_test(size=(120, 32)) as pilot:
+            await until(pilot, lambda: app.inbox_count == 3, "three approvals polled")
+            await pilot.press("i", "M", "a")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the dialog")
+            await pilot.press("y")
+            screen = app.screen
+            await until(
+                pilot, lambda: isinstance(screen, InboxScreen) and screen.last_batch is not None, "results"
+            )
+            assert isinstance(screen, InboxScreen)
+            results = plain(screen.query_one("#inbox-batch", Static).content, 200)
+            assert "0 of 3 marked approved · 3 not" in results
+            assert results.count("Insufficient permissions. Required: decide_approvals") == 3
+            assert list(screen.marked) == [a.id for a in app.inbox.approvals] and len(screen.marked) == 3
+            assert all(fake.approvals[i]["status"] == "pending" for i in ids)
+            fake.can_decide = True
+            await pilot.press("a")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the dialog again")
+            await pilot.press("y")
+            await until(
+                pilot, lambda: all(fake.approvals[i]["status"] == "approved" for i in ids), "approved"
+            )
+            await until(pilot, lambda: app.inbox_count == 0, "an empty inbox")
+            assert _batches(fake) == 2
