@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from client.models import Approval
-from client.present import clock, decided_by, settled_phrase
+from client.present import settled_line, settled_phrase
 from client.steering import (
     AlreadyDeciding,
     AlreadySettled,
@@ -138,7 +138,8 @@ GLYPHS = {"decided": ("✓", "bold green"), "settled": ("↷", "bold yellow"), "
 
 def outcome_words(outcome: DecideOutcome) -> tuple[str, Text]:
     """What came of one approval of a batch: its kind (``decided``, ``settled``, ``failed``) and a
-    sentence: "approved", "already approved by dana at 12:01: "fine"", "expired before anyone decided",
+    sentence: "approved", "already approved: approval 1a2b3c4d (Bash) was approved by dana at 12:01:05,
+    comment "fine"", "expired before anyone decided",
     "not declined: <why> (still waiting)"."""
     if isinstance(outcome, Decided):
         return "decided", Text("approved" if outcome.verb == "approve" else "declined", style="green")
@@ -147,15 +148,8 @@ def outcome_words(outcome: DecideOutcome) -> tuple[str, Text]:
         status = safe_line(row.status, 20)
         if status not in ("approved", "declined"):  # expired, cancelled: nobody's decision
             return "settled", Text(settled_phrase(status, elsewhere=False), style="yellow")
-        words = Text(f"already {status}", style="yellow")
-        who = decided_by(row)
-        if who and who["kind"] != "expiry" and who["detail"]:
-            words.append(f" by {safe_line(who['detail'], 40)}", style="yellow")
-        if row.resolved_at is not None:
-            words.append(f" at {clock(row.resolved_at)}", style="yellow")
-        if row.approver_comment:
-            words.append(f': "{safe_line(row.approver_comment, 60)}"', style="dim")
-        return "settled", words
+        # the one sentence for a settled approval (client.present): by whom as the server says, when, comment
+        return "settled", Text(f"already {status}: {settled_line(row)}", style="yellow")
     if isinstance(outcome, AlreadyDeciding):
         return "settled", Text("already being decided from here", style="yellow")
     words = Text(f"not {'approved' if outcome.verb == 'approve' else 'declined'}: ", style="red")

@@ -141,7 +141,8 @@ async def test_decline_all_with_one_comment_and_each_rows_own_result(
         results = text_of(app, "#inbox-batch")
         assert "2 of 3 marked declined · 1 not" in results
         assert results.count("✓ declined") == 2
-        assert "↷" in results and "already approved by an operator" in results and '"fine by me"' in results
+        assert "↷" in results and "already approved: approval" in results and "was approved by " in results
+        assert 'comment "fine by me"' in results
 
 
 async def test_a_row_whose_session_ended_meanwhile_is_told_as_cancelled(
