@@ -201,7 +201,6 @@ async def baseline(timeline: Timeline, rounds: int) -> None:
     app = FindApp(timeline, collapse=False, wired=False)
     async with app.run_test(size=(120, 32)) as pilot:
         await pilot.pause(0.2)
-        app.view.flush()
         app.bar.open()
         await pilot.pause(0.1)
         with FullCollections() as collections:
@@ -217,7 +216,6 @@ async def run(
     app = FindApp(timeline, collapse=collapse)
     async with app.run_test(size=(120, 32)) as pilot:
         await pilot.pause(0.2)
-        app.view.flush()
         app.bar.open()
         await pilot.pause(0.1)
         if freeze:  # the loaded session out of the collector's scans (the app does not do this)

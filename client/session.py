@@ -18,10 +18,13 @@ stream's version; an answer to our own action (a sent note, a withdrawal, a deci
 A finished note never moves back to pending, and a settled approval never comes back as pending from a
 stale copy.
 
-Every input returns one :class:`SessionChange` (a frozen dataclass: timeline changed, which notes changed,
-approvals added and left, the new row, the end and its reason, the status, a refusal), so a front end
-renders what changed without walking the events again. How often events are applied (frame batching) and
-what is painted first stay the front end's; what they mean is decided here.
+Every input returns one :class:`SessionChange` (a frozen dataclass: what the timeline's entries did, which
+notes changed, approvals added and left, the new row, the end and its reason, the status, a refusal), so a
+front end renders what changed without walking the events again. :meth:`SessionCore.follow` takes the
+stream and applies each event and status as it arrives, yielding what it changed: data flows one way, from
+the wire through the core to the screen. How often a front end paints (once per frame: it joins the
+changes meanwhile with :meth:`SessionChange.join`) and what it paints first stay the front end's; what the
+events mean is decided here.
 
 Usage::
 
@@ -29,8 +32,9 @@ Usage::
     loading = core.load(backend)          # the row and both lists are requested at once
     render(await loading.row())           # the row (or a refusal)
     render(await loading.lists())         # notes and pending approvals, merged under the stream
-    render(core.apply_events(batch))      # a batch of stream events
-    render(core.apply_status(status))     # a stream status
+    async for change in core.follow(backend):
+        render(change)                    # each stream event or status, applied
+    render(core.apply_events(batch))      # events read another way (a history, a test)
     render(core.record(outcome))          # what steering (client.steering) did from here
 """
 
@@ -58,7 +62,7 @@ from client.steering import (
     Withdrawn,
 )
 from client.textsafe import safe_line
-from client.timeline import TextEntry, Timeline, ToolEntry, then_line
+from client.timeline import TextEntry, Timeline, TimelineChanges, ToolEntry, then_line
 
 if TYPE_CHECKING:
     from client.backend import Backend
@@ -115,8 +119,8 @@ class SessionOver:
 class SessionChange:
     """What one input changed; empty (falsy) when nothing did."""
 
-    timeline: bool = False
-    """Timeline entries were added or changed (the view syncs)."""
+    timeline: TimelineChanges | None = None
+    """What events did to the timeline's entries (the view shows it); None when no event was applied."""
     notes: tuple[str, ...] = ()
     """Ids of the notes whose state or "then" line changed."""
     approvals_added: tuple[Approval, ...] = ()
@@ -138,7 +142,7 @@ class SessionChange:
         return any(
             (
                 self.lists,
-                self.timeline,
+                self.timeline is not None,
                 self.notes,
                 self.approvals_updated,
                 self.session is not None,
@@ -147,6 +151,30 @@ class SessionChange:
                 self.refused is not None,
                 self.failed is not None,
             )
+        )
+
+    @staticmethod
+    def join(changes: Sequence[SessionChange]) -> SessionChange:
+        """Several changes, in the order they came, as one (a front end that paints once per frame)."""
+        if len(changes) == 1:
+            return changes[0]
+        timelines = [c.timeline for c in changes if c.timeline is not None]
+
+        def last(values: Iterable[Any]) -> Any:
+            return next((v for v in reversed(list(values)) if v is not None), None)
+
+        return SessionChange(
+            timeline=TimelineChanges.join(timelines) if timelines else None,
+            notes=tuple(sorted({n for c in changes for n in c.notes})),
+            approvals_added=tuple(a for c in changes for a in c.approvals_added),
+            approvals_left=tuple(a for c in changes for a in c.approvals_left),
+            approvals_updated=any(c.approvals_updated for c in changes),
+            session=last(c.session for c in changes),
+            ended=last(c.ended for c in changes),
+            status=last(c.status for c in changes),
+            refused=last(c.refused for c in changes),
+            failed=last(c.failed for c in changes),
+            lists=any(c.lists for c in changes),
         )
 
 
@@ -257,31 +285,36 @@ class SessionCore:
 
     # ------------------------------------------------------------------ the stream
 
-    async def follow(
-        self, backend: Backend, *, tail: int | None = None
-    ) -> AsyncIterator[Event | StreamStatus]:
-        """The session's live stream as a front end takes it: events and statuses in order (it applies
-        them with :meth:`apply_events` / :meth:`apply_status`, batching as it likes). A refusal the row
-        already told is left out; a stream that stops with an error ends in one ``Refused`` status."""
+    async def follow(self, backend: Backend, *, tail: int | None = None) -> AsyncIterator[SessionChange]:
+        """Take the session's live stream: each event and status is applied as it arrives, and what it
+        changed is yielded (:meth:`apply_events` / :meth:`apply_status`). A refusal the row already told
+        is left out; a stream that stops with an error ends in one ``Refused`` status."""
         try:
             async for item in backend.follow(self.session_id, tail=tail):
-                if isinstance(item, Refused) and not await self.refusal_is_news():
-                    return
-                yield item
+                if isinstance(item, StreamStatus):
+                    if isinstance(item, Refused) and not await self.refusal_is_news():
+                        return
+                    yield self.apply_status(item)
+                else:
+                    yield self.apply_events((item,))
         except ClientError as exc:
             if await self.refusal_is_news():
-                yield Refused(str(exc))
+                yield self.apply_status(Refused(str(exc)))
         except Exception as exc:  # a bug below must not take the operator's screen down with it
-            yield Refused(f"the event stream stopped unexpectedly ({type(exc).__name__}: {exc})")
+            reason = f"the event stream stopped unexpectedly ({type(exc).__name__}: {exc})"
+            yield self.apply_status(Refused(reason))
 
     def apply_events(self, events: Sequence[Event]) -> SessionChange:
-        """A batch of stream events (once per frame in the app, one by one in a script)."""
+        """Stream events (one as it arrives, or a batch read another way): applied, and what changed."""
         if not events:
             return SessionChange()
         timeline = self.timeline
-        timeline.apply_many(events)
-        notes, approvals = timeline.drain_tables()
-        self._streamed |= approvals
+        changes = timeline.apply_many(events)
+        if not changes.applied:
+            return SessionChange()
+        approvals = changes.approvals
+        if approvals:
+            self._streamed |= approvals
         row: Session | None = None
         over: SessionOver | None = None
         if timeline.end_seq != self._end_seq:
@@ -292,8 +325,12 @@ class SessionCore:
             self.session = row
             if row.ended_at is not None and over is None:
                 over = self._end(None)
+        if not (changes.notes or approvals or row or over or self._read):
+            return SessionChange(timeline=changes)  # most events: nothing but entries changed
         at = events[-1].at
-        return self._settle(notes=notes, approvals=approvals, at=at, timeline=True, row=row, over=over)
+        return self._settle(
+            notes=changes.notes, approvals=approvals, at=at, timeline=changes, row=row, over=over
+        )
 
     def apply_status(self, status: StreamStatus) -> SessionChange:
         """A stream status (connecting, live, reconnecting, ended, refused...)."""
@@ -400,7 +437,7 @@ class SessionCore:
         notes: Iterable[str] = (),
         approvals: Iterable[str] = (),
         at: datetime | None = None,
-        timeline: bool = False,
+        timeline: TimelineChanges | None = None,
         row: Session | None = None,
         over: SessionOver | None = None,
     ) -> SessionChange:
@@ -412,7 +449,17 @@ class SessionCore:
             record = records.get(note_id)
             if record is not None and record.delivered_entry_id is not None:
                 self._read.add(note_id)
+        entries: set[int] | None = None  # the entries the events made or changed
+        if timeline is not None and self._read:
+            entries = set(timeline.appended).union(timeline.updated)
         for note_id in self._read:  # a read note's "then" line grows with what the agent does next
+            record = records.get(note_id)
+            if (
+                entries is not None
+                and note_id not in changed_notes
+                and (record is None or record.then_entry_id not in entries)
+            ):
+                continue  # its "then" entry did not change
             entry = self.timeline.then_entry(note_id)
             if entry is not None:
                 line = then_line(entry, THEN_WIDTH)

@@ -1,9 +1,10 @@
 """A line-virtualised view of a :class:`client.timeline.Timeline` (presentational: no network).
 
 Built like Textual's ``Log``: a ``ScrollView`` that keeps rendered lines (not widgets), turns only the
-visible ones into ``Strip``s through an LRU cache, caps retained lines at ``max_lines``, batches updates so
-the screen repaints at most ~60 times a second however fast events arrive, and follows new output only
-while the user is at the bottom (scrolling up to read is never yanked back).
+visible ones into ``Strip``s through an LRU cache, caps retained lines at ``max_lines``, and follows new
+output only while the user is at the bottom (scrolling up to read is never yanked back). It draws what it
+is told changed, when it is told (:meth:`TimelineView.show`); how often that is (once per frame) is the
+screen's.
 
 Usage contract (the attach screen)::
 
@@ -14,14 +15,11 @@ Usage contract (the attach screen)::
     timeline = Timeline()                               # the pure model; the screen owns it
     view = TimelineView(timeline, max_lines=10_000, id="timeline")
     ...                                                 # compose/mount it
-    timeline.apply_many(batch)                          # feed events (from the stream worker)
-    view.sync()                                         # cheap: schedules one flush for the next frame
-    # or: view.feed(batch)                              # = apply_many + sync
+    view.show(timeline.apply_many(batch))               # what the events changed, drawn now
 
     view.collapse_commentary = True                     # reactive; also key "c" (action toggle_commentary)
     view.view = View.PROBLEMS                           # reactive: only the entries a view keeps
     view.at_bottom / view.following                     # following new output?
-    view.flush()                                        # render pending changes now (tests, benchmarks)
 
     view.cursor_entry / view.cursor_id                  # the highlighted entry (CursorMoved when it moves)
     view.move_cursor_to(entry_id)                       # jumps (False when the entry is not shown)
@@ -34,8 +32,8 @@ Usage contract (the attach screen)::
     timeline.pending_approvals / timeline.notes / timeline.session / timeline.run_status
                                                         # panels read these from the model, not the view
 
-The view pulls changes with ``Timeline.drain_changes()``: it must be the model's only drainer. Entries
-update in place (a streaming text grows, a tool call completes); only changed entries are re-rendered.
+Entries update in place (a streaming text grows, a tool call completes); only the entries the changes
+name are re-rendered.
 A width change re-renders the retained entries once; collapsing commentary reuses the rendered blocks.
 
 **The entry cursor.** One entry is highlighted (by id): every line of it starts with ``▌`` and is bold on a
@@ -66,7 +64,6 @@ cursor keys above.
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from typing import ClassVar
@@ -80,9 +77,7 @@ from textual.message import Message
 from textual.reactive import reactive, var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.timer import Timer
 
-from client.events import Event
 from client.find import Finder, FindStatus, find_spans
 from client.timeline import TextEntry, TextPhase, Timeline, TimelineChanges, TimelineEntry
 from client.views import View, is_problem
@@ -98,9 +93,6 @@ from widgets.timeline_render import (
     render_entry,
     render_marker,
 )
-
-FRAME_SECONDS = 1 / 60
-"""Minimum time between two flushes: appends are buffered and painted at most once per frame."""
 
 _JUMP_FRACTION = 3
 """A jump (find, problem, move_cursor_to) puts an entry that was out of sight a third down the window."""
@@ -239,11 +231,10 @@ class TimelineView(ScrollView, can_focus=True):
         self._first_shown = 1  # entries with a lower id are no longer shown
         self._width = 0
         self._cache: LRUCache[int, Strip] = LRUCache(1024)
-        self._flush_timer: Timer | None = None
-        self._last_flush = 0.0
         self._needs_full = True
         self._appended_shown = 0
-        self.flushes = 0
+        self.renders = 0
+        """How many times the lines were brought up to date (a benchmark counts frames with it)."""
         # The cursor: the highlighted entry, and whether the reader placed it (which pauses following).
         self._cursor: int | None = None
         self._pinned = False
@@ -268,19 +259,11 @@ class TimelineView(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------ public API
 
-    def sync(self) -> None:
-        """Tell the view the model changed; the repaint happens once per frame, not once per event."""
-        if self._flush_timer is not None or not self.is_mounted:
-            return
-        # (Textual's Timer cannot take a zero delay: a millisecond is "next tick".)
-        delay = max(0.001, self._last_flush + FRAME_SECONDS - time.monotonic())
-        self._flush_timer = self.set_timer(delay, self._timed_flush, name="timeline-flush")
-
-    def feed(self, events: Iterable[Event]) -> int:
-        """Apply a batch of events to the model and schedule a repaint; returns how many were new."""
-        applied = self.timeline.apply_many(events)
-        self.sync()
-        return applied
+    def show(self, changes: TimelineChanges) -> None:
+        """Draw what applying events to the model changed (what ``Timeline.apply_many`` returned; the
+        changes of several calls joined by ``TimelineChanges.join``), now: the caller paints at most once
+        per frame."""
+        self._update_lines(changes)
 
     @property
     def at_bottom(self) -> bool:
@@ -323,7 +306,7 @@ class TimelineView(ScrollView, can_focus=True):
     def move_cursor_to(self, entry_id: int) -> bool:
         """Highlight this entry and bring it into sight (a jump); False when it is not shown (dropped, or
         hidden by the view). An entry older than the newest pauses following."""
-        self.flush()
+        self._update_lines()
         if entry_id not in self._start:
             return False
         self._set_cursor(entry_id, pin=entry_id != self._order[-1])
@@ -352,7 +335,7 @@ class TimelineView(ScrollView, can_focus=True):
     def find(self, query: str) -> FindStatus:
         """Search the shown entries for ``query`` (every keystroke of the find line) and highlight the
         match from where typing started; an empty query brings the cursor back there."""
-        self.flush()
+        self._update_lines()
         if not self._query:
             self._origin = self._cursor
             self._origin_pinned = self._pinned
@@ -393,29 +376,25 @@ class TimelineView(ScrollView, can_focus=True):
         self._clear_matches()
         self.refresh()
 
-    def flush(self) -> None:
-        """Render pending model changes now (normally called by the per-frame timer)."""
-        if self._flush_timer is not None:
-            self._flush_timer.stop()
-            self._flush_timer = None
-        self._last_flush = time.monotonic()
+    def _update_lines(self, changes: TimelineChanges | None = None) -> None:
+        """Bring the lines up to date: ``changes`` drawn where they are, or (None, a width change, a
+        toggle) every retained entry rendered again when that is due."""
         width = self.scrollable_content_region.width
         if width <= 0:
+            self._needs_full = True
             return  # not laid out yet; on_resize will render everything
         follow = self._follows()
         had_marker = self._has_marker
         if self._needs_full or width != self._width:
-            self.timeline.drain_changes()
             self._width = width
             removed = self._rebuild_all()
-        else:
-            changes = self.timeline.drain_changes()
-            if not changes:
-                return
+        elif changes:
             removed = self._apply(changes)
             if not follow:
                 self.unseen += self._appended_shown
-        self.flushes += 1
+        else:
+            return
+        self.renders += 1
         removed += self._enforce_max_lines()
         if had_marker != self._has_marker:
             self._cache.clear()
@@ -430,11 +409,13 @@ class TimelineView(ScrollView, can_focus=True):
         if self._query:
             self._refresh_find()
         self.refresh()
+        if self._needs_full:  # an entry the rule sat above left the view: it moves, once this is drawn
+            self.call_later(self._update_lines)
 
     def scroll_to_entry(self, entry_id: int) -> bool:
         """Bring an entry's first line to the top of the view and highlight it (a note's "then" jump);
         False when the entry is not shown any more. Scrolling up pauses following, as reading back does."""
-        self.flush()
+        self._update_lines()
         start = self._start.get(entry_id)
         if start is None:
             return False
@@ -455,7 +436,7 @@ class TimelineView(ScrollView, can_focus=True):
         self._rule_at = None
         self._needs_full = True
         if self.is_mounted:
-            self.flush()
+            self._update_lines()
 
     def update_since_rule(self) -> None:
         """The rule's lines changed (the digest above it is kept current): drawn again where they are,
@@ -464,7 +445,7 @@ class TimelineView(ScrollView, can_focus=True):
         carrier = self._rule_at
         if carrier is None or not self.is_mounted:
             return
-        self.flush()
+        self._update_lines()
         if carrier in self._start:
             self._resplice([carrier])
             self.virtual_size = Size(self._width, self.line_count)
@@ -483,7 +464,7 @@ class TimelineView(ScrollView, can_focus=True):
     def open_at_rule(self) -> bool:
         """Bring the rule near the top of the window, the cursor on the first new entry, following paused
         (the operator reads on from where they left); False when there is no rule shown."""
-        self.flush()
+        self._update_lines()
         entry = self._rule_at
         if entry is None or entry not in self._start:
             return False
@@ -616,24 +597,24 @@ class TimelineView(ScrollView, can_focus=True):
         self._unfolded.clear()
         self._needs_full = True
         if self.is_mounted:
-            self.flush()
+            self._update_lines()
 
     def watch_collapse_commentary(self, _value: bool) -> None:
         self._unfolded.clear()  # folding again folds what find had opened
         self._needs_full = True
         if self.is_mounted:
-            self.flush()
+            self._update_lines()
 
     def watch_view(self, _value: View) -> None:
         self._needs_full = True
         self._first_shown = 1  # entries hidden by the old view were not dropped: show them again
         if self.is_mounted:
-            self.flush()
+            self._update_lines()
             if self._cursor is not None and not self._follows():
                 self._scroll_to_cursor(jump=True)
 
     def on_mount(self) -> None:
-        self.sync()
+        self._update_lines()
 
     def on_focus(self) -> None:
         self.refresh()  # the cursor is drawn while the view has the focus
@@ -655,7 +636,7 @@ class TimelineView(ScrollView, can_focus=True):
         # like the reader scrolled up ("following paused").
         was_following = self.following
         if self.scrollable_content_region.width != self._width:
-            self.flush()
+            self._update_lines()
         if was_following:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
 
@@ -822,7 +803,7 @@ class TimelineView(ScrollView, can_focus=True):
         self._update_following()
 
     def _jump_problem(self, *, forward: bool) -> bool:
-        self.flush()
+        self._update_lines()
         order = self._order
         if not order:
             return False
@@ -854,7 +835,7 @@ class TimelineView(ScrollView, can_focus=True):
         self._finder.search("")
 
     def _step_match(self, *, forward: bool) -> FindStatus:
-        self.flush()
+        self._update_lines()
         matches = self._matches
         if not self._query or not matches:
             return self.find_status
@@ -1083,7 +1064,6 @@ class TimelineView(ScrollView, can_focus=True):
             # next one shown.
             self._rule_at = None
             self._needs_full = True
-            self.sync()
 
     def _newest_that_fit(self, entry_ids: list[int]) -> list[int]:
         """The newest of ``entry_ids`` (ascending) whose lines fit in ``max_lines``, rendered newest first
@@ -1113,9 +1093,5 @@ class TimelineView(ScrollView, can_focus=True):
             dropped_lines += self._count[entry_id]
         return self._drop_front(keep_from)
 
-    def _timed_flush(self) -> None:
-        self._flush_timer = None
-        self.flush()
 
-
-__all__ = ["FRAME_SECONDS", "TimelineView"]
+__all__ = ["TimelineView"]

@@ -109,11 +109,10 @@ class MemoryHost(App[None]):
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    """Let the per-frame flush run, then flush whatever is left and let the screen repaint."""
+    """Let the screen repaint what was shown."""
     await pilot.pause(0.05)
     app = pilot.app
     assert isinstance(app, MemoryHost)
-    app.view.flush()
     await pilot.pause()
 
 

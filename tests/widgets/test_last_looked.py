@@ -46,8 +46,9 @@ class Host(App[None]):
 
     def feed(self, events: list[Event]) -> None:
         """What the attach screen does with a batch: the core applies it, the view and the mark follow."""
-        self.core.apply_events(events)
-        self.view.sync()
+        change = self.core.apply_events(events)
+        if change.timeline is not None:
+            self.view.show(change.timeline)
         self.last.changed()
 
 
@@ -66,7 +67,6 @@ async def settle(pilot: Pilot[Any]) -> None:
     await pilot.pause(0.05)
     app = pilot.app
     assert isinstance(app, Host)
-    app.view.flush()
     await pilot.pause()
 
 
