@@ -581,7 +581,7 @@ class Timeline:
             self.last_seq = seq
             applied += 1
             last = event
-            if type(event) is ModelDelta:  # narrows for mypy, unlike a saved type
+            if isinstance(event, ModelDelta):  # the one place deltas are joined into a step's text
                 if bucket is not None and event.iteration == bucket_iteration and event.run_id == bucket_run:
                     same_text = True
                 else:
@@ -591,11 +591,9 @@ class Timeline:
                         run_id = self.current_run_id
                     key = (run_id, event.iteration)
                     bucket = texts.get(key)
-                    if bucket is None:  # a new text (what _on_delta does, the lookup already done)
-                        bucket = TextEntry(0, seq, event.at, run_id=run_id, iteration=event.iteration)
-                        texts[key] = bucket
+                    if bucket is None:  # a new text
                         self._current = event
-                        self._append(bucket)
+                        bucket = self._text_bucket(run_id, event.iteration, event)
                     elif bucket.phase is not streaming:
                         # the step already settled this text; a late chunk must not change it
                         bucket = None
@@ -687,16 +685,6 @@ class Timeline:
             self._texts[key] = entry
             self._append(entry)
         return entry
-
-    def _on_delta(self, event: ModelDelta) -> None:
-        run_id = self._run(event.run_id)
-        existing = self._texts.get((run_id, event.iteration))
-        if existing is not None and existing.phase is not TextPhase.STREAMING:
-            return  # the step already settled this text; a late chunk must not change it
-        entry = self._text_bucket(run_id, event.iteration, event)
-        entry._append(event.text)
-        self._chars += len(event.text)
-        self._touch(entry)
 
     def _on_step(self, event: ModelStep) -> None:
         run_id = self._run(event.run_id)
@@ -969,10 +957,9 @@ class Timeline:
         self._updated.pop(victim.id, None)
 
 
-# One handler per event class, looked up by exact type (an isinstance chain cost ~10 % of the ingest).
-# ModelDelta is here for apply_many's slow path; a subclass of any of these resolves like isinstance did.
+# One handler per event class but deltas (joined in apply_many itself), looked up by exact type (an
+# isinstance chain cost ~10 % of the ingest); a subclass of any of these resolves like isinstance did.
 _HANDLERS: dict[type, Callable[[Timeline, Any], None]] = {
-    ModelDelta: Timeline._on_delta,
     ModelStep: Timeline._on_step,
     ToolStarted: Timeline._on_tool_started,
     ToolCompleted: Timeline._on_tool_completed,

@@ -35,7 +35,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
 from typing import ClassVar
 
 from textual import on, work
@@ -54,7 +53,7 @@ from client.models import Approval, Note
 from client.paths import exports_dir
 from client.session import SessionChange, SessionCore
 from client.status import Connecting, Live, Refused
-from client.steering import DecideOutcome, Steering
+from client.steering import DecideOutcome, SendOutcome, Steering
 from client.streaming.policy import login_reason
 from tui.keypace import pace_of
 from tui.screens.arguments import ArgumentsScreen
@@ -432,7 +431,12 @@ class AttachScreen(Screen[None]):
     @work(exclusive=True, group="attach-send")
     async def send_note(self, text: str) -> None:
         """Send the composer's text; on failure it stays in the box with the server's reason above it."""
-        outcome = await self.note_box.send(text, partial(self.steering.send_note, session_id=self.session_id))
+        outcome: SendOutcome | None = None
+        self.note_box.sending()
+        try:
+            outcome = await self.steering.send_note(text, session_id=self.session_id)
+        finally:
+            self.note_box.answered(text, outcome)
         self._draw(self.core.record(outcome))
         tell(self, steering_notice(outcome))
 
