@@ -1,7 +1,7 @@
 """Find in a long timeline: how long each keystroke of the find line takes, typed into the real widgets.
 
 A headless app holds the real ``TimelineView`` and ``FindBar``, wired as a screen wires them (each edit
-of the find line → ``view.find(query)`` → the count shown). The timeline is loaded with the attach flood
+of the find line → ``view.go_to(view.reader.find(query))`` → the count shown). The timeline is loaded with the attach flood
 benchmark's realistic event mix (streaming text, commentary, tool calls, notes, approvals, answers), then
 keys are posted to the app the way a terminal driver does and each is timed from posting to the first
 screen refresh after the view answered (the match highlighted, the cursor moved, the count shown).
@@ -76,12 +76,12 @@ class FindApp(App[None]):
     @on(FindBar.Changed)
     def _changed(self, event: FindBar.Changed) -> None:
         if self.wired:  # unwired: the find line echoes the key and nothing searches (the baseline)
-            self.bar.show_status(self.view.find(event.query))
+            self.bar.show_status(self.view.go_to(self.view.reader.find(event.query)))
         self.call_after_refresh(self._answered)
 
     @on(FindBar.Next)
     def _next(self) -> None:
-        self.bar.show_status(self.view.find_next())
+        self.bar.show_status(self.view.go_to(self.view.reader.find_step(forward=True)))
         self.call_after_refresh(self._answered)
 
     def _answered(self) -> None:

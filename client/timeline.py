@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from client.events import (
     ApprovalDecided,
@@ -349,8 +349,7 @@ class NoteRecord:
     """The first text or tool call after delivery: what the agent did next (None until it did something)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TimelineChanges:
+class TimelineChanges(NamedTuple):
     """What one call that applied events changed (:meth:`Timeline.apply_many`).
 
     ``applied`` is how many events were new (duplicates by seq are not); ``appended`` ids are new entries
@@ -358,7 +357,8 @@ class TimelineChanges:
     place; ``first_id`` is the oldest retained non-marker id after the call (entries below it are gone);
     ``dropped`` is how many entries the call dropped to bound memory. The marker (id 0) is never listed:
     read :attr:`Timeline.dropped_count` instead. ``notes`` / ``approvals`` are the ids of the notes and
-    approvals the call's events changed. Falsy when no entry, note or approval changed.
+    approvals the call's events changed. Falsy when no entry, note or approval changed. (A named tuple: one
+    is made for every event the app applies.)
     """
 
     applied: int = 0
@@ -398,6 +398,7 @@ class TimelineChanges:
         )
 
 
+_NONE: frozenset[str] = frozenset()
 _SUMMARY_LIMIT = 200
 _READ_STATES = frozenset({"delivered", "acknowledged"})
 _TOOL_OUTCOME = {"ok": ToolState.COMPLETED, "error": ToolState.FAILED, "denied": ToolState.DENIED}
@@ -527,10 +528,9 @@ class Timeline:
     @property
     def first_id(self) -> int:
         """The oldest retained non-marker entry id (``next id`` when empty)."""
-        for entry in self._entries:
-            if not isinstance(entry, DroppedEntry):
-                return entry.id
-        return self._next_id
+        entries = self._entries
+        index = 0 if self._marker is None else 1
+        return entries[index].id if len(entries) > index else self._next_id
 
     def then_entry(self, note_id: str) -> TextEntry | ToolEntry | None:
         """What the agent did first after reading this note, while that entry is still retained."""
@@ -555,12 +555,12 @@ class Timeline:
         one: the caps are enforced after each event.
         """
         applied = 0
-        self._appended = []
-        updated: dict[int, None] = {}
-        self._updated = updated
+        updated = self._updated  # (emptied when the previous call returned)
         self._dropped = 0
-        self._touched_notes = set()
-        self._touched_approvals = set()
+        if self._touched_notes:
+            self._touched_notes = set()
+        if self._touched_approvals:
+            self._touched_approvals = set()
         texts = self._texts
         entries = self._entries
         handlers = _HANDLERS
@@ -640,15 +640,20 @@ class Timeline:
         appended = self._appended
         if appended and appended[0] < first:
             appended = [i for i in appended if i >= first]
-        made = set(appended) if updated and appended else ()
+        if appended or self._dropped:  # (else every id updated is retained and none is new)
+            made = set(appended)
+            changed = tuple(i for i in updated if i >= first and i not in made)
+        else:
+            changed = tuple(updated)
+        notes, approvals = self._touched_notes, self._touched_approvals
         changes = TimelineChanges(
             applied,
             tuple(appended),
-            tuple(i for i in updated if i >= first and i not in made),
+            changed,
             first,
             self._dropped,
-            frozenset(self._touched_notes),
-            frozenset(self._touched_approvals),
+            frozenset(notes) if notes else _NONE,
+            frozenset(approvals) if approvals else _NONE,
         )
         self._appended, self._updated = [], {}  # nothing of the call is kept once it is told
         return changes

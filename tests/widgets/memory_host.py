@@ -84,15 +84,15 @@ class MemoryHost(App[None]):
 
     @on(FindBar.Changed)
     def _find_changed(self, event: FindBar.Changed) -> None:
-        self.bar.show_status(self.view.find(event.query))
+        self.bar.show_status(self.view.go_to(self.view.reader.find(event.query)))
 
     @on(FindBar.Next)
     def _find_next(self) -> None:
-        self.bar.show_status(self.view.find_next())
+        self.bar.show_status(self.view.go_to(self.view.reader.find_step(forward=True)))
 
     @on(FindBar.Previous)
     def _find_previous(self) -> None:
-        self.bar.show_status(self.view.find_previous())
+        self.bar.show_status(self.view.go_to(self.view.reader.find_step(forward=False)))
 
     @on(FindBar.Closed)
     def _find_closed(self) -> None:

@@ -228,7 +228,7 @@ async def test_find_moves_between_matches_wrapping_and_escape_keeps_the_position
         at = view.cursor_id
         await pilot.press("escape")
         assert not app.bar.is_open and view.has_focus
-        assert view.cursor_id == at and view.find_status.total == 0
+        assert view.cursor_id == at and view.reader.find_status.total == 0
         assert not any(s.style and s.style.underline for row in rows(view) for s in row)
 
 
@@ -239,7 +239,7 @@ async def test_typing_starts_from_the_newest_match_while_following() -> None:
         await pilot.press("slash", *"bump")
         assert str(app.bar.status) == "2 / 2", "the newest match first while following"
         await pilot.press("backspace", "backspace", "backspace", "backspace")
-        assert view.find_status.query == ""
+        assert view.reader.find_status.query == ""
         last = view.shown_ids[-1]
         assert view.cursor_id == last, "an emptied query brings the cursor back"
 
@@ -356,7 +356,7 @@ async def test_find_works_inside_a_view() -> None:
     async with app.run_test(size=(100, 20)) as pilot:
         view = await start(pilot, incident_script())
         await pilot.press("slash", *"staging")
-        assert view.find_status.total == 5  # two notes, two approval lines and a commentary
+        assert view.reader.find_status.total == 5  # two notes, two approval lines and a commentary
         await pilot.press("escape", "f", "f")
         assert view.view is View.STEERING
         await pilot.press("slash")

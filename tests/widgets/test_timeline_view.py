@@ -237,7 +237,7 @@ async def test_a_long_flood_stays_within_the_line_cap() -> None:
         assert view.at_bottom and "echo 9999" in view.lines_text[-1]
         assert view.lines_text[0].startswith("… ") and view.lines_text[0].endswith("earlier entries dropped")
         # Bookkeeping shrinks with the lines: nothing keeps scrolled-off entries alive in the view.
-        assert len(view._rendered) == len(view._start) <= 500
+        assert len(view._lines._rendered) == len(view.shown_ids) <= 500
 
 
 async def test_a_history_that_starts_late_says_how_many_events_were_not_loaded() -> None:
