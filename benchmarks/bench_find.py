@@ -1,10 +1,11 @@
 """Find in a long timeline: how long each keystroke of the find line takes, typed into the real widgets.
 
-A headless app holds the real ``TimelineView`` and ``FindBar``, wired as a screen wires them (each edit
-of the find line → ``view.go_to(view.reader.find(query))`` → the count shown). The timeline is loaded with the attach flood
-benchmark's realistic event mix (streaming text, commentary, tool calls, notes, approvals, answers), then
-keys are posted to the app the way a terminal driver does and each is timed from posting to the first
-screen refresh after the view answered (the match highlighted, the cursor moved, the count shown).
+A headless app holds the real ``TimelineView`` and ``FindBar``, wired as the pane wires them (each edit
+of the find line → ``view.go_to(view.reader.find(query))`` → the count shown). The timeline is loaded
+with the attach flood benchmark's realistic event mix (streaming text, commentary, tool calls, notes,
+approvals, answers), then keys are posted to the app the way a terminal driver does and each is timed
+from posting to the first screen refresh after the view answered (the match highlighted, the cursor
+moved, the count shown).
 
 Two loads: **5,000 events** (what the issue names; the streamed deltas merge, so fewer entries) and
 **5,000 entries** (the model's cap: every entry the attach screen can hold, from ~35,000 events), the

@@ -41,6 +41,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -49,6 +50,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from client.errors import ApiError, ClientError, NotFound, PermissionDenied
+from client.events import BaseEvent
 from client.models import Approval, Note, Session
 from client.present import describe_session
 from client.status import Ended, Refused, StreamStatus
@@ -87,6 +89,11 @@ EXPORT_AGAIN_WITHIN = timedelta(seconds=10)
 
 THEN_WIDTH = 80
 """The "then: ..." line of a read note is kept this long."""
+
+READ_BATCH = 100
+"""While a backlog streams in, the loop runs (the screen paints) after this many items are read."""
+
+_STREAM_OVER = BaseException("the stream is over")
 
 
 ListsState = Literal["loading", "loaded", "failed"]
@@ -235,6 +242,7 @@ class SessionCore:
         self._end_seq = 0
         self._row_settled: asyncio.Event | None = None
         self._last_export: tuple[Path, datetime] | None = None
+        self._behind = 0
 
     # ------------------------------------------------------------------ loading
 
@@ -286,23 +294,90 @@ class SessionCore:
     # ------------------------------------------------------------------ the stream
 
     async def follow(self, backend: Backend, *, tail: int | None = None) -> AsyncIterator[SessionChange]:
-        """Take the session's live stream: each event and status is applied as it arrives, and what it
-        changed is yielded (:meth:`apply_events` / :meth:`apply_status`). A refusal the row already told
-        is left out; a stream that stops with an error ends in one ``Refused`` status."""
+        """Take the session's live stream and apply what arrives: the events that arrived since the last
+        change was taken are applied together (:meth:`apply_events`; a backlog in batches, a live event on
+        its own; the very first event alone), each status on its own (:meth:`apply_status`), in the order
+        they came, and what each changed is yielded. A refusal the row already told is left out; a stream
+        that stops with an error ends in one ``Refused`` status."""
+        arrived: list[Event | StreamStatus | BaseException] = []
+        news = asyncio.Event()
+
+        async def take() -> None:
+            """Read the stream into ``arrived`` (letting the loop run every ``READ_BATCH`` items)."""
+            items = backend.follow(self.session_id, tail=tail)
+            try:
+                count = 0
+                async for item in items:
+                    arrived.append(item)
+                    self._behind += 1
+                    news.set()
+                    count += 1
+                    if count % READ_BATCH == 0:
+                        await asyncio.sleep(0)  # a backlog is read faster than it is shown
+            except Exception as exc:
+                arrived.append(exc)
+            finally:
+                arrived.append(_STREAM_OVER)
+                news.set()
+                close = getattr(items, "aclose", None)  # closed here, not whenever GC gets to it
+                if close is not None:
+                    await close()
+
+        reader = asyncio.ensure_future(take())
+        first = True
         try:
-            async for item in backend.follow(self.session_id, tail=tail):
-                if isinstance(item, StreamStatus):
+            while True:
+                await news.wait()
+                news.clear()
+                take_now = len(arrived)
+                if first and arrived:  # the first event alone: the session is shown, then it catches up
+                    events_at = [n for n, item in enumerate(arrived) if isinstance(item, BaseEvent)]
+                    if events_at:
+                        first, take_now = False, events_at[0] + 1
+                        if take_now < len(arrived):
+                            news.set()  # the rest at the next turn
+                batch = arrived[:take_now]
+                del arrived[:take_now]
+                events: list[Event] = []
+                for item in batch:
+                    if isinstance(item, BaseEvent):
+                        events.append(item)
+                        continue
+                    if events:
+                        yield self._applied(events)
+                        events = []
+                    if item is _STREAM_OVER:
+                        return
+                    if isinstance(item, BaseException):
+                        why = (
+                            str(item)
+                            if isinstance(item, ClientError)
+                            else f"the event stream stopped unexpectedly ({type(item).__name__}: {item})"
+                        )  # (a bug below must not take the operator's screen down with it)
+                        if await self.refusal_is_news():
+                            yield self.apply_status(Refused(why))
+                        return
+                    assert not isinstance(item, BaseEvent)
+                    self._behind -= 1
                     if isinstance(item, Refused) and not await self.refusal_is_news():
                         return
                     yield self.apply_status(item)
-                else:
-                    yield self.apply_events((item,))
-        except ClientError as exc:
-            if await self.refusal_is_news():
-                yield self.apply_status(Refused(str(exc)))
-        except Exception as exc:  # a bug below must not take the operator's screen down with it
-            reason = f"the event stream stopped unexpectedly ({type(exc).__name__}: {exc})"
-            yield self.apply_status(Refused(reason))
+                if events:
+                    yield self._applied(events)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            self._behind = 0
+
+    @property
+    def behind(self) -> int:
+        """Stream items :meth:`follow` has read and not applied yet (0: the core holds all that came)."""
+        return self._behind
+
+    def _applied(self, events: list[Event]) -> SessionChange:
+        self._behind -= len(events)
+        return self.apply_events(events)
 
     def apply_events(self, events: Sequence[Event]) -> SessionChange:
         """Stream events (one as it arrives, or a batch read another way): applied, and what changed."""

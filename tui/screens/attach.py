@@ -80,7 +80,6 @@ FRAME = 1 / 60  # what the stream changed is painted at most this often
 HISTORY_EVENTS = 5_000  # the newest stored events read on attach: a session of 100,000 opens at once
 FIRST_PAINT_WAIT = 0.25  # after the first event, the backlog waits (at most this) for its frame to paint
 FOOTER_AT_THE_LATEST = 0.5  # the keys line comes after the first events, or this long after the mount
-YIELD_EVERY = 100  # while a backlog streams in, the screen runs after this many events
 PAINT_BACKLOG = 1_000  # changes waiting for a frame beyond this many are joined (memory stays bounded)
 SIDE_PANEL_BELOW = 90  # narrower: the side column goes under the timeline, the notes list a toggle (p)
 MIN_SIZE = (50, 14)  # below this many columns × rows one notice replaces a crushed layout
@@ -249,7 +248,6 @@ class AttachScreen(Screen[None]):
     async def follow_stream(self) -> None:
         """Take the stream until the session ends, the server refuses, or the screen goes away: the core
         applies each event and status; what they changed is painted once per frame."""
-        since_yield = 0
         async for change in self.core.follow(self.backend, tail=HISTORY_EVENTS):
             if not change:
                 continue  # (an event seen before)
@@ -273,15 +271,12 @@ class AttachScreen(Screen[None]):
                 continue
             if self._frame is None:
                 self._frame = self.set_timer(FRAME, self._paint)  # then at most once per frame
-            since_yield += 1
-            if since_yield >= YIELD_EVERY:  # a backlog arrives faster than it is read: let it paint
-                since_yield = 0
-                await asyncio.sleep(0)
 
     @property
     def unpainted(self) -> int:
-        """How many changes wait for the next frame to be drawn (0: the screen shows all it knows)."""
-        return len(self._unpainted)
+        """What the stream brought that the screen does not show yet: items the core has still to apply,
+        and changes waiting for the next frame (0: the screen shows all that came)."""
+        return self.core.behind + len(self._unpainted)
 
     async def _painted(self) -> None:
         """Wait until the app has painted what was just drawn (at most ``FIRST_PAINT_WAIT``: a screen
