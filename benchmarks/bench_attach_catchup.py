@@ -343,7 +343,7 @@ async def attach_once(
                     continue
                 # (events are applied as they arrive and drawn once per frame: "shown" once drawn)
                 seq = screen.timeline.last_seq if not screen.unpainted else 0
-                if stage == "first" and seq > 0:
+                if stage == "first" and screen.view.shown_ids:  # an entry drawn
                     app.call_after_refresh(mark, "first")
                     stage = "caught"
                 if stage == "caught" and seq >= last_seq:
