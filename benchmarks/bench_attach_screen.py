@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from textual import events
 from textual.binding import Binding, BindingType
 
-from client.backend import ApprovalPage, Capabilities
+from client.backends.base import ApprovalPage, Capabilities
 from client.events import Event, event_from_dict
 from client.models import Note, NoteList, Session
 from client.status import Live, StreamStatus
@@ -107,7 +107,8 @@ def event_stream() -> Iterator[Event]:
 
 
 class FloodBackend:
-    """Just enough of ``client.backend.Backend`` for the attach screen, with a rate-limited ``follow``."""
+    """Just enough of ``client.backends.base.Backend`` for the attach screen, with a rate-limited
+    ``follow``."""
 
     server_kind = "local"
     capabilities = Capabilities()

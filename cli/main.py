@@ -8,7 +8,7 @@ Exit codes (the same for every command, shown in ``--help``):
 
 * 0: success;
 * 1: the server refused the request or it failed (unreachable, 401/403/404/422/429/5xx, a note that
-  could not be withdrawn);
+  could not be withdrawn because it reached the agent or expired first);
 * 2: usage error (a bad flag, a bad flag combination, an unreadable duration), caught before any request;
 * 130: interrupted with Ctrl+C.
 """
@@ -49,8 +49,8 @@ DISTRIBUTION = "preloop-steer"
 
 
 class _Version(argparse.Action):
-    """``--version``: the installed package's version, looked up only when asked (``importlib.metadata``
-    costs ~30 ms of imports that ``--help`` and every command need not pay)."""
+    """``--version``: the installed package's version, looked up only when asked (``importlib.metadata``'s
+    imports are start-up time that ``--help`` and every command need not pay)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
         kwargs.pop("default", None)
@@ -277,8 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
         notes_sub,
         "withdraw",
         "withdraw a note before it is delivered",
-        "Withdraw a pending note. Prints the note's state afterwards; when it was no longer pending,\n"
-        "says why nothing changed and exits 1.",
+        "Withdraw a pending note. Prints the note's state afterwards. A note withdrawn before says so\n"
+        "and exits 0; one that was no longer pending otherwise (delivered, expired...) says why nothing\n"
+        "changed and exits 1.",
     )
     p.add_argument("note_id", metavar="NOTE_ID", help="note id (full, or its first 4+ characters)")
     p.add_argument(
@@ -466,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     _skip_httpx_command_line()
     try:
-        import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
+        import asyncio  # here, not at the top: start-up time `--help` and a usage error need not pay
 
         return asyncio.run(handler(args))
     except CliUsageError as exc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic_core import TzInfo
@@ -41,14 +41,22 @@ def _as_utc(value: datetime) -> datetime:
         raise ValueError("the time is outside the range a UTC timestamp can hold") from None
 
 
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+@overload
+def iso(value: datetime) -> str: ...
+@overload
+def iso(value: datetime | None) -> str | None: ...
+def iso(value: datetime | None) -> str | None:
+    """A time as everything of ours writes it (events, the export and digest documents, queries): ISO
+    8601 in UTC with a ``Z`` (a zone-less time is UTC); None stays None."""
+    if value is None:
+        return None
+    return _as_utc(value).isoformat().replace("+00:00", "Z")
 
 
 UtcDatetime = Annotated[
     datetime,
     AfterValidator(_as_utc),
-    PlainSerializer(_iso, return_type=str, when_used="json"),
+    PlainSerializer(iso, return_type=str, when_used="json"),
 ]
 """A datetime that is always zone-aware UTC once parsed, and serialised with a ``Z`` suffix."""
 
@@ -225,6 +233,10 @@ class NoteState(StrEnum):
         return self not in (NoteState.PENDING, NoteState.CLAIMED)
 
 
+ENDED_BADLY = frozenset({"expired", "failed", "undeliverable"})
+"""Note states that mean the agent never read the note."""
+
+
 class NoteAuthor(WireModel):
     user_id: str | None = None
     agent_id: str | None = None
@@ -264,6 +276,11 @@ class Note(WireModel):
             return NoteState(self.state)
         except ValueError:
             return None
+
+
+def note_ended_at(note: Note) -> datetime:
+    """When the note gave up (for ordering and the window); its creation time if the server left it out."""
+    return note.undeliverable_at or note.expired_at or note.created_at or datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class NoteList(WireModel):
@@ -366,22 +383,8 @@ class AttentionSnapshot(WireModel):
 
 
 # --------------------------------------------------------------------------------------------------
-# Errors and health
+# Health
 # --------------------------------------------------------------------------------------------------
-
-
-class ValidationItem(WireModel):
-    type: str | None = None
-    loc: list[str | int] = Field(default_factory=list)
-    msg: str = ""
-    input: Any = None
-    ctx: dict[str, Any] | None = None
-
-
-class ErrorBody(WireModel):
-    """``{"detail": "sentence"}`` or, for a 422, ``{"detail": [ValidationItem, ...]}``."""
-
-    detail: str | list[ValidationItem] | dict[str, Any] | None = None
 
 
 class Health(WireModel):

@@ -67,7 +67,7 @@ from client.textsafe import safe_line
 from client.timeline import TextEntry, Timeline, TimelineChanges, ToolEntry, then_line
 
 if TYPE_CHECKING:
-    from client.backend import Backend
+    from client.backends.base import Backend
     from client.events import Event
 
 __all__ = [

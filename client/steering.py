@@ -15,28 +15,29 @@ must be told about; it returns one of the outcome types below and each front end
 
 :class:`Decisions` is the one record, per app or command, of the approvals decided *here*: the inbox, every
 attach screen and the plain attach share it, so nothing decided in this process is ever called "decided
-elsewhere". Short ids typed by people are resolved by :func:`client.ids.resolve_id`; the candidate lists for
-notes and approvals are fetched here (:func:`resolve_note`, :func:`resolve_approval`).
+elsewhere". Short ids typed by people are resolved by :mod:`client.ids`.
+
+A decision typed as a command rather than taken on a screen that shows the call (``--plain``'s
+``/approve``) names its approval's id for a call at one of :data:`NAME_RISKS`, and approving one at
+:data:`ASK_RISKS` asks once more, naming the call (:func:`risk_of` reads an approval's level).
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from client.errors import ClientError, NoteOutcomeUnknown
-from client.ids import check_prefix, is_full_id, match_id, resolve_id, short_id
-from client.listing import all_approvals, session_notes
+from client.errors import ClientError, NoteOutcomeUnknown, NotFound, PermissionDenied
 
 if TYPE_CHECKING:
-    from client.backend import Backend
+    from client.backends.base import ApprovalDesk, Backend
     from client.models import Approval, Note
 
 __all__ = [
+    "ASK_RISKS",
+    "NAME_RISKS",
     "AlreadyDeciding",
     "AlreadySettled",
     "DecideOutcome",
@@ -54,15 +55,18 @@ __all__ = [
     "WithdrawFailed",
     "WithdrawOutcome",
     "Withdrawn",
-    "resolve_approval",
-    "resolve_note",
+    "final_record",
+    "risk_of",
 ]
 
 Verb = Literal["approve", "decline"]
 
-SEARCH_SESSIONS = 100
-"""How many of the newest sessions a short note id is looked for in (without a session)."""
+NAME_RISKS = frozenset({"high", "danger", "critical"})
+"""A typed decision on a call at these risk levels must name the approval's id: "the one waiting" may not
+be the one the operator read."""
 
+ASK_RISKS = frozenset({"danger", "critical"})
+"""Approving a call at these risk levels by a typed command asks once more, naming the call ([y/N])."""
 
 # ------------------------------------------------------------------------------------------- outcomes
 
@@ -235,8 +239,8 @@ class Steering:
         return Withdrawn(note) if note.state == "cancelled" else TooLate(note)
 
     async def decide(self, approval_id: str, verb: Verb, comment: str | None = None) -> DecideOutcome:
-        """Approve or decline; a refusal is followed by one read of the approval, so that losing a race
-        (or an expiry) is told as what happened rather than as an error."""
+        """Approve or decline; a refusal is followed by one read of the approval's :func:`final_record`,
+        so that losing a race (or an expiry) is told as what happened rather than as an error."""
         if not self.decisions.start(approval_id):
             return AlreadyDeciding(approval_id)
         try:
@@ -246,65 +250,37 @@ class Steering:
                 result = await self.backend.decline(approval_id, comment)
         except ClientError as exc:
             self.decisions.finish(approval_id, decided=False)
-            current = await self._current(approval_id)
-            if current is not None and not current.pending:
-                return AlreadySettled(current, verb)
+            try:
+                settled = await final_record(self.backend, approval_id)
+            except ClientError:
+                settled = None
+            if settled is not None:
+                return AlreadySettled(settled, verb)
             return DecisionFailed(approval_id, verb, exc)
         self.decisions.finish(approval_id, decided=True)
         return Decided(result, verb)
 
-    async def final_record(self, approval: Approval) -> Approval:
-        """An approval that left a list without its final record (a poll or a reconnect only saw it go):
-        read it once, so its real status (approved, declined, expired...) can be told; the record as it
-        was when that read fails or it still reads pending."""
-        if not approval.pending:
-            return approval
-        current = await self._current(approval.id)
-        return current if current is not None and not current.pending else approval
-
-    async def _current(self, approval_id: str) -> Approval | None:
+    async def current(self, approval_id: str) -> Approval | None:
+        """The approval's row as the server has it now; None when it cannot be read."""
         try:
             return await self.backend.get_approval(approval_id)
         except ClientError:
             return None
 
 
-# ------------------------------------------------------------------------------------------- short ids
+async def final_record(desk: ApprovalDesk, approval_id: str) -> Approval | None:
+    """The final record of an approval that stopped waiting where this client could not see how (it left
+    a pending list between two polls or over a reconnect, or a decision from here lost a race): its row,
+    read once now, saying approved, declined or expired, by whom and with which comment. None while it
+    still reads pending (the two reads raced) or when it is gone for good (not found, no longer visible
+    to this token); any other failure raises, so the caller chooses to try again or to say "gone"."""
+    try:
+        row = await desk.get_approval(approval_id)
+    except (NotFound, PermissionDenied):
+        return None
+    return None if row.pending else row
 
 
-async def resolve_note(
-    backend: Backend, value: str, session: str | None = None, known: Iterable[str] = ()
-) -> str:
-    """A full note id as given; a short one matched against the notes of ``session`` (plus ``known``, the
-    ids a caller already holds), or of the newest sessions. Servers list notes per target only, so they
-    are read session by session, a few at a time."""
-    text = value.strip()
-    if is_full_id(text, "note"):
-        return text
-    prefix = check_prefix(text, "note")
-    if session is not None:
-        sessions, where = [session], f"session {short_id(session)}"
-    else:
-        page = await backend.list_sessions(limit=SEARCH_SESSIONS)
-        sessions = [row.id for row in page.items]
-        where = f"the newest {len(sessions)} sessions"
-    gate = asyncio.Semaphore(4)
-
-    async def ids_in(sid: str) -> list[str]:
-        async with gate:
-            return [n.note_id for n in await session_notes(backend, sid)]
-
-    found = await asyncio.gather(*(ids_in(sid) for sid in sessions))
-    return match_id(prefix, [*known, *(nid for ids in found for nid in ids)], "note", where=where)
-
-
-async def resolve_approval(
-    backend: Backend, value: str, session: str | None = None, known: Iterable[str] = ()
-) -> str:
-    """A full approval id as given; a short one matched against every approval (pending or not: a decided
-    one is then told as such, not as unknown) of ``session`` or all sessions, plus ``known``."""
-
-    async def candidates() -> list[str]:
-        return [*known, *(a.id for a in await all_approvals(backend, session, None))]
-
-    return await resolve_id(value, "approval", candidates)
+def risk_of(approval: Approval) -> str:
+    """An approval's risk level as compared with :data:`NAME_RISKS` / :data:`ASK_RISKS` ("" if none)."""
+    return (approval.risk_level or "").strip().lower()

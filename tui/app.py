@@ -1,4 +1,4 @@
-"""The Textual app: a sessions list and a live attach view over any ``client.backend.Backend``.
+"""The Textual app: a sessions list and a live attach view over any ``client.backends.base.Backend``.
 
 Entry points (the CLI calls these; nothing here parses arguments or reads configuration)::
 
@@ -6,10 +6,11 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         Runs the app in the caller's event loop (Textual's ``run_async``) until the user quits. With
         ``session_id`` it opens that session's attach screen first (``preloop sessions attach <id>``), else
         the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
-        full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
-        caller's (one loop, one connection per command). Returns the process exit code (0; 143 or 129
-        after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
-        (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
+        full id (resolve short ids with ``client.ids.resolve_session`` first). The backend stays the
+        caller's (one loop, one connection per command). Returns the process exit code (0; 130 after
+        Ctrl+C; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A
+        message for the shell (e.g. "Detached from ...; it keeps running") is printed after the terminal
+        is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
                close_backend=False, follow=True, drafts=None, marks=None)
@@ -69,21 +70,23 @@ from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import Input, TextArea
 
-# The live feeds' code (SSE decoding and the events' validators, ~40 ms to load): loaded with the app, not
-# lazily in the middle of its first frame (scripted commands, which never stream, never import this module).
-import client.attention_live
+# The live feeds' code (SSE decoding and the events' validators): loaded with the app, not lazily in the
+# middle of its first frame (scripted commands, which never stream, never import this module).
+import client.backends.local.attention
 import client.backends.local.feed  # noqa: F401
 from client.alerts import Alerter, AlertSettings, load_alert_settings
-from client.backend import Backend
+from client.backends.base import Backend
+from client.clipboard import clipboard_route, copy_words
 from client.drafts import DraftStore
 from client.errors import ClientError
+from client.ids import short_id
 from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
 from client.marks import MarkStore, News, news_of
 from client.models import Approval, AttentionSnapshot, NoteState, Session
 from client.paths import state_dir
-from client.present import session_title, short_id
+from client.present import session_title
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
-from client.steering import Steering
+from client.steering import Steering, final_record
 from tui.following import Following
 from tui.keypace import KeyPace
 from tui.palette import PreloopCommands
@@ -355,8 +358,10 @@ class PreloopApp(App[str | None]):
     async def final_record(self, approval: Approval) -> None:
         """An approval that left the inbox without its final record (a poll or a reconnect saw it go):
         read once, so the inbox says approved, declined or expired rather than "gone"."""
-        if self.inbox.resolved(await self.steering.final_record(approval)):
-            self.inbox_updated()
+        with contextlib.suppress(ClientError):  # unread, the inbox says it is gone
+            record = await final_record(self.backend, approval.id)
+            if record is not None and self.inbox.resolved(record):
+                self.inbox_updated()
 
     def _viewing(self) -> str | None:
         """The session on screen (no alert for what the operator is looking at)."""
@@ -465,13 +470,14 @@ class PreloopApp(App[str | None]):
         and lets go of the selection, so a second Ctrl+C quits."""
         copied = self._copy_selection()
         if copied:
-            self.notify(
-                f"Copied {copied} character{'s' if copied != 1 else ''}; Ctrl+C again quits.",
-                title="Copied",
-                markup=False,
-            )
+            what = f"{copied} character{'s' if copied != 1 else ''}"
+            said, title, arrived = copy_words(what, clipboard_route())  # the truth inside tmux too
+            severity: SeverityLevel = "information" if arrived else "warning"
+            self.notify(f"{said}; Ctrl+C again quits.", title=title, severity=severity, markup=False)
             return
-        self.leave_app(self._quit_message())
+        # 130, as from any terminal program interrupted by Ctrl+C (the README's exit codes); Ctrl+Q and
+        # ``q`` quit with 0.
+        self.leave_app(self._quit_message(), return_code=128 + signal.SIGINT)
 
     def _copy_selection(self) -> int:
         """Copy the selected text, if any, to the clipboard and clear the selection; how many characters
@@ -501,7 +507,7 @@ class PreloopApp(App[str | None]):
         if self.close_backend:
             await self.backend.aclose()
 
-    def _sessions_screen(self) -> SessionsScreen:
+    def _sessions_screen(self, highlight: str | None = None) -> SessionsScreen:
         return SessionsScreen(
             self.backend,
             open_session=self.open_session,
@@ -509,6 +515,7 @@ class PreloopApp(App[str | None]):
             refresh_interval=self.refresh_interval,
             pending=self.inbox.pending_by_session,
             news=self.session_news,
+            highlight=highlight,
         )
 
     def session_news(self, row: Session) -> News:
@@ -650,8 +657,8 @@ class PreloopApp(App[str | None]):
                 below.load()
         elif detach:
             self.exit(message)
-        else:
-            self.switch_screen(self._sessions_screen())
+        else:  # opened by `sessions attach ID`: the list, with the session just left highlighted
+            self.switch_screen(self._sessions_screen(highlight=session_id))
             self.notify(message, title="Left the session", markup=False)
 
     @staticmethod

@@ -8,7 +8,9 @@ inserts its own newline for a plain Enter; every other key is left to ``TextArea
 multi-line text arrives as one ``Paste`` event and is inserted, never sent.
 
 With a draft store the box keeps its text per session (``draft_key``): restored when it mounts, written
-on every edit and flushed to the disk shortly after and on leaving (``client.drafts``).
+on every edit and flushed to the disk shortly after and on leaving (``client.drafts``). Drafts other
+windows left for the session come back in the box too, each under a marker line, and the line above the
+box says so (:class:`Composer.DraftsMerged`) until the text is edited.
 
 The composer does not send anything itself: it posts :class:`Composer.Submitted` and the screen that owns
 the session sends it (``client.steering``), telling the box when it left (:meth:`NoteBox.sending`) and what
@@ -107,6 +109,13 @@ class Composer(TextArea):
         text: str
 
     @dataclass
+    class DraftsMerged(Message):
+        """The restored draft holds ``count`` drafts other windows left, each under a marker line."""
+
+        composer: Composer
+        count: int
+
+    @dataclass
     class Refused(Message):
         """The user tried to send but the text cannot be sent (blank, or too long); ``reason`` says why."""
 
@@ -143,10 +152,15 @@ class Composer(TextArea):
 
     def on_mount(self) -> None:
         """The draft left for this box (an earlier attach, a crashed run) comes back, cursor at its end."""
-        draft = self._drafts.get(self._draft_key) if self._drafts is not None else ""
-        if draft and not self.text:
+        if self._drafts is None or self.text:
+            return
+        draft = self._drafts.get(self._draft_key)
+        if draft:
             self.load_text(draft)
             self.move_cursor(self.document.end)
+            merged = self._drafts.merged(self._draft_key)
+            if merged:
+                self.post_message(self.DraftsMerged(self, merged))
 
     def on_unmount(self) -> None:
         """Leaving: the draft is flushed to the disk."""
@@ -288,6 +302,7 @@ class NoteBox(Vertical):
     NoteBox { height: auto; }
     NoteBox #send-error { display: none; height: auto; padding: 0 1; color: $error; }
     NoteBox #send-error.-shown { display: block; }
+    NoteBox #send-error.-heads-up { color: $warning; }
     NoteBox #typing-hint { display: none; height: auto; padding: 0 1; color: $warning; text-style: bold; }
     NoteBox #typing-hint.-shown { display: block; }
     """
@@ -316,11 +331,13 @@ class NoteBox(Vertical):
         """The box lost the focus: where typing goes is no longer news."""
         self.hint("")
 
-    def say(self, reason: str, failure: ClientError | None = None) -> None:
-        """Show ``reason`` on the line ("" hides it); ``failure`` when a server's answer is the reason."""
+    def say(self, reason: str, failure: ClientError | None = None, *, heads_up: bool = False) -> None:
+        """Show ``reason`` on the line ("" hides it); ``failure`` when a server's answer is the reason;
+        ``heads_up`` for something to look at before sending, not a failure (⚠, in the warning colour)."""
         self.failure = failure
         self._said_over = self.composer.text
-        self.line.update(Text(f"✗ {safe_line(reason, 300)}"))
+        self.line.update(Text(f"{'⚠' if heads_up else '✗'} {safe_line(reason, 300)}"))
+        self.line.set_class(heads_up, "-heads-up")
         self.line.set_class(bool(reason), "-shown")
 
     def clear(self) -> None:
@@ -383,6 +400,15 @@ class NoteBox(Vertical):
         if self.composer.closed is not None:
             self.composer.save_draft()
             self.display = False
+
+    @on(Composer.DraftsMerged)
+    def _drafts_merged(self, event: Composer.DraftsMerged) -> None:
+        event.stop()
+        if event.count == 1:
+            said = "Another window's draft is below the ── line: send only what you mean to."
+        else:
+            said = f"{event.count} other windows' drafts are below ── lines: send only what you mean to."
+        self.say(said, heads_up=True)
 
     @on(Composer.Refused)
     def _refused(self, event: Composer.Refused) -> None:

@@ -145,11 +145,6 @@ class FindBar(Horizontal):
         return self.query_one("#find-input", Input)
 
     @property
-    def query_text(self) -> str:
-        """The query as typed."""
-        return self.input.value
-
-    @property
     def is_open(self) -> bool:
         """Shown (between :meth:`open` and Escape / :meth:`close`)."""
         return self.has_class("-open")

@@ -15,13 +15,14 @@ from textual import events
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 
-from client.inbox import ApprovalGone, note_ended_at
+from client.ids import short_id
+from client.inbox import ApprovalGone
 from client.marks import News
-from client.models import Approval, Note
-from client.present import relative_time, settled_phrase, short_id
+from client.models import Approval, Note, note_ended_at
+from client.present import relative_time, settled_phrase, until
 from client.preview import approval_preview, visible_args
 from client.textsafe import safe_line
-from widgets.badges import note_badge, until
+from widgets.badges import note_badge
 
 APPROVAL_COLUMNS: list[tuple[str, str]] = [
     ("waiting", "WAITING"),
@@ -265,6 +266,8 @@ def news_words(news: News) -> Text:
     parts: list[tuple[str, str]] = []
     if news.new:
         parts.append((f"{news.new:,} new since you looked", "bold"))
+    elif news.new is None and news.changed:
+        parts.append(("new since you looked", "bold"))
     if news.waiting:
         parts.append((f"⚑ {news.waiting} waiting", "bold yellow"))
     if news.problem:

@@ -41,7 +41,7 @@ from datetime import datetime
 
 from textual.screen import ModalScreen, Screen
 
-from client.backend import Capabilities
+from client.backends.base import Capabilities
 from client.digest import Since, digest_lines, session_digest
 from client.marks import AWAY_FOR_DIGEST, LIVE_SKEW, Looking, Mark, MarkStore, find_return, seen_place
 from client.session import SessionCore

@@ -23,10 +23,10 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from client.models import Note, NoteState
-from client.present import relative_time
+from client.present import relative_time, until
 from client.session import ListsState
 from client.textsafe import safe_line, safe_text
-from widgets.badges import delivery_route, note_badge, until
+from widgets.badges import delivery_route, note_badge
 
 TEXT_LINES = 3
 """Lines of note text shown per note; the rest is cut with an ellipsis."""

@@ -11,32 +11,18 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.commands.common import (
-    connect,
-    is_tty,
-    print_json,
-    render_table,
-    resolve_session,
-    terminal_width,
-    usage,
-)
+from cli.commands.common import connect, is_tty, print_json, render_table, terminal_width, usage
 from cli.exits import EXIT_FAILED, EXIT_OK
-from client.ids import is_ulid, is_uuid
+from client.errors import ClientError
+from client.ids import is_full_id, is_prefix, resolve_approval, resolve_session, short_id
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals
 from client.models import Approval, AttentionSnapshot, Note
-from client.present import (
-    cell,
-    decided_by,
-    describe_session,
-    looks_like_id_prefix,
-    relative_time,
-    settled_line,
-    short_id,
-)
+from client.present import cell, clock, decided_by, describe_session, relative_time, settled_line, until
 from client.preview import approval_preview
-from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
-from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, resolve_approval
+from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
+from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, final_record
+from client.stream_words import OutageLines
 from client.textsafe import safe_line
 
 
@@ -93,7 +79,7 @@ def _approval_id_syntax(value: str) -> str:
     text = value.strip()
     if not text:
         raise usage("the approval id is empty")
-    if not (is_uuid(text) or is_ulid(text) or looks_like_id_prefix(text)):
+    if not (is_full_id(text, "approval") or is_prefix(text)):
         raise usage(
             f"'{safe_line(text, 40)}' is not an approval id: give its UUID or its first 4+ hex characters "
             "(`preloop approvals list` shows them)"
@@ -123,7 +109,7 @@ def show_lines(approval: Approval, now: datetime) -> list[str]:
     if approval.pending:
         status = f"pending, requested {relative_time(approval.requested_at, now)}"
         if approval.expires_at is not None:
-            status += f", expires in {_left(approval.expires_at, now)}"
+            status += f", expires in {until(approval.expires_at, now)}"
     else:
         status = settled_line(approval)
     lines = [
@@ -184,15 +170,6 @@ async def decline(args: argparse.Namespace) -> int:
 STATUS_TYPES = tuple(StreamStatus.__args__)
 
 
-def _left(when: datetime, now: datetime) -> str:
-    seconds = max(int((when - now).total_seconds()), 0)
-    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m"
-
-
-def _clock(when: datetime | None = None) -> str:
-    return (when or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
-
-
 def _approval_line(approval: Approval, head: str, now: datetime) -> str:
     """One human line for an approval: time, what happened (by whom), ids, agent, tool, what it wants,
     expiry or the decision's comment."""
@@ -201,12 +178,12 @@ def _approval_line(approval: Approval, head: str, now: datetime) -> str:
     what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
     expires = ""
     if approval.pending and approval.expires_at:
-        expires = f"  expires in {_left(approval.expires_at, now)}"
+        expires = f"  expires in {until(approval.expires_at, now)}"
     who = decided_by(approval)
     by = f"  by {safe_line(who['detail'], 40)}" if who and who["kind"] != "expiry" and who["detail"] else ""
     comment = f'{by}  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else by
     return (
-        f"{_clock()}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
+        f"{clock(now)}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
         f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
         f"{expires}{comment}"
     )
@@ -215,7 +192,7 @@ def _approval_line(approval: Approval, head: str, now: datetime) -> str:
 def _note_line(note: Note) -> str:
     reason = f" ({safe_line(note.undeliverable_reason, 30)})" if note.undeliverable_reason else ""
     return (
-        f"{_clock()}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
+        f"{clock(datetime.now(UTC))}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
         f"  session {short_id(note.runtime_session_id)}  {safe_line(note.text, 100)}"
     )
 
@@ -253,7 +230,8 @@ async def _emit(
                 else _approval_line(approval, "⚑ pending ", now)
             )
         else:
-            approval = await steering.final_record(approval)
+            with contextlib.suppress(ClientError):  # unread, it is said to be gone
+                approval = await final_record(steering.backend, approval.id) or approval
             decision = approval.status in ("approved", "declined")
             line = (
                 _record(
@@ -274,14 +252,15 @@ async def _emit(
     print(line, flush=True)
 
 
-def _notice(item: StreamStatus, said: StreamStatus | None) -> None:
-    """Connection states go to stderr (stdout stays data only); a refused token once, not per retry
-    (``said``: the last state printed)."""
-    if isinstance(item, LoginNeeded):
-        if not isinstance(said, LoginNeeded):
-            print(f"preloop: {safe_line(item.reason, 300)}", file=sys.stderr)
-    elif isinstance(item, Reconnecting):
-        print(f"preloop: reconnecting in {item.delay:.0f}s: {safe_line(item.reason, 120)}", file=sys.stderr)
+def _notice(item: StreamStatus, outage: OutageLines) -> None:
+    """Connection states go to stderr (stdout stays data only): a lost feed or a refused token once when
+    it starts (and as ``client.stream_words.OutageLines`` says while it lasts), live again once; the
+    first connection says nothing."""
+    if isinstance(item, Connecting | Live | Reconnecting | LoginNeeded):
+        was_down = outage.down
+        said = outage.update(item, datetime.now(UTC))
+        if said is not None and (was_down or outage.down):
+            print(f"preloop: {said}", file=sys.stderr)
     elif isinstance(item, Refused):
         print(f"preloop: the attention feed was refused: {safe_line(item.reason, 200)}", file=sys.stderr)
 
@@ -314,7 +293,7 @@ async def watch_approvals(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace) -> int:
     inbox = Inbox()
-    said: StreamStatus | None = None
+    outage = OutageLines()
     async with connect(args) as backend:
         steering = Steering(backend, inbox.decisions)
         session = await resolve_session(backend, args.session) if args.session else None
@@ -331,9 +310,7 @@ async def _watch(args: argparse.Namespace) -> int:
                         changes = [ApprovalAdded(a) for a in inbox.approvals]
                         changes += [NoteFailed(n) for n in reversed(inbox.notes)]
                 elif isinstance(item, STATUS_TYPES):
-                    _notice(item, said)
-                    if isinstance(item, LoginNeeded | Reconnecting | Live):
-                        said = item
+                    _notice(item, outage)
                     if isinstance(item, Refused):
                         return EXIT_FAILED
                     continue

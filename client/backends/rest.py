@@ -2,7 +2,8 @@
 
 * :class:`RestBackend`: what a backend's REST side is whatever the server's routes: one
   :class:`~client.connection.Connection` (closed with the backend, ``async with``), a repr that never shows
-  the token, and sessions paged across ``list_sessions`` pages. Every backend class derives from it.
+  the token, sessions paged across ``list_sessions`` pages, and the ids a short session id is matched
+  against. Every backend class derives from it.
 * :class:`PreloopRestApi`: the Preloop-shaped REST (``/api/v1``) that a Preloop server and our local
   control plane both speak; the local and the Preloop backend differ only where the servers do (the live
   channel, a few quirks). A Dendrux app has other routes (``client.backends.dendrux``).
@@ -32,7 +33,8 @@ from client.errors import (
     TransportError,
     UsageError,
 )
-from client.ids import match_id, normalise_prefix, require_note_id, require_uuid, short_id
+from client.ids import require_note_id, require_uuid, short_id
+from client.listing import session_pages
 from client.models import (
     ActivityItem,
     ActivityList,
@@ -54,7 +56,6 @@ _approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
 
 # Counters a Preloop session *detail* leaves empty although the list row has them.
 _LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", "cwd")
-_RESOLVE_LIMIT = 10_000
 
 
 class RestBackend:
@@ -87,22 +88,24 @@ class RestBackend:
         """One page of sessions (each backend reads its server's own listing)."""
         raise NotImplementedError
 
-    async def iter_sessions(
+    def iter_sessions(
         self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
     ) -> AsyncIterator[Session]:
-        """Every session matching ``filters`` across pages, up to ``max_items``, following ``has_more``."""
-        offset = 0
-        seen = 0
-        while seen < max_items:
-            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
-            for item in page.items:
-                yield item
-                seen += 1
-                if seen >= max_items:
-                    return
-            if not page.has_more or not page.items:
-                return
-            offset += len(page.items)
+        """Every session matching ``filters`` across pages, each once, up to ``max_items``, following
+        ``has_more`` (``client.listing.session_pages``)."""
+        return session_pages(self, filters, most=max_items, size=page_size)
+
+    session_scan = 10_000
+    """A short session id is matched against at most this many of the newest sessions."""
+
+    async def session_ids(self, *, page_size: int = 100) -> AsyncIterator[str]:
+        """The ids a short session id is matched against (``client.ids.resolve_session``): every
+        session's, of every status, newest first, up to :attr:`session_scan`."""
+        rows = self.iter_sessions(
+            SessionFilter(status="all"), max_items=self.session_scan, page_size=page_size
+        )
+        async for row in rows:
+            yield row.id
 
 
 class PreloopRestApi(RestBackend):
@@ -149,7 +152,7 @@ class PreloopRestApi(RestBackend):
 
     async def _session_detail(self, session_id: str) -> Session:
         sid = require_uuid(session_id)
-        response = await self._request("GET", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}")
+        response = await self._request("GET", f"/runtime-sessions/{sid}", what=f"session {sid}")
         return self.conn.parse(response, SessionDetail).session
 
     async def get_session(self, session_id: str) -> Session:
@@ -169,28 +172,17 @@ class PreloopRestApi(RestBackend):
             pass  # the detail itself is fine; the counters just stay unknown
         return session
 
-    async def resolve_session_id(self, id_or_prefix: str, *, page_size: int = 100) -> str:
-        """Turn a full UUID or a short id (≥ 4 hex characters) into a full id, looking across all pages."""
-        text = id_or_prefix.strip()
-        if len(text) == 36:
-            return require_uuid(text)
-        prefix = normalise_prefix(text)
-        rows = self.iter_sessions(SessionFilter(status="all"), max_items=_RESOLVE_LIMIT, page_size=page_size)
-        return match_id(prefix, [row.id.lower() async for row in rows])
-
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         """What happened in a session, newest first (Preloop's history; no total)."""
         sid = require_uuid(session_id)
-        response = await self._request(
-            "GET", f"/runtime-sessions/{sid}/activity", what=f"session {short_id(sid)}"
-        )
+        response = await self._request("GET", f"/runtime-sessions/{sid}/activity", what=f"session {sid}")
         return self.conn.parse(response, ActivityList).items
 
     async def end_session(self, session_id: str) -> Session:
         """Ask the server to end a session; pending notes become undeliverable."""
         sid = require_uuid(session_id)
         response = await self._request(
-            "PATCH", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}", json={"action": "end"}
+            "PATCH", f"/runtime-sessions/{sid}", what=f"session {sid}", json={"action": "end"}
         )
         return self.conn.parse(response, Session)
 
@@ -225,7 +217,7 @@ class PreloopRestApi(RestBackend):
         if body.runtime_session_id:
             await self._before_note(body.runtime_session_id)
         url = API_PREFIX + "/operator-notes"
-        what = f"session {short_id(session_id)}" if session_id else "the note's target"
+        what = f"session {session_id}" if session_id else "the note's target"  # a 404 names it in full
         try:
             response = await self.conn.send("POST", url, json=body.model_dump(exclude_none=True))
         except TransportError as err:
@@ -240,7 +232,7 @@ class PreloopRestApi(RestBackend):
             error = self.conn.api_error(response, what)
             if error.status == 409 and session_id:
                 # the only 409 of this route: the session has ended (our server; docs/protocol.md)
-                raise SessionEnded(what, error.detail)
+                raise SessionEnded(f"session {short_id(session_id)}", error.detail)
             raise error
         try:
             note = self.conn.parse(response, Note)
@@ -268,7 +260,10 @@ class PreloopRestApi(RestBackend):
             "limit": limit,
             "offset": offset,
         }
-        response = await self._request("GET", "/operator-notes", params=params)
+        target = session_id or agent_id or execution_id
+        kind = "session" if session_id else "agent" if agent_id else "execution"
+        what = f"{kind} {target}" if target else ""
+        response = await self._request("GET", "/operator-notes", what=what, params=params)
         return self.conn.parse(response, NoteList)
 
     async def get_note(self, note_id: str) -> Note:
@@ -314,7 +309,7 @@ class PreloopRestApi(RestBackend):
     async def get_approval(self, approval_id: str) -> Approval:
         """One approval request with its tool arguments and current status."""
         aid = require_uuid(approval_id, "approval id")
-        response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {short_id(aid)}")
+        response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {aid}")
         return self.conn.parse(response, Approval)
 
     async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
@@ -329,7 +324,7 @@ class PreloopRestApi(RestBackend):
         aid = require_uuid(approval_id, "approval id")
         body = ApprovalDecision(comment=comment).model_dump(exclude_none=True)
         response = await self._request(
-            "POST", f"/approval-requests/{aid}/{verb}", what=f"approval {short_id(aid)}", json=body
+            "POST", f"/approval-requests/{aid}/{verb}", what=f"approval {aid}", json=body
         )
         approval = self.conn.parse(response, Approval)
         self._changed(approval.runtime_session_id)

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from client.backend import ApprovalPage, Capabilities, ServerKind, SessionFilter
+from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
 from client.errors import ClientError, NotFound
 from client.events import Event, event_from_dict
 from client.models import (
@@ -91,8 +91,10 @@ class FakeBackend:
                 return session
         raise NotFound(404, f"no session {session_id}")
 
-    async def resolve_session_id(self, id_or_prefix: str) -> str:
-        return (await self.get_session(id_or_prefix)).id
+    async def session_ids(self, *, page_size: int = 100) -> AsyncIterator[str]:
+        self._check()
+        for session in self.sessions:
+            yield session.id
 
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         return []

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.status import Live, Missed
 from tests.conftest import LiveServer

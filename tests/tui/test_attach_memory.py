@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.views import View
 from server.harness_client import HarnessSession
@@ -256,9 +256,13 @@ async def test_problem_jumps_in_any_view_and_say_when_there_is_none(
         await until(pilot, lambda: "make migrate" in cursor_text(screen), "the failure among the tools")
 
 
-async def test_y_copies_the_highlighted_entry(client: Backend, agent: HarnessSession) -> None:
+async def test_y_copies_the_highlighted_entry(
+    client: Backend, agent: HarnessSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``y`` puts the highlighted entry, as read and whole, on the clipboard (``copy_to_clipboard``: OSC 52)
-    and says so; it is offered only while the timeline has the focus."""
+    and says so; it is offered only while the timeline has the focus. (Outside tmux: inside, the notice
+    says where it went, tests/tui/test_copy_in_tmux.py.)"""
+    monkeypatch.delenv("TMUX", raising=False)
     app = PreloopApp(client, start_session_id=agent.session_id)
     copied: list[str] = []
     original = app.copy_to_clipboard

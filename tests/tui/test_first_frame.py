@@ -15,7 +15,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Footer, Input, TextArea
 
-from client.backend import ApprovalPage
+from client.backends.base import ApprovalPage
 from client.errors import ServerUnreachable
 from client.models import NoteList
 from client.status import Live

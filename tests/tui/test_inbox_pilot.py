@@ -15,8 +15,8 @@ import pytest
 from textual.widgets import DataTable
 
 from client.alerts import AlertSettings
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.present import relative_time
 from server.harness_client import HarnessClient, HarnessSession

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from textual import events
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.marks import LIVE_SKEW, Mark, MarkStore
 from server.harness_client import HarnessSession

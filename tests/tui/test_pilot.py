@@ -20,8 +20,8 @@ from textual.command import Command, CommandList, CommandPalette
 from textual.widgets import DataTable, Static
 from textual.worker import WorkerState
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.models import NoteState
 from client.status import Live, Reconnecting
@@ -165,6 +165,29 @@ async def test_sessions_list_then_attach_and_back(client: Backend, agent: Harnes
         await until(pilot, lambda: stream[0].state == WorkerState.CANCELLED, "the stream worker to stop")
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_escape_from_an_attach_opened_by_id_highlights_that_session_on_the_list(
+    live_server: LiveServer, client: Backend, agent: HarnessSession
+) -> None:
+    """``preloop sessions attach ID`` then Escape: the list opens with that session highlighted, not the
+    newest one (the trial lost its place among the sessions)."""
+    async with live_server.harness() as harness:
+        for name in ("reviewer", "migrator"):  # newer: listed above the one attached
+            await harness.start_session(agent_name=name, title=f"{name} work")
+    app = PreloopApp(client, start_session_id=agent.session_id, refresh_interval=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await attached(pilot, app)
+        await pilot.press("escape", "escape")  # out of the note box, then back to the list
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
+        table = app.screen.query_one("#sessions-table", DataTable)
+        await until(pilot, lambda: table.row_count == 3, "the three sessions")
+
+        def highlighted() -> str | None:
+            return str(table.coordinate_to_cell_key(table.cursor_coordinate)[0].value)
+
+        await until(pilot, lambda: highlighted() == agent.session_id, "the attached session highlighted")
+        assert table.cursor_row == 2  # the oldest of three: newest first
 
 
 async def test_sessions_server_down_banner_and_retry(live_server: LiveServer) -> None:

@@ -21,10 +21,10 @@ import pytest
 from textual.widgets import Static
 
 from client.alerts import AlertSettings
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
-from client.present import short_id
+from client.ids import short_id
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import SIZE, attached, plain, until

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.paths import exports_dir
 from server.harness_client import HarnessClient, HarnessSession

@@ -45,7 +45,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import MountError, Widget
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.errors import AuthError
 from client.marks import MarkStore

@@ -40,7 +40,7 @@ from client.models import Approval
 from client.present import describe_session
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.steering import AlreadySettled, Decided, DecideOutcome, Steering
-from client.textsafe import safe_line
+from client.stream_words import status_line, status_words
 from tui.screens.arguments import ArgumentsScreen
 from tui.screens.decide import Decider
 from tui.screens.decline_comment import KeptComment
@@ -64,11 +64,11 @@ PREVIEW_PANE_WIDTH = 120
 def feed_state(status: StreamStatus | None, synced: bool) -> Text:
     """How fresh the inbox is: live, (re)connecting, or refused."""
     if isinstance(status, Refused):
-        return Text(f"✗ refused: {safe_line(status.reason, 80)}", style="bold red")
+        return Text(f"✗ {status_line(status)}", style="bold red")
     if isinstance(status, Reconnecting):
-        return Text(f"◌ reconnecting in {status.delay:.0f}s ({safe_line(status.reason, 60)})", style="yellow")
+        return Text(f"◌ {status_line(status)}", style="yellow")
     if isinstance(status, LoginNeeded):
-        return Text("⚠ token refused: waiting for a login (`preloop login`)", style="bold yellow")
+        return Text(f"⚠ {status_words(status)} (`preloop login`)", style="bold yellow")
     if isinstance(status, Connecting) or not synced:
         return Text("◌ connecting…", style="yellow")
     if isinstance(status, Live) or synced:

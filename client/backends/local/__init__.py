@@ -1,12 +1,12 @@
 """Our local control plane (``preloop serve``): Preloop-shaped REST plus our own SSE event stream.
 
-Everything is supported; the live feed is :mod:`client.backends.local.feed`.
+Everything is supported; the live feed is :mod:`client.backends.local.feed`, the attention inbox's
+:mod:`client.backends.local.attention`.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ from client.backends.rest import PreloopRestApi
 from client.ids import require_uuid
 from client.models import AttentionSnapshot, Session
 
-if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
+if TYPE_CHECKING:  # the event vocabulary (pydantic models) is built only by a process that streams
     from client.events import Event
     from client.status import StreamStatus
     from client.timeline import Place
@@ -51,12 +51,11 @@ class LocalBackend(PreloopRestApi):
 
         return await feed.history(self, require_uuid(session_id), since=since, after=after)
 
-    async def watch_attention(
+    def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
     ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
-        """Every session's pending approvals and failed notes (``client.attention_live``)."""
-        from client.attention_live import follow_attention_local
+        """Every session's pending approvals and failed notes, pushed by the server
+        (:mod:`client.backends.local.attention`)."""
+        from client.backends.local.attention import follow_attention
 
-        async with aclosing(follow_attention_local(self, notes_window, poll_interval=poll_interval)) as items:
-            async for item in items:
-                yield item
+        return follow_attention(self, notes_window, poll_interval=poll_interval)

@@ -89,12 +89,10 @@ class PreloopBackend(PreloopRestApi):
         request without a time filter: ``since`` and ``after`` are the caller's to apply)."""
         return await feed.history(self, require_uuid(session_id), timing=self.timing)
 
-    async def watch_attention(
+    def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
     ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
-        """Every session's pending approvals and failed notes (``client.attention_live``)."""
-        from client.attention_live import poll_attention
+        """Every session's pending approvals and failed notes, polled (:mod:`client.backends.attention`)."""
+        from client.backends.attention import poll_attention
 
-        async with aclosing(poll_attention(self, notes_window, interval=poll_interval)) as items:
-            async for item in items:
-                yield item
+        return poll_attention(self, notes_window, interval=poll_interval)

@@ -36,7 +36,6 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
-from client.backends.base import ApprovalPage
 from client.backends.preloop.mapping import (
     Draft,
     PreloopMapper,
@@ -52,8 +51,11 @@ from client.backends.preloop.mapping import (
 from client.errors import ApiError, ClientError
 from client.events import Event
 from client.ids import is_uuid
-from client.models import Approval, NoteList, NoteState, Session
+from client.listing import all_approvals, session_notes
+from client.models import NoteState, Session
 from client.status import Ended, Live, Missed, Refused, Skipped, StreamStatus
+from client.steering import final_record
+from client.stream_words import failure_words
 from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.streaming.reconnect import Link, Refusal, reconnecting
 
@@ -153,44 +155,21 @@ class _Follower:
 
     async def _poll_notes(self) -> list[Draft]:
         drafts: list[Draft] = []
-        offset = 0
-        while True:
-            page: NoteList = await self._rest(
-                self.client.list_notes(session_id=self.session_id, limit=self.timing.page_size, offset=offset)
-            )
-            for note in page.notes:
-                before = self.note_states.get(note.note_id)
-                if before != note.state:
-                    draft = note_draft(self.session_id, note, first_seen=before is None)
-                    if draft is not None:
-                        drafts.append(draft)
-                    self.note_states[note.note_id] = note.state
-            offset += len(page.notes)
-            if not page.notes or len(page.notes) < self.timing.page_size:
-                break
-            if page.total is not None and offset >= page.total:
-                break
+        for note in await self._rest(session_notes(self.client, self.session_id, size=self.timing.page_size)):
+            before = self.note_states.get(note.note_id)
+            if before != note.state:
+                draft = note_draft(self.session_id, note, first_seen=before is None)
+                if draft is not None:
+                    drafts.append(draft)
+                self.note_states[note.note_id] = note.state
         return drafts
 
     def _notes_open(self) -> bool:
         return any(state in (NoteState.PENDING, NoteState.CLAIMED) for state in self.note_states.values())
 
     async def _poll_approvals(self) -> list[Draft]:
-        pending: dict[str, Approval] = {}
-        skip = 0
-        while True:
-            page: ApprovalPage = await self._rest(
-                self.client.list_approvals(
-                    session_id=self.session_id, status="pending", limit=self.timing.page_size, skip=skip
-                )
-            )
-            for approval in page.items:
-                pending[approval.id] = approval
-            skip += len(page.items)
-            if not page.items or len(page.items) < self.timing.page_size:
-                break
-            if page.total is not None and skip >= page.total:
-                break
+        listed = all_approvals(self.client, self.session_id, "pending", size=self.timing.page_size)
+        pending = {approval.id: approval for approval in await self._rest(listed)}
         drafts = [
             approval_requested_draft(self.session_id, approval)
             for approval_id, approval in pending.items()
@@ -198,10 +177,10 @@ class _Follower:
         ]
         for gone in sorted(self.pending_approvals - pending.keys()):
             try:
-                decided = await self._rest(self.client.get_approval(gone))
+                decided = await self._rest(final_record(self.client, gone))
             except Refusal:
-                continue  # deleted or no longer ours: nothing to show
-            if not decided.pending:
+                continue  # no longer ours: nothing to show
+            if decided is not None:
                 drafts.append(approval_decided_draft(self.session_id, decided))
         self.pending_approvals = set(pending)
         return drafts
@@ -449,7 +428,7 @@ def _classify(exc: Exception) -> str | Refusal | None:
     if isinstance(exc, InvalidURI):
         return Refusal(f"bad server address: {exc}", None)
     if isinstance(exc, OSError | TimeoutError | InvalidHandshake | ValueError) or _is_rest_error(exc):
-        return str(exc) or type(exc).__name__
+        return str(exc) or failure_words(exc)  # words, never the exception's name
     return None
 
 
