@@ -550,9 +550,10 @@ class Timeline:
     def apply_many(self, events: Iterable[Event]) -> TimelineChanges:
         """Apply a batch; returns what it changed (``applied``: how many events were new).
 
-        Deltas to a text that is already streaming (most of a live stream) are handled inline here; every
-        other event goes through a handler looked up by its exact type. Same result as :meth:`apply` one by
-        one: the caps are enforced after each event.
+        Model deltas are joined into their step's text here, and only here (most of a live stream: the
+        plain printer, the digest and the export read the joined text); every other event goes through a
+        handler looked up by its exact type. Same result as :meth:`apply` one by one: the caps are enforced
+        after each event.
         """
         applied = 0
         updated = self._updated  # (emptied when the previous call returned)
