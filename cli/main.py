@@ -339,6 +339,47 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print the decided approval as JSON")
         p.set_defaults(handler=_handler("approvals", verb), decision=verb)
 
+    p = add(
+        approvals_sub,
+        "allow",
+        "allow (or mute) calls like this for a while",
+        "Make a time-boxed rule: calls it covers are approved for you (or, with --mute, ring no more and\n"
+        "still ask) until it ends. Say what it covers: --session ID with --tool NAME (and --match PATTERN:\n"
+        "a shell-style pattern over the command, e.g. 'pytest *'; * never crosses ; & | ` $ < >), or\n"
+        "--agent ID, or --account. --for is required and bounded (1m to 8h): there is no forever.\n"
+        "Danger-risk calls are covered only with --danger (a second confirmation). A Preloop server's rules\n"
+        "are its approval bypasses (--agent or --account only); a Dendrux app keeps none.",
+    )
+    p.add_argument("--session", metavar="SESSION_ID", help="the session the rule covers (UUID or short id)")
+    p.add_argument("--agent", metavar="AGENT_UUID", help="every session of this agent (full UUID)")
+    p.add_argument("--account", action="store_true", help="every agent of the account")
+    p.add_argument("--tool", metavar="NAME", help="only this tool (e.g. Bash); required with --session")
+    p.add_argument("--match", metavar="PATTERN", help="only calls whose command (path, arguments) match")
+    p.add_argument(
+        "--for", dest="duration", metavar="DURATION", required=True, help="how long: 30m, 2h (1m to 8h)"
+    )
+    p.add_argument("--mute", action="store_true", help="alerts off, every call still asks")
+    p.add_argument("--danger", action="store_true", help="also allow danger-risk calls (second confirmation)")
+    p.add_argument("--reason", help="why (kept with the rule)")
+    p.add_argument("--json", action="store_true", help="print the rule as JSON")
+    p.set_defaults(handler=_handler("rules", "allow"))
+
+    p = add(
+        approvals_sub,
+        "rules",
+        "list the allow rules that hold; `rules revoke` ends them",
+        "List the time-boxed allow rules that hold now (what each covers, until when, how many calls it\n"
+        "allowed, who set it). `preloop approvals rules revoke ID` ends one, `--all` every one.",
+    )
+    p.add_argument("--json", action="store_true", help="print the rules as JSON")
+    p.set_defaults(handler=_handler("rules", "list_rules"))
+    rules_sub = p.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    p = add(rules_sub, "revoke", "end a rule now (or every rule with --all)")
+    p.add_argument("rule_id", metavar="RULE_ID", nargs="?", help="rule id (full, or 4+ leading characters)")
+    p.add_argument("--all", action="store_true", help="end every rule that holds")
+    p.add_argument("--json", action="store_true", help="print the ended rules as JSON")
+    p.set_defaults(handler=_handler("rules", "revoke"))
+
     # ------------------------------------------------------------------------------------ auth
     p = add(
         groups,

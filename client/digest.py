@@ -391,7 +391,7 @@ def _decision_words(d: Decision, *, limit: int = 60) -> str:
     glyph = {"approved": "✓", "declined": "✗", "expired": "⌛"}.get(d.status, "·")
     words = f"{glyph} {safe_line(d.tool, 24)} {safe_line(d.status, 12)}"
     if d.by:
-        words += f" by {safe_line(d.by, 30)}"
+        words += f" by {safe_line(d.by, 80)}"  # a rule's words name it and who set it
     if d.comment:
         words += f": “{safe_line(d.comment, limit)}”"
     elif not d.comment_kept:

@@ -25,6 +25,7 @@ __all__ = [
     "RUN_WORDS",
     "TOOL_WORDS",
     "approval_words",
+    "by_rule_words",
     "duration_words",
     "entry_words",
     "note_words",
@@ -72,6 +73,21 @@ def approval_words(entry: ApprovalEntry) -> str:
     return "approval requested" if not entry.decided else f"approval {entry.status}"
 
 
+def by_rule_words(entry: ApprovalEntry) -> tuple[str, str] | None:
+    """A decision an allow rule made (nobody was asked): "by rule 5e1f2a3b (Bash `pytest *` in 1a2b3c4d),
+    set by alice" and the call's first line, which the line shows instead of a comment; None otherwise."""
+    from client.present import decided_by
+    from client.preview import approval_preview
+
+    approval = entry.approval
+    if not entry.decided or approval is None:
+        return None
+    who = decided_by(approval)
+    if who is None or who["kind"] != "rule":
+        return None
+    return f"by {who['detail'] or 'a rule'}", approval_preview(approval).first_line
+
+
 def note_words(state: str) -> str:
     """``note sent`` (a pending note), ``note delivered``, ``note undeliverable``..."""
     return f"note {'sent' if state == 'pending' else state}"
@@ -99,7 +115,10 @@ def entry_words(entry: TimelineEntry) -> list[str]:
     elif isinstance(entry, ApprovalEntry):  # the request shows its summary, the decision also its comment
         a = entry.approval
         parts = [approval_words(entry)]
-        if a is not None:
+        by_rule = by_rule_words(entry)
+        if a is not None and by_rule is not None:  # a rule decided it: which rule, who set it, the call
+            parts += [a.tool_name, *by_rule]
+        elif a is not None:
             parts += [a.tool_name, a.summary, a.approver_comment if entry.decided else None]
         if not entry.decided and entry.status != "pending":
             parts.append(f"(now {entry.status})")

@@ -51,7 +51,7 @@ SHORT_LEN = 8
 ULID_SHORT_LEN = 12
 MIN_PREFIX = 4
 
-IdKind = Literal["session", "note", "approval", "run"]
+IdKind = Literal["session", "note", "approval", "run", "rule"]
 
 FULL_NOTE_ID = 16
 """Note ids are 16 hex characters (Preloop and the local server); shorter hex is a prefix to look up."""

@@ -325,6 +325,14 @@ class ApprovalSessionRef(WireModel):
     subject: str | None = None
 
 
+class ApprovalVotes(WireModel):
+    """A quorum's progress (ours: from Preloop's history or its websocket's vote events)."""
+
+    approvals: int = 0
+    declines: int = 0
+    required: int = 1
+
+
 class Approval(WireModel):
     """An approval request: a tool call waiting for a human yes or no."""
 
@@ -350,6 +358,13 @@ class Approval(WireModel):
     auto_approved_reason: str | None = None
     agent: ApprovalAgentRef | None = None
     session: ApprovalSessionRef | None = None
+    votes: ApprovalVotes | None = None
+    escalated_at: UtcDatetime | None = None
+    """When an unanswered approval was escalated (its ``expires_at`` is then the new deadline)."""
+    auto_approval_bypass_id: str | None = None
+    """Preloop's: the approval bypass that approved it without review (``auto_approved_reason`` "bypass")."""
+    rule: AllowRule | None = None
+    """Ours: the allow rule that decided this call (mode ``allow``) or silenced its alerts (``mute``)."""
 
     @property
     def pending(self) -> bool:
@@ -359,6 +374,79 @@ class Approval(WireModel):
 
 class ApprovalDecision(WireModel):
     comment: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Standing decisions: time-boxed allow rules (ours; Preloop's approval bypasses) and the account halt
+# --------------------------------------------------------------------------------------------------
+
+RuleMode = Literal["allow", "mute"]
+"""``allow`` decides matching calls for the operator (Preloop's ``auto_approve``); ``mute`` silences their
+alerts and still asks (Preloop's ``mute_notifications``)."""
+
+RuleScope = Literal["session", "agent", "account"]
+"""What a rule covers: one session (ours), one agent, or every agent of the account."""
+
+
+class AllowRule(WireModel):
+    """A time-boxed rule "allow (or mute) calls like this for ..." (``client.rules`` reads and words it).
+
+    Our server keeps these (``/api/v1/allow-rules``: a session, a tool, an argument pattern); a Preloop
+    server's approval bypasses are mapped to the same shape (an agent or the whole account, every tool).
+    There is no rule without an end: ``expires_at`` is required. ``danger``: the rule also covers
+    danger-risk calls, which takes a second confirmation when it is made (a Preloop bypass always does).
+    """
+
+    id: str
+    mode: RuleMode
+    scope: RuleScope
+    session_id: str | None = None
+    agent_id: str | None = None
+    agent_name: str | None = None
+    tool_name: str | None = None
+    pattern: str | None = None
+    danger: bool = False
+    reason: str | None = None
+    set_by: str | None = None
+    """Who made the rule, by name (None when the server does not say)."""
+    set_by_user_id: str | None = None
+    created_at: UtcDatetime | None = None
+    expires_at: UtcDatetime
+    revoked_at: UtcDatetime | None = None
+    revoked_by: str | None = None
+    allowed_count: int = 0
+    """How many calls the rule has decided so far."""
+
+    def active(self, now: datetime) -> bool:
+        """Whether the rule holds at ``now`` (not revoked, not expired)."""
+        return self.revoked_at is None and self.expires_at > now
+
+
+class HaltedScope(WireModel):
+    """One traffic class a Preloop account's kill switch halts (``gateway``, ``tools``, ``flows``)."""
+
+    scope: str
+    activated_by_username: str | None = None
+    activated_at: UtcDatetime | None = None
+    reason: str | None = None
+
+
+class KillSwitch(WireModel):
+    """``GET /api/v1/account/kill-switch/status`` (Preloop): whether the account's agents are halted."""
+
+    active: bool = False
+    scopes: list[HaltedScope] = Field(default_factory=list)
+
+
+class Standing(WireModel):
+    """What decides or silences on the operator's behalf right now, for the banner every screen shows:
+    the active allow rules (or bypasses) and, on Preloop, the account's kill switch."""
+
+    rules: list[AllowRule] = Field(default_factory=list)
+    halt: KillSwitch | None = None
+
+
+Approval.model_rebuild()  # its ``rule`` is an AllowRule, defined after it
 
 
 # --------------------------------------------------------------------------------------------------

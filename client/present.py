@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from client.cells import cell_len, fit, head, tail
 from client.ids import short_id
-from client.models import Approval, Note, NoteState, Session
+from client.models import AllowRule, Approval, Note, NoteState, Session
 from client.textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:
@@ -143,14 +143,24 @@ def decided_by(approval: Approval, operator: str | None = None) -> dict[str, str
     """Who or what decided an approval, as far as the server says (None while it is pending).
 
     Servers do not name the person: ``decided_by_human`` says a human decided, ``decided_by_ai`` an AI
-    reviewer, ``auto_approved_reason`` a policy; an expired approval was decided by nobody. ``operator``
-    is the person's name when it is known who decided (this client did, and the server named this client's
-    operator as the author of its notes): the same person is then named the same way in both tables.
+    reviewer, ``auto_approved_reason`` a policy; an allow rule (ours, or a Preloop approval bypass) is
+    named with who set it (:func:`decided_by_rule`); an expired approval was decided by nobody.
+    ``operator`` is the person's name when it is known who decided (this client did, and the server named
+    this client's operator as the author of its notes): the same person is then named the same way in
+    both tables.
     """
     if approval.pending:
         return None
     if approval.status == "expired":
         return {"kind": "expiry", "detail": "nobody decided before it expired"}
+    rule = approval.rule
+    if rule is not None and rule.mode == "allow" and approval.status == "approved":
+        return {"kind": "rule", "detail": decided_by_rule(rule)}
+    if approval.auto_approved_reason == "bypass":
+        return {
+            "kind": "rule",
+            "detail": f"Preloop approval bypass {short_id(approval.auto_approval_bypass_id)}",
+        }
     if approval.decided_by_human:
         return {"kind": "human", "detail": _clean_text(operator) or "an operator"}
     if approval.decided_by_ai:
@@ -428,6 +438,10 @@ def event_line(event: Event) -> tuple[str, str]:
             sid = short_id(a.id)
             return "approval", f"requested {sid}: {what}{risk} (/approve {sid} or /decline {sid})"
         case ApprovalDecided(approval=a):
+            who = decided_by(a)
+            if who is not None and who["kind"] == "rule":  # nobody was asked: which rule, set by whom
+                what = safe_line(a.summary or a.tool_name or "a tool call", 200)
+                return "approval", f"{safe_line(a.status)} {short_id(a.id)} by {who['detail']}: {what}"
             comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
             return "approval", f"{safe_line(a.status)} {short_id(a.id)}{comment}"
         case NoteEvent(type=kind, note=n):
@@ -479,3 +493,23 @@ def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
         case _:
             why = f"it is {safe_line(note.state)}, and only a pending note can be withdrawn"
     return False, f"note {nid} is {safe_line(note.state)}: nothing changed, because {why}"
+
+
+def rule_scope_words(rule: AllowRule) -> str:
+    """What a rule covers, in a few words: "Bash `pytest *` in 1a2b3c4d", "every tool of agent builder",
+    "every agent's calls"."""
+    what = safe_line(rule.tool_name, 40) if rule.tool_name else "every tool"
+    if rule.pattern is not None:
+        what += f" `{safe_line(rule.pattern, 60)}`"
+    if rule.scope == "session":
+        return f"{what} in {short_id(rule.session_id)}"
+    if rule.scope == "agent":
+        agent = safe_line(rule.agent_name, 30) if rule.agent_name else short_id(rule.agent_id)
+        return f"{what} of agent {agent}"
+    return f"{what}, every agent" if rule.tool_name else "every call of every agent"
+
+
+def decided_by_rule(rule: AllowRule) -> str:
+    """Who decided a call a rule allowed: "rule 5e1f2a3b (Bash `pytest *` in 1a2b3c4d), set by alice"."""
+    by = f", set by {safe_line(rule.set_by, 40)}" if rule.set_by else ""
+    return f"rule {short_id(rule.id)} ({rule_scope_words(rule)}){by}"

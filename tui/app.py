@@ -44,6 +44,14 @@ it (``on_event``), on the app's one monotonic clock (``monotonic``, shared with 
 burst of typing is text, never a command (:meth:`PreloopApp.take_typing` puts it in the note box of the
 session on screen, or that session's draft), and a letter command runs only when pressed alone.
 
+Standing decisions: while an allow rule (ours, or a Preloop approval bypass) or a Preloop account's kill
+switch holds, every screen shows it in a banner (``widgets.standing.StandingBanner``, following
+``standing``, which the app reads from ``backend.standing()`` every ``standing_interval`` seconds and at
+once after a rule is made or ended). ``A`` on an approval (its card, the inbox) opens "allow calls like
+this for …" (``tui.screens.allow``; the app makes the rule and says what came of it), ``R`` lists the
+rules and ends them (``tui.screens.rules``); on a server without rules both say so. An approval a
+``mute`` rule covers raises no alert.
+
 Quick switch: every attach screen opened is installed and kept while its session is followed (at most
 ``tui.following.FOLLOW_LIMIT``, the least recently shown let go first), so Escape, ``b`` (previous
 session) and ``s`` (the followed list) come back to it with its scroll, folds and draft as they were, and
@@ -78,22 +86,25 @@ from client.alerts import Alerter, AlertSettings, load_alert_settings
 from client.backends.base import Backend
 from client.clipboard import clipboard_route, copy_words
 from client.drafts import DraftStore
-from client.errors import ClientError
+from client.errors import ClientError, Unsupported
 from client.ids import short_id
-from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
+from client.inbox import ApprovalAdded, ApprovalExpiring, ApprovalGone, Inbox, InboxChange, closing_feed
 from client.marks import MarkStore, News, news_of
-from client.models import Approval, AttentionSnapshot, NoteState, Session
+from client.models import Approval, AttentionSnapshot, NoteState, Session, Standing
 from client.paths import state_dir
 from client.present import session_title
+from client.rules import RuleSpec, banner_line, muted
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
 from client.steering import Steering, final_record
 from tui.following import Following
 from tui.keypace import KeyPace
 from tui.palette import PreloopCommands
+from tui.screens.allow import AllowScreen
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
 from tui.screens.decide import settle_open_dialogs
 from tui.screens.help import HelpScreen
 from tui.screens.inbox import InboxScreen
+from tui.screens.rules import RulesScreen
 from tui.screens.sessions import SessionsScreen
 from tui.screens.switch import SwitchRow, SwitchScreen
 from tui.typeahead import Monotonic, default_clock
@@ -102,6 +113,10 @@ STATUS_TYPES = tuple(StreamStatus.__args__)
 
 EXPIRY_CHECK_SECONDS = 1.0
 """How often the inbox is asked for approvals about to expire (each raises one alert)."""
+
+STANDING_SECONDS = 10.0
+"""How often the banner's standing (allow rules, a kill switch) is read again; a rule made or ended here
+shows at once, one made elsewhere within this long."""
 
 
 _WAITING = (NoteState.PENDING, NoteState.CLAIMED)
@@ -124,6 +139,8 @@ class PreloopApp(App[str | None]):
         # The inbox from anywhere: i where keys are commands, F2 also while typing.
         Binding("i", "inbox", "Inbox", show=False, id="app.inbox", tooltip="Every session's approvals"),
         Binding("f2", "inbox", "Inbox", show=False, id="app.inbox_f2", tooltip="Every session's approvals"),
+        # The allow rules that hold (the banner names the key): list them, end them.
+        Binding("R", "rules", "Rules", show=False, id="app.rules", tooltip="Allow rules: list and end them"),
         # Ctrl+C quits, as in any terminal program, from every screen and dialog (a priority binding: a
         # modal dialog would stop an ordinary one); with text selected it copies instead (see
         # action_interrupt). Textual's own Ctrl+C only says "Press ctrl+q to quit".
@@ -137,6 +154,10 @@ class PreloopApp(App[str | None]):
             tooltip="Quit (with text selected: copy it)",
         ),
     ]
+
+    standing: var[Standing] = var(Standing)
+    """What decides or silences for the operator now (allow rules, a kill switch): every screen's
+    ``StandingBanner`` follows it."""
 
     inbox_count: var[int] = var(0)
     """Approvals waiting plus failed notes not yet seen, across all sessions (every header shows it; a
@@ -162,6 +183,7 @@ class PreloopApp(App[str | None]):
         notes_window: timedelta = timedelta(hours=6),
         attention_poll_interval: float = 3.0,
         monotonic: Monotonic | None = None,
+        standing_interval: float = STANDING_SECONDS,
     ) -> None:
         super().__init__()
         self.monotonic: Monotonic = monotonic or default_clock()
@@ -193,6 +215,8 @@ class PreloopApp(App[str | None]):
         self.attention_status: StreamStatus | None = None
         self.attention_poll_interval = attention_poll_interval
         self.alerter = Alerter(alert_settings or load_alert_settings(), alert_write or self._write_terminal)
+        self.standing_interval = standing_interval
+        self._standing_due = asyncio.Event()
         self.following = Following()
         """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
         self._followed_screens: dict[str, AttachScreen] = {}
@@ -211,6 +235,9 @@ class PreloopApp(App[str | None]):
             # The screen the user asked for starts loading first; the inbox after its first frame.
             self.call_after_refresh(self.watch_inbox)
             self.set_interval(EXPIRY_CHECK_SECONDS, self.check_expiring)
+            can = self.backend.capabilities
+            if can.rules is not None or can.halts:
+                self.call_after_refresh(self.watch_standing)
 
     async def on_event(self, event: events.Event) -> None:
         """Every key the terminal sends passes the key pace first (``tui.keypace``): a letter command
@@ -293,12 +320,96 @@ class PreloopApp(App[str | None]):
                         if isinstance(item, Refused):
                             return
                     else:
+                        version = self.inbox.version
                         changes = self.inbox.apply(item)  # type: ignore[arg-type]
-                        if changes:
+                        if changes or self.inbox.version != version:  # an update in place too
                             self.inbox_updated(changes)
         except ClientError as exc:
             self.attention_status = Refused(exc.hint)
             self.inbox_updated([])
+
+    # ------------------------------------------------------------------ standing decisions (the banner)
+
+    @work(group="standing", exclusive=True)
+    async def watch_standing(self) -> None:
+        """Read what decides or silences for the operator (``backend.standing()``) every
+        ``standing_interval`` seconds, or at once when :meth:`refresh_standing` asks; a failed read keeps
+        what the banner shows (the next one may do), a server without rules stops it."""
+        while True:
+            self._standing_due.clear()
+            try:
+                self.standing = await self.backend.standing()
+            except Unsupported:
+                return
+            except ClientError:
+                pass
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._standing_due.wait(), self.standing_interval)
+
+    def refresh_standing(self) -> None:
+        """A rule was made or ended here: read the standing again now."""
+        self._standing_due.set()
+
+    def _muted(self, change: object) -> bool:
+        """A new approval (or one about to expire) that a ``mute`` rule covers raises no alert."""
+        if isinstance(change, ApprovalAdded | ApprovalExpiring):
+            return muted(change.approval, self.standing.rules, self.clock())
+        return False
+
+    def _no_rules(self) -> bool:
+        """Say so when the server keeps no allow rules (True: nothing to open)."""
+        if self.backend.capabilities.rules is not None:
+            return False
+        self.notify(
+            f"A {self.backend.server_kind} server keeps no allow rules: every call it asks about is decided "
+            "one by one.",
+            title="No allow rules",
+            severity="warning",
+            markup=False,
+        )
+        return True
+
+    def ask_allow(self, approval: Approval, session: str) -> None:
+        """From an approval (its card, the inbox): "allow calls like this for …", then the rule."""
+        rules = self.backend.capabilities.rules
+        if self._no_rules() or rules is None:
+            return
+
+        def _answered(spec: RuleSpec | None) -> None:
+            if spec is not None:
+                self.make_rule(spec)
+
+        self.push_screen(AllowScreen(approval, session, rules, clock=self.monotonic), _answered)
+
+    @work(group="rules-make")
+    async def make_rule(self, spec: RuleSpec) -> None:
+        """Send a rule the operator made and say what came of it (the call it started from still waits)."""
+        try:
+            rule = await self.backend.create_rule(spec)
+        except ClientError as exc:
+            self.notify(f"No rule made: {exc.hint}", title="Rule refused", severity="error", markup=False)
+            return
+        self.notify(
+            f"{banner_line(rule, self.clock())}. The call on screen still waits for you (a / d); R lists "
+            "the rules.",
+            title="Rule made",
+            timeout=10,
+            markup=False,
+        )
+        self.refresh_standing()
+
+    def action_rules(self) -> None:
+        """List the allow rules that hold and end them (``R``); again: close the list."""
+        if isinstance(self.screen, RulesScreen):
+            self.screen.dismiss(None)
+            return
+        if self._no_rules():
+            return
+        self.push_screen(
+            RulesScreen(
+                self.backend, clock=self.clock, changed=self.refresh_standing, monotonic=self.monotonic
+            )
+        )
 
     def notify(
         self,
@@ -338,7 +449,7 @@ class PreloopApp(App[str | None]):
         """After the inbox or its feed changed: update every header's count, the inbox screen, and alert
         for what is new outside the session on screen."""
         changes = changes or []
-        self.alerter.changes(changes, viewing=self._viewing())
+        self.alerter.changes([c for c in changes if not self._muted(c)], viewing=self._viewing())
         for change in changes:
             if isinstance(change, ApprovalGone):
                 settle_open_dialogs(self, change.approval)
@@ -370,7 +481,7 @@ class PreloopApp(App[str | None]):
 
     def check_expiring(self) -> None:
         """Once a second: an approval about to expire raises one alert, before it is too late."""
-        expiring = self.inbox.expiring(self.clock())
+        expiring = [e for e in self.inbox.expiring(self.clock()) if not self._muted(e)]
         if expiring:
             self.alerter.changes(expiring, viewing=self._viewing())
 

@@ -64,6 +64,17 @@ def risk_cell(risk: str | None) -> Text:
     return Text(word, style="bold red" if word.lower() in ("danger", "high", "critical") else "yellow")
 
 
+def tool_cell(approval: Approval) -> Text:
+    """The tool, and a quorum's progress while votes are being collected ("Bash · 1 of 2 votes")."""
+    cell = Text(safe_line(approval.tool_name or "tool", 24), style="bold")
+    votes = approval.votes
+    if votes is not None and votes.required > 1:
+        cell.append(f" · {votes.approvals} of {votes.required} votes", style="yellow")
+        if votes.declines:
+            cell.append(f", {votes.declines} no", style="yellow")
+    return cell
+
+
 def args_cell(approval: Approval, width: int = 80) -> Text:
     """The call in one line: its preview's first line (the command, the file edited and its +/− counts,
     else the first argument; ``client.preview``), the summary when it has no arguments; cut to ``width``
@@ -224,18 +235,18 @@ class InboxApprovals(DataTable[Text]):
 
     @staticmethod
     def _clock_cells(approval: Approval, now: datetime) -> dict[str, Text]:
-        return {
-            "waiting": Text(relative_time(approval.requested_at, now)),
-            "expires": countdown(approval.expires_at, now),
-        }
+        expires = countdown(approval.expires_at, now)
+        if approval.escalated_at is not None:  # the deadline was extended once: say so beside it
+            expires.append(" ↑ escalated", style="bold yellow")
+        return {"waiting": Text(relative_time(approval.requested_at, now)), "expires": expires}
 
     def _cells(self, approval: Approval, now: datetime) -> dict[str, Text]:
         return {
             "waiting": Text(relative_time(approval.requested_at, now)),
             "session": session_label(agent_of(approval), approval.runtime_session_id),
-            "tool": Text(safe_line(approval.tool_name or "tool", 24), style="bold"),
+            "tool": tool_cell(approval),
             "risk": risk_cell(approval.risk_level),
-            "expires": countdown(approval.expires_at, now),
+            "expires": self._clock_cells(approval, now)["expires"],
             "args": args_cell(approval, self._args_room),
         }
 

@@ -48,6 +48,7 @@ from client.entry_words import (
     RUN_WORDS,
     TOOL_WORDS,
     approval_words,
+    by_rule_words,
     duration_words,
     note_words,
     session_words,
@@ -322,9 +323,13 @@ def _render_approval(
     status = entry.status
     icon, style = _APPROVAL_LOOK.get(status, ("•", STYLE_DIM))
     parts = [(f"{icon} {safe_line(approval_words(entry))}  ", style), (tool, STYLE_NAME)]
-    if whole and summary:
+    by_rule = by_rule_words(entry)
+    if by_rule is not None:  # nobody was asked: which rule allowed what, and who set the rule
+        parts.append(("  " + safe_line(by_rule[0]), STYLE_DIM))
+        parts.append(("  " + by_rule[1], None))
+    elif whole and summary:
         parts.append(("  " + summary, None))
-    if approval is not None and approval.approver_comment:
+    if approval is not None and approval.approver_comment and by_rule is None:
         parts.append(("  “" + safe_line(approval.approver_comment) + "”", None))
     return _fit(parts, width, wrap or whole)
 

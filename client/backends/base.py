@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here witho
     from client.events import Event
     from client.models import (
         ActivityItem,
+        AllowRule,
         Approval,
         AttentionSnapshot,
         Health,
@@ -30,7 +31,9 @@ if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here witho
         NoteList,
         Session,
         SessionList,
+        Standing,
     )
+    from client.rules import RuleSpec
     from client.status import StreamStatus
     from client.timeline import Place
 
@@ -41,6 +44,28 @@ SERVER_KINDS: tuple[ServerKind, ...] = ("local", "preloop", "dendrux")
 
 API_PREFIX = "/api/v1"
 """Where the Preloop-shaped REST lives (``client.backends.rest``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSupport:
+    """What kind of time-boxed allow rules a server keeps (``client.rules``), so a screen offers only
+    those and a command refuses the rest before any request, saying what the server can do."""
+
+    name: str
+    """What the server calls them, as the subject of a sentence ("Preloop's approval bypasses")."""
+    scopes: frozenset[str]
+    """``session``, ``agent``, ``account``: what one rule can cover."""
+    tools: bool
+    """A rule can be narrowed to one tool."""
+    patterns: bool
+    """A rule can be narrowed to an argument pattern (``pytest *``)."""
+    max_minutes: int
+    """The longest rule the server makes (there is no forever)."""
+    risk_aware: bool
+    """The server leaves danger-risk calls out of a rule not made for them; Preloop's bypass approves
+    every call in its scope, so an ``allow`` one always takes the second confirmation."""
+    can: str
+    """What it can do, as the end of a sentence that refused something finer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +83,10 @@ class Capabilities:
     approve_comment: bool = True
     """An approval can carry a comment (a decline always can): a Dendrux app's approve takes no reason,
     so a front end refuses the comment up front instead of the server dropping it."""
+    rules: RuleSupport | None = None
+    """The time-boxed allow rules the server keeps (None: none, every call is decided one by one)."""
+    halts: bool = False
+    """The server has an account-wide kill switch whose state the banner shows (Preloop)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +198,33 @@ class ApprovalDesk(Protocol):
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval: ...
 
 
+class RuleDesk(Protocol):
+    """Time-boxed allow rules and what decides on the operator's behalf (see ``Capabilities.rules``; a
+    server without rules raises ``client.errors.Unsupported`` for every change and has nothing standing)."""
+
+    async def list_rules(self) -> list[AllowRule]:
+        """The rules (Preloop: approval bypasses) that hold now, the soonest to end first."""
+        ...
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        """Make a rule (checked first with ``client.rules.check_spec``); the server may still refuse it
+        (a 403 without the permission, a 422 for a duration it will not take)."""
+        ...
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        """End one rule now; the answer is the rule as it now is."""
+        ...
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        """End every rule that holds; the answer lists those ended."""
+        ...
+
+    async def standing(self) -> Standing:
+        """What decides or silences for the operator now (active rules, the account's kill switch): the
+        banner's one cheap read."""
+        ...
+
+
 class LiveFeed(Protocol):
     """One session's events as they happen, in order, once each, with connection states between them.
 
@@ -202,7 +258,7 @@ class AttentionFeed(Protocol):
     ) -> AsyncIterator[AttentionSnapshot | Event | StreamStatus]: ...
 
 
-class Backend(SessionDesk, NoteDesk, ApprovalDesk, LiveFeed, HistoryDesk, AttentionFeed, Protocol):
+class Backend(SessionDesk, NoteDesk, ApprovalDesk, RuleDesk, LiveFeed, HistoryDesk, AttentionFeed, Protocol):
     """Everything the TUI and the CLI talk to; one class per server kind implements it."""
 
     @property

@@ -31,6 +31,7 @@ from client.errors import (
     SessionEnded,
     Timeout,
     TransportError,
+    Unsupported,
     UsageError,
 )
 from client.ids import require_note_id, require_uuid, short_id
@@ -38,6 +39,7 @@ from client.listing import session_pages
 from client.models import (
     ActivityItem,
     ActivityList,
+    AllowRule,
     Approval,
     ApprovalDecision,
     Health,
@@ -47,12 +49,16 @@ from client.models import (
     Session,
     SessionDetail,
     SessionList,
+    Standing,
 )
 from client.notetext import require_sendable
+from client.rules import RuleSpec
 
 __all__ = ["API_PREFIX", "PreloopRestApi", "RestBackend"]
 
 _approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
+rules_adapter: TypeAdapter[list[AllowRule]] = TypeAdapter(list[AllowRule])
+"""A JSON array of rules (our server's listing and revoke-all answer)."""
 
 # Counters a Preloop session *detail* leaves empty although the list row has them.
 _LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", "cwd")
@@ -87,6 +93,39 @@ class RestBackend:
     ) -> SessionList:
         """One page of sessions (each backend reads its server's own listing)."""
         raise NotImplementedError
+
+    # --------------------------------------------------------------------------- allow rules (none here)
+
+    def _rules(self, response: httpx.Response) -> list[AllowRule]:
+        """A JSON array of rules, or InvalidResponse."""
+        try:
+            return rules_adapter.validate_json(response.content)
+        except ValidationError as exc:
+            raise self.conn.invalid(response, exc) from None
+
+    def _no_rules(self) -> Unsupported:
+        kind = getattr(self, "server_kind", "")
+        return Unsupported(f"a {kind or 'this'} server keeps no allow rules: decide each call on its own")
+
+    async def list_rules(self) -> list[AllowRule]:
+        """The rules that hold now: a server without rules has none."""
+        return []
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        """Make an allow rule (a server without rules refuses: ``Unsupported``)."""
+        raise self._no_rules()
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        """End one rule (a server without rules refuses: ``Unsupported``)."""
+        raise self._no_rules()
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        """End every rule (a server without rules refuses: ``Unsupported``)."""
+        raise self._no_rules()
+
+    async def standing(self) -> Standing:
+        """Nothing decides for the operator on a server without rules or a kill switch."""
+        return Standing()
 
     def iter_sessions(
         self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100

@@ -16,6 +16,7 @@ from client.errors import ClientError, NotFound
 from client.events import Event, event_from_dict
 from client.models import (
     ActivityItem,
+    AllowRule,
     Approval,
     AttentionSnapshot,
     Health,
@@ -23,7 +24,9 @@ from client.models import (
     NoteList,
     Session,
     SessionList,
+    Standing,
 )
+from client.rules import RuleSpec
 from client.status import StreamStatus
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -50,6 +53,8 @@ class FakeBackend:
         script: Sequence[Event | StreamStatus] = (),
         fail: ClientError | None = None,
         attention: Sequence[AttentionSnapshot | Event | StreamStatus] = (),
+        standing: Standing | None = None,
+        capabilities: Capabilities | None = None,
     ) -> None:
         self.sessions = list(sessions)
         self.notes = list(notes)
@@ -59,6 +64,11 @@ class FakeBackend:
         self.attention = list(attention)
         """What ``watch_attention`` yields (an empty snapshot when nothing is given), then it waits."""
         self.attention_consumed = False
+        self.standing_now = standing or Standing()
+        """What ``standing()`` answers (the banner's rules and kill switch)."""
+        if capabilities is not None:
+            self.capabilities = capabilities
+        self.made: list[RuleSpec] = []
         self.sent: list[str] = []
         self.script_consumed = False
         """True once the follower has taken every scripted item (the screen has handled the last one)."""
@@ -146,6 +156,22 @@ class FakeBackend:
             yield item
         self.attention_consumed = True
         await asyncio.Event().wait()
+
+    async def list_rules(self) -> list[AllowRule]:
+        return list(self.standing_now.rules)
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        self.made.append(spec)
+        return AllowRule(id=f"r{len(self.made)}", mode=spec.mode, scope=spec.scope, expires_at=NOW)
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        return next(r for r in self.standing_now.rules if r.id == rule_id)
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        return list(self.standing_now.rules)
+
+    async def standing(self) -> Standing:
+        return self.standing_now
 
     async def aclose(self) -> None:
         return None

@@ -31,7 +31,9 @@ def _app(backend: FakeBackend, **kwargs: Any) -> PreloopApp:
 def _quiet(app: PreloopApp) -> bool:
     """Nothing left that would still change the picture: loads done, the script taken and applied, and no
     deferred key re-check waiting (the stream worker itself never finishes: it waits for more)."""
-    if any(w.group not in ("attach-stream", "attention") and not w.is_finished for w in app.workers):
+    if any(
+        w.group not in ("attach-stream", "attention", "standing") and not w.is_finished for w in app.workers
+    ):
         return False
     if app.key_pace.holding:  # a letter command still waits for its quiet window
         return False

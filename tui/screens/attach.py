@@ -71,6 +71,7 @@ from widgets.notes_panel import NotesPanel
 from widgets.notices import nothing_to_withdraw, steering_notice, tell
 from widgets.session_body import SessionBody
 from widgets.session_header import SessionHeader
+from widgets.standing import StandingBanner
 from widgets.timeline_view import TimelineView
 from widgets.too_small import TooSmall
 
@@ -99,6 +100,13 @@ class AttachScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         _key("a", "approve", "Approve", "Approve the highlighted approval"),
         _key("d", "decline", "Decline", "Decline (with an optional comment)"),
+        _key(
+            "A",
+            "allow_like",
+            "Allow like this",
+            "Allow (or mute) calls like this one for a while",
+            show=False,
+        ),
         _key("x", "expand_args", "Whole call", "The highlighted approval's call in full", show=False),
         _key("w", "withdraw", "Withdraw", "Withdraw a pending note"),
         _key("w", "withdraw_none", "Withdraw", "Why nothing can be withdrawn", show=False),
@@ -176,6 +184,7 @@ class AttachScreen(Screen[None]):
         with Horizontal(id="header-row"):  # the inbox count (all sessions) sits at the header's right
             yield self.header
             yield InboxBadge(id="inbox-badge")
+        yield StandingBanner(id="standing")  # what decides or silences for the operator, while it holds
         yield from (self.banner, self.body, self.note_box, self._too_small)
         # The keys line comes a frame later: it is composed again each time the keys change, three times
         # while the screen opens, and the events go first.
@@ -361,6 +370,10 @@ class AttachScreen(Screen[None]):
         """Ask for an optional comment, then decline."""
         self.decider.decline(self.approvals_panel.selected, self.core.describe())
 
+    def action_allow_like(self) -> None:
+        """``A``: allow (or mute) calls like the highlighted one for a while (a rule; it asks first)."""
+        self.decider.allow_like(self.approvals_panel.selected, self.core.describe())
+
     @on(ApprovalsPanel.Decide)
     def _panel_decide(self, event: ApprovalsPanel.Decide) -> None:
         event.stop()
@@ -517,7 +530,7 @@ class AttachScreen(Screen[None]):
         """Offer a key (footer, palette) only when it can do something in the screen's current state."""
         can, typing, decidable = self.backend.capabilities, self.composer.has_focus, bool(self.core.pending)
         notes = bool(self.notes_panel.pending_notes)
-        if action in ("approve", "decline"):  # not while too small to show what would be decided
+        if action in ("approve", "decline", "allow_like"):  # not while too small to show the call
             return can.approvals and not self.read_only and decidable and not self.has_class("-too-small")
         if action in ("withdraw", "withdraw_none"):  # withdraw_none (hidden) answers w with why not
             return not self.read_only and (can.withdraw_notes and notes) == (action == "withdraw")

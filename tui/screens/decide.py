@@ -190,6 +190,15 @@ class Decider:
 
         ask_decline(self.screen.app, approval, session, clock=self.clock, answered=_answered)
 
+    def allow_like(self, approval: Approval | None, session: str) -> None:
+        """``A``: "allow calls like this for …" (``tui.screens.allow``). A decision-class key: pressed
+        alone, and not within half a second of the screen appearing; the app opens the dialog."""
+        if approval is None or self.read_only or self.too_soon("open the allow dialog"):
+            return
+        ask = getattr(self.screen.app, "ask_allow", None)
+        if callable(ask):
+            ask(approval, session)
+
     def decide(self, approval: Approval, verb: Verb, comment: str | None) -> None:
         """Send the decision from a worker of the screen (a second one on its way sends nothing)."""
         if not self.read_only:

@@ -15,9 +15,11 @@ Opening the inbox marks its notes as seen.
 ``a`` and ``d`` are ignored for half a second after the inbox opens, comes back from a dialog, or the
 terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``, F2), and the letters
 typed right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
-Its letters (``a``, ``d``, ``o``, ``x``, ``i``) act only when pressed alone (``tui.keypace``); a burst of
-typing here is text, kept in the draft of the session the inbox was opened from, and the Enter ending it
-opens nothing.
+``A`` opens "allow calls like this for …" for the highlighted approval (``tui.screens.allow``), a key
+guarded like ``a`` and ``d``; the banner under the title says which allow rules (or a Preloop kill
+switch) hold. Its letters (``a``, ``d``, ``A``, ``o``, ``x``, ``i``) act only when pressed alone
+(``tui.keypace``); a burst of typing here is text, kept in the draft of the session the inbox was opened
+from, and the Enter ending it opens nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from widgets.inbox_view import (
     followed_text,
     update_static,
 )
+from widgets.standing import StandingBanner
 
 TICK_SECONDS = 1.0
 PREVIEW_PANE_WIDTH = 120
@@ -82,6 +85,14 @@ class InboxScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve", id="inbox.approve", tooltip="Approve the highlighted approval"),
         Binding("d", "decline", "Decline", id="inbox.decline", tooltip="Decline (with an optional comment)"),
+        Binding(
+            "A",
+            "allow_like",
+            "Allow like this",
+            show=False,
+            id="inbox.allow_like",
+            tooltip="Allow (or mute) calls like the highlighted one for a while",
+        ),
         Binding(
             "o,enter", "open", "Open session", id="inbox.open", tooltip="Attach to this approval's session"
         ),
@@ -149,6 +160,7 @@ class InboxScreen(Screen[None]):
             yield Static("", id="inbox-title")
             yield Static("", id="inbox-state")
             yield InboxBadge(id="inbox-badge")
+        yield StandingBanner(id="standing")
         with Horizontal(id="inbox-main"):
             with VerticalScroll(id="inbox-body"):
                 yield InboxApprovals(id="inbox-approvals")
@@ -260,10 +272,10 @@ class InboxScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Approve, decline and open only when an approval is highlighted (and not read-only)."""
-        if action in ("approve", "decline", "open", "arguments"):
+        if action in ("approve", "decline", "open", "arguments", "allow_like"):
             if not self.is_mounted or self.query_one(InboxApprovals).selected is None:
                 return None
-            if action in ("approve", "decline") and self.read_only:
+            if action in ("approve", "decline", "allow_like") and self.read_only:
                 return None
         return True
 
@@ -301,6 +313,11 @@ class InboxScreen(Screen[None]):
         """Ask for an optional comment, then decline the highlighted approval."""
         approval = self.query_one(InboxApprovals).selected
         self.decider.decline(approval, self._session(approval) if approval else "")
+
+    def action_allow_like(self) -> None:
+        """``A``: allow (or mute) calls like the highlighted one for a while (a rule; it asks first)."""
+        approval = self.query_one(InboxApprovals).selected
+        self.decider.allow_like(approval, self._session(approval) if approval else "")
 
     def _kept(self, approval: Approval, kept: KeptComment) -> None:
         session_id = approval.runtime_session_id

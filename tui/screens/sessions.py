@@ -46,6 +46,7 @@ from client.textsafe import safe_line
 from widgets.badges import session_badge
 from widgets.banner import Banner
 from widgets.inbox_view import InboxBadge
+from widgets.standing import StandingBanner
 
 COLUMNS: list[tuple[str, str, str]] = [
     ("id", "ID", "ID"),
@@ -308,6 +309,7 @@ class SessionsScreen(Screen[None]):
         with Horizontal(id="top-line"):  # the inbox count (all sessions) sits at the right
             yield Static("", id="status-line")
             yield InboxBadge(id="inbox-badge")
+        yield StandingBanner(id="standing")
         yield Banner(id="banner")
         yield Input(placeholder="filter: id, agent or title (Enter keeps, Escape clears)", id="filter")
         yield SessionTable(cursor_type="row", zebra_stripes=True, id="sessions-table")

@@ -1,7 +1,9 @@
 """Our local control plane (``preloop serve``): Preloop-shaped REST plus our own SSE event stream.
 
 Everything is supported; the live feed is :mod:`client.backends.local.feed`, the attention inbox's
-:mod:`client.backends.local.attention`.
+:mod:`client.backends.local.attention`. Allow rules are ours (``/api/v1/allow-rules``): one session, agent
+or the account, one tool, an argument pattern, applied by the server where an approval is raised
+(docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from collections.abc import AsyncGenerator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from client.backends.base import Capabilities, ServerKind
+from client.backends.base import Capabilities, RuleSupport, ServerKind
 from client.backends.rest import PreloopRestApi
-from client.ids import require_uuid
-from client.models import AttentionSnapshot, Session
+from client.ids import require_uuid, short_id
+from client.models import AllowRule, AttentionSnapshot, Session, Standing
+from client.rules import RULE_MAX_MINUTES, RuleSpec
 
 if TYPE_CHECKING:  # the event vocabulary (pydantic models) is built only by a process that streams
     from client.events import Event
@@ -27,7 +30,42 @@ class LocalBackend(PreloopRestApi):
     """The backend for our own server: its REST answers are complete and its stream is numbered."""
 
     server_kind: ServerKind = "local"
-    capabilities: Capabilities = Capabilities()
+    capabilities: Capabilities = Capabilities(
+        rules=RuleSupport(
+            name="this server's allow rules",
+            scopes=frozenset({"session", "agent", "account"}),
+            tools=True,
+            patterns=True,
+            max_minutes=RULE_MAX_MINUTES,
+            risk_aware=True,
+            can="a session, an agent or the account, one tool, an argument pattern",
+        )
+    )
+
+    async def list_rules(self) -> list[AllowRule]:
+        """The allow rules that hold now, the soonest to end first."""
+        response = await self._request("GET", "/allow-rules")
+        return self._rules(response)
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        """Make an allow rule; the server applies it to every approval raised from now on."""
+        response = await self._request("POST", "/allow-rules", what="the allow rule", json=spec.body())
+        return self.conn.parse(response, AllowRule)
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        """End one rule now (one that had ended already comes back as it is)."""
+        rid = require_uuid(rule_id, "rule id")
+        response = await self._request("DELETE", f"/allow-rules/{rid}", what=f"rule {short_id(rid)}")
+        return self.conn.parse(response, AllowRule)
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        """End every rule that holds."""
+        response = await self._request("POST", "/allow-rules/revoke-all")
+        return self._rules(response)
+
+    async def standing(self) -> Standing:
+        """The rules that hold now (our server has no kill switch)."""
+        return Standing(rules=await self.list_rules())
 
     async def get_session(self, session_id: str) -> Session:
         """The session detail as is: our server fills every counter (no list-row lookup needed)."""

@@ -89,8 +89,8 @@ def is_session_id(value: str) -> bool:
     return isinstance(value, str) and is_uuid(value)
 
 
-def websocket_url(base_url: Any, session_id: str) -> str:
-    """``http(s)://host/prefix`` → ``ws(s)://host/prefix/api/v1/ws/runtime-sessions/{id}``."""
+def ws_url(base_url: Any, path: str) -> str:
+    """``http(s)://host/prefix`` → ``ws(s)://host/prefix/api/v1/ws/{path}``."""
     base = str(base_url).rstrip("/")
     if base.startswith("https://"):
         base = "wss://" + base[len("https://") :]
@@ -98,7 +98,12 @@ def websocket_url(base_url: Any, session_id: str) -> str:
         base = "ws://" + base[len("http://") :]
     if base.endswith("/api/v1"):
         base = base[: -len("/api/v1")]
-    return f"{base}/api/v1/ws/runtime-sessions/{session_id}"
+    return f"{base}/api/v1/ws/{path}"
+
+
+def websocket_url(base_url: Any, session_id: str) -> str:
+    """``http(s)://host/prefix`` → ``ws(s)://host/prefix/api/v1/ws/runtime-sessions/{id}``."""
+    return ws_url(base_url, f"runtime-sessions/{session_id}")
 
 
 def _is_rest_error(exc: Exception) -> bool:
@@ -374,7 +379,7 @@ class _Follower:
                 self._connect,
                 backoff_initial=self.timing.backoff_initial,
                 backoff_max=self.timing.backoff_max,
-                classify=_classify,
+                classify=classify_failure,
             )
             async with contextlib.aclosing(feed) as items:
                 async for item in items:
@@ -413,7 +418,7 @@ class _Follower:
                 yield item
 
 
-def _classify(exc: Exception) -> str | Refusal | None:
+def classify_failure(exc: Exception) -> str | Refusal | None:
     """What a failed websocket connection means: a reason to retry, a refusal, or a bug (None)."""
     if isinstance(exc, ConnectionClosed):
         code = exc.rcvd.code if exc.rcvd is not None else None
