@@ -157,7 +157,7 @@ async def test_what_arrives_while_the_operator_watches_gets_no_rule(
             await agent.narrate(i, [f"Seen as it came, step {i}."])
         await until(pilot, lambda: any("step 29." in line for line in view.lines_text), "the new steps")
         await pilot.pause(0.3)
-        assert rule_row(view) is None and view.since_rule_entry is None
+        assert rule_row(view) is None and view.reader.rule_at is None
         assert view.following  # still at the end, as before
 
 

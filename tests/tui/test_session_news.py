@@ -164,7 +164,7 @@ async def test_after_a_restart_the_list_shows_new_from_the_marks_on_disk_and_cou
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, AttachScreen), "alpha's screen")
         view = app.screen.query_one(TimelineView)
-        await until(pilot, lambda: view.since_rule_from is not None, "the rule above what is new")
+        await until(pilot, lambda: view.reader.rule_from is not None, "the rule above what is new")
         await pilot.press("escape", "escape")
         await until(pilot, lambda: app.screen is sessions, "the list again")
         cell = new_cell(app, alpha.session_id)

@@ -22,7 +22,6 @@ from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from widgets.composer import Composer
 from widgets.keys_line import KeysLine
-from widgets.timeline_view import TimelineView
 
 
 def _app(backend: FakeBackend, **kwargs: Any) -> PreloopApp:
@@ -49,8 +48,7 @@ def _quiet(app: PreloopApp) -> bool:
     streamed = not following or not isinstance(backend, FakeBackend) or backend.script_consumed
     return (
         streamed
-        and not screen._buffer
-        and not screen._flush_scheduled
+        and not screen.unpainted
         and not any(keys.checking for keys in screen.query(KeysLine))
         and bool(screen.query(Footer))  # the keys line is mounted after the first frame
     )
@@ -74,9 +72,6 @@ async def _wait_quiet(pilot: Pilot[Any]) -> None:
 async def _settle(pilot: Pilot[Any]) -> None:
     """Let the load and stream workers run, then paint the timeline now."""
     await _wait_quiet(pilot)
-    screen = pilot.app.screen
-    if isinstance(screen, AttachScreen):
-        screen.query_one(TimelineView).flush()
     await pilot.pause()
 
 
