@@ -15,7 +15,7 @@ every process of the machine). Printed, with median / p95 / p99 / max and the lo
    table, then ``call_after_refresh``), and, beside it, when the 1 ms poll first saw the row;
 3. polled: the same server seen by a client that does not use the push stream. The knob is the supported
    one: ``connect(Settings(..., server_kind="preloop"))``, whose ``watch_attention`` polls the REST
-   approvals list every ``--poll-interval`` seconds (``client.attention_live.poll_attention``, as for a
+   approvals list every ``--poll-interval`` seconds (``client.backends.attention.poll_attention``, as for a
    Preloop server). The next approval is raised a random part of an interval after the previous one
    showed, so the samples fall anywhere in the poll cycle.
 
@@ -53,9 +53,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from client.alerts import AlertSettings  # noqa: E402
-from client.backend import Backend  # noqa: E402
 from client.backends import connect  # noqa: E402
-from client.backends.base import ServerKind  # noqa: E402
+from client.backends.base import Backend, ServerKind  # noqa: E402
 from client.config import Settings  # noqa: E402
 from client.inbox import ApprovalAdded, Inbox, closing_feed  # noqa: E402
 from client.models import Approval, AttentionSnapshot  # noqa: E402

@@ -8,7 +8,7 @@ Exit codes (the same for every command, shown in ``--help``):
 
 * 0: success;
 * 1: the server refused the request or it failed (unreachable, 401/403/404/422/429/5xx, a note that
-  could not be withdrawn);
+  could not be withdrawn because it reached the agent or expired first);
 * 2: usage error (a bad flag, a bad flag combination, an unreadable duration), caught before any request;
 * 130: interrupted with Ctrl+C.
 """
@@ -49,8 +49,8 @@ DISTRIBUTION = "preloop-steer"
 
 
 class _Version(argparse.Action):
-    """``--version``: the installed package's version, looked up only when asked (``importlib.metadata``
-    costs ~30 ms of imports that ``--help`` and every command need not pay)."""
+    """``--version``: the installed package's version, looked up only when asked (``importlib.metadata``'s
+    imports are start-up time that ``--help`` and every command need not pay)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
         kwargs.pop("default", None)
@@ -277,8 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
         notes_sub,
         "withdraw",
         "withdraw a note before it is delivered",
-        "Withdraw a pending note. Prints the note's state afterwards; when it was no longer pending,\n"
-        "says why nothing changed and exits 1.",
+        "Withdraw a pending note. Prints the note's state afterwards. A note withdrawn before says so\n"
+        "and exits 0; one that was no longer pending otherwise (delivered, expired...) says why nothing\n"
+        "changed and exits 1.",
     )
     p.add_argument("note_id", metavar="NOTE_ID", help="note id (full, or its first 4+ characters)")
     p.add_argument(
@@ -317,14 +318,79 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=_handler("approvals", "list_approvals"))
 
+    p = add(
+        approvals_sub,
+        "show",
+        "show one approval and what its call will change",
+        "Show one approval: its session, tool, risk, status and the agent's summary, then what the call\n"
+        "will change: a unified diff for a file edit, the command for a shell call, else the arguments.\n"
+        "Every line is printed; --json gives the approval and the preview's model.",
+    )
+    p.add_argument("approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)")
+    p.add_argument("--json", action="store_true", help="print the approval and its preview as JSON")
+    p.set_defaults(handler=_handler("approvals", "show"))
+
     for verb in ("approve", "decline"):
-        p = add(approvals_sub, verb, f"{verb} a pending tool call")
-        p.add_argument(
-            "approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)"
+        p = add(
+            approvals_sub,
+            verb,
+            f"{verb} one or more pending tool calls",
+            f"{verb.capitalize()} one or more pending tool calls with one decision (and one --comment for\n"
+            "all). Short ids are resolved first: an unknown or ambiguous one is a usage error (exit 2) and\n"
+            "nothing is decided. Each id is then decided on its own and gets one line: decided, already\n"
+            "settled (by whom, as far as the server says), or not decided and why. Exit 0 only when every\n"
+            "id was decided by this command, else 1.",
         )
-        p.add_argument("--comment", help="a comment the agent sees with the decision")
-        p.add_argument("--json", action="store_true", help="print the decided approval as JSON")
+        p.add_argument(
+            "approval_ids",
+            metavar="APPROVAL_ID",
+            nargs="+",
+            help="approval ids (full, or 4+ leading characters)",
+        )
+        p.add_argument("--comment", help="a comment the agent sees with the decision (every one of them)")
+        p.add_argument("--json", action="store_true", help="print one JSON object per approval (NDJSON)")
         p.set_defaults(handler=_handler("approvals", verb), decision=verb)
+
+    p = add(
+        approvals_sub,
+        "allow",
+        "allow (or mute) calls like this for a while",
+        "Make a time-boxed rule: calls it covers are approved for you (or, with --mute, ring no more and\n"
+        "still ask) until it ends. Say what it covers: --session ID with --tool NAME (and --match PATTERN:\n"
+        "a shell-style pattern over the command, e.g. 'pytest *'; * never crosses ; & | ` $ < >), or\n"
+        "--agent ID, or --account. --for is required and bounded (1m to 8h): there is no forever.\n"
+        "Danger-risk calls are covered only with --danger (a second confirmation). A Preloop server's rules\n"
+        "are its approval bypasses (--agent or --account only); a Dendrux app keeps none.",
+    )
+    p.add_argument("--session", metavar="SESSION_ID", help="the session the rule covers (UUID or short id)")
+    p.add_argument("--agent", metavar="AGENT_UUID", help="every session of this agent (full UUID)")
+    p.add_argument("--account", action="store_true", help="every agent of the account")
+    p.add_argument("--tool", metavar="NAME", help="only this tool (e.g. Bash); required with --session")
+    p.add_argument("--match", metavar="PATTERN", help="only calls whose command (path, arguments) match")
+    p.add_argument(
+        "--for", dest="duration", metavar="DURATION", required=True, help="how long: 30m, 2h (1m to 8h)"
+    )
+    p.add_argument("--mute", action="store_true", help="alerts off, every call still asks")
+    p.add_argument("--danger", action="store_true", help="also allow danger-risk calls (second confirmation)")
+    p.add_argument("--reason", help="why (kept with the rule)")
+    p.add_argument("--json", action="store_true", help="print the rule as JSON")
+    p.set_defaults(handler=_handler("rules", "allow"))
+
+    p = add(
+        approvals_sub,
+        "rules",
+        "list the allow rules that hold; `rules revoke` ends them",
+        "List the time-boxed allow rules that hold now (what each covers, until when, how many calls it\n"
+        "allowed, who set it). `preloop approvals rules revoke ID` ends one, `--all` every one.",
+    )
+    p.add_argument("--json", action="store_true", help="print the rules as JSON")
+    p.set_defaults(handler=_handler("rules", "list_rules"))
+    rules_sub = p.add_subparsers(title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser)
+    p = add(rules_sub, "revoke", "end a rule now (or every rule with --all)")
+    p.add_argument("rule_id", metavar="RULE_ID", nargs="?", help="rule id (full, or 4+ leading characters)")
+    p.add_argument("--all", action="store_true", help="end every rule that holds")
+    p.add_argument("--json", action="store_true", help="print the ended rules as JSON")
+    p.set_defaults(handler=_handler("rules", "revoke"))
 
     # ------------------------------------------------------------------------------------ auth
     p = add(
@@ -454,7 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     _skip_httpx_command_line()
     try:
-        import asyncio  # here, not at the top: ~45 ms that `--help` and a usage error need not pay
+        import asyncio  # here, not at the top: start-up time `--help` and a usage error need not pay
 
         return asyncio.run(handler(args))
     except CliUsageError as exc:

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from client.present import looks_like_id_prefix
+from client.ids import is_prefix
 from client.steering import Verb
 from client.textsafe import safe_line
 
 HELP = (
     "Type a line to send it as a note (end a line with \\ to continue it). Commands:\n"
-    "  /approve [ID]            approve the pending approval\n"
-    "  /decline [ID] [COMMENT]  decline it, optionally saying why\n"
+    "  /approve ID              approve that approval (its first 4+ characters are enough)\n"
+    "  /decline ID [COMMENT]    decline it, optionally saying why\n"
     "  /withdraw NOTE_ID        withdraw a note that was not delivered yet\n"
     "  //text                   send a note that starts with '/'\n"
-    "  /help, /quit"
+    "  /help, /quit\n"
+    "The ID may be left out only while this attach has shown one approval and it is not of high or\n"
+    "danger risk. Approving a danger-risk call asks 'approve <tool> <first line>? [y/N]': type y to approve."
 )
 
 
@@ -72,7 +74,7 @@ def parse_input(text: str) -> Command | None:
         return Refuse(f"/{verb} takes a single line")
     if verb in ("approve", "decline"):
         first, _, tail = rest.partition(" ")
-        if first and looks_like_id_prefix(first):
+        if first and is_prefix(first):
             approval, comment = first, tail.strip() or None
         else:
             approval, comment = None, rest or None

@@ -42,8 +42,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from client import paths
+from client.ids import short_id
 from client.inbox import ApprovalAdded, ApprovalExpiring, InboxChange, NoteFailed
-from client.present import short_id
 
 __all__ = [
     "Alert",

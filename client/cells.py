@@ -10,8 +10,7 @@ The widths follow the rules of Rich's ``cell_len``, so the full-screen app (Rich
 agree: East Asian Width W or F is two cells; nonspacing, enclosing and spacing marks, format characters
 (but the soft hyphen and the Arabic number signs), Hangul medial and final jamo and the emoji skin tones
 are none. It is not Rich itself: the client layer loads no UI toolkit, and the scripted commands, whose
-start-up is measured, never load Rich (on top of their imports, loading ``rich.cells`` and measuring one
-wide string took 1.6 ms median over 15 fresh processes, this module with ``unicodedata`` 1.0 ms). Python's
+start-up is measured (``benchmarks/bench_cli_startup.py``), never load Rich. Python's
 ``unicodedata`` knows Unicode 14 (Python 3.11); Rich's table is newer, and the 188 symbols Unicode 16 made
 wide (``☰``, the counting rods) count one cell here (tests/client/test_cells.py compares the two over every
 assigned character).

@@ -21,8 +21,8 @@ default) with its stored token > the local server file (:func:`client.paths.loca
 When the URL itself came from the local server file, the token written beside it is that server's own
 (another local server started later writes its own), so it is used without asking the keyring.
 
-The keyring is imported and asked only when a token is actually looked up there: loading its backend
-costs ~0.1 s, which every scripted command would otherwise pay even with ``PRELOOP_TOKEN`` set.
+The keyring is imported and asked only when a token is actually looked up there: loading its backend is
+start-up time every scripted command would otherwise pay even with ``PRELOOP_TOKEN`` set.
 
 :func:`token_reader` reads the token again the same way (but for the server already chosen), so a running
 app whose token expires carries on after ``preloop login`` in another terminal.
@@ -43,7 +43,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from client import paths
-from client.backend import SERVER_KINDS, ServerKind
+from client.backends.base import SERVER_KINDS, ServerKind
 from client.errors import ConfigError, NoKeyring, UsageError
 
 __all__ = [
@@ -201,7 +201,7 @@ def _write_config(config: Config) -> None:
     if profiles:
         document["profiles"] = profiles
     header = "# preloop client profiles (tokens are not stored here)\n"
-    paths.write_private(config_file(), header + tomli_w.dumps(document))
+    paths.replace_file(config_file(), header + tomli_w.dumps(document))
 
 
 def save_profile(
@@ -285,7 +285,7 @@ def _write_credentials(tokens: dict[str, str]) -> None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         return
-    paths.write_private(path, json.dumps({"tokens": tokens}, indent=2) + "\n")
+    paths.replace_file(path, json.dumps({"tokens": tokens}, indent=2) + "\n")
 
 
 def store_token(url: str, token: str, *, allow_file: bool = False) -> Literal["keyring", "file"]:
@@ -473,7 +473,7 @@ def _with_token(server: _Server, token: str | None) -> Settings:
     elif env_token:
         final_token, token_source = env_token.strip(), "env"
     elif server.url_source == "local-server" and local is not None and local[1]:
-        # The URL and token came together from the running server: no keyring lookup (~0.1 s) needed.
+        # The URL and token came together from the running server: no keyring lookup needed.
         final_token, token_source = local[1], "local-server"
     else:
         value, where = stored_token(server.url)

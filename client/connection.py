@@ -363,12 +363,14 @@ class Connection:
     def stream_failure(self, exc: Exception) -> str | None:
         """Why a live stream broke, as the reason to reconnect a follower shows; None when ``exc`` is not a
         transport failure (a bug, re-raised by the reconnect loop)."""
+        from client.stream_words import failure_words
+
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return f"cannot reach {self.display_url}"
         if isinstance(exc, httpx.TimeoutException):
             return f"stalled: nothing received for {self.stall_timeout:g} s"
         if isinstance(exc, httpx.TransportError):
-            return f"connection lost ({type(exc).__name__})"
+            return failure_words(exc)  # in words: never the exception's name
         return None
 
     def redirected(self, response: httpx.Response) -> InvalidResponse:

@@ -8,8 +8,12 @@ a :class:`client.session.SessionCore` (its timeline, notes, approvals), so the a
 holds) and ``preloop sessions digest`` (from the events since the time asked: ``client.history``) say
 the same; :func:`digest_lines` gives the three to six lines both show, :func:`digest_markdown` the text to
 paste into a ticket (times with their zone), :func:`digest_json` the shape for scripts. :class:`Handoff`
-is a shift's worth of them (``sessions digest --all --since 8h``): the sessions that need a human first,
-then the rest, then what the operator decided in the window.
+is a shift's worth of them (``sessions digest --all --since 8h``): the sessions that need a human first
+(an approval waits, or something went wrong in a session that still runs), then the rest, each "since" its
+own start when it began inside the window, then what the operator decided in the window, then what expired.
+
+The text lines name every decision someone made (with who and the comment) before the approvals that
+expired, which are counted ("⌛ 4 expired (Bash)"), and list every problem or say how many more there are.
 
 "Since" is a :class:`Since`: a time (``--since 30m``) or a mark's place (``--since-last``, the rule line
 on coming back), which counts by the server's own numbering where it has one (``client.timeline.Place``).
@@ -26,8 +30,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from client.models import Approval, Note
-from client.present import decided_by, short_id
+from client.export import md_block, md_inline
+from client.ids import short_id
+from client.models import Approval, Note, Session, iso
+from client.present import decided_by, how_long
+from client.preview import Preview, approval_preview
 from client.session import THEN_WIDTH, SessionCore
 from client.textsafe import safe_line
 from client.timeline import (
@@ -42,6 +49,7 @@ from client.timeline import (
     TimelineEntry,
     ToolEntry,
     ToolState,
+    UnknownEntry,
     then_line,
 )
 from client.views import is_problem
@@ -69,6 +77,8 @@ _TEXT = 120
 """Agent and operator words are cut to this many characters on a digest line."""
 _NOTES_SHOWN = 2
 _FAILED_NOTE = frozenset({"failed", "expired", "undeliverable"})
+_LAPSED = frozenset({"expired", "cancelled"})
+_PROBLEMS_SHOWN = 4
 
 
 def _utc(value: datetime) -> datetime:
@@ -88,6 +98,15 @@ class Since:
     def mark(place: Place, looked_at: datetime) -> Since:
         """Since a mark: what came after ``place``; the operator was away from ``looked_at``."""
         return Since(place.at, place, looked_at)
+
+    @staticmethod
+    def within(start: datetime, row: Session | None) -> Since:
+        """A window's start for one session: the session's own start when it began inside the window (a
+        handoff's "Since" for a session that started an hour ago is that hour, not the whole shift)."""
+        began = row.started_at if row is not None else None
+        if began is not None and _utc(began) > _utc(start):
+            return Since(_utc(began))
+        return Since(start)
 
     def covers(self, place: Place | None, at: datetime | None = None) -> bool:
         """Whether an event at ``place`` (or, without one, at time ``at``) came since."""
@@ -110,6 +129,8 @@ class Decision:
     comment_kept: bool
     at: datetime | None
     session_id: str
+    change: Preview | None = None
+    """What the decided call changes, when it is a file edit (``client.preview``): the digest shows it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +173,8 @@ class Digest:
     approval that expired, a note that never reached the agent."""
     ended: str | None = None
     """How the session ended, when it did since ("completed", "ended")."""
+    over: bool = False
+    """The session has ended (since, or before: its row says so): nobody can act on it any more."""
     entries: int = 0
     """Timeline entries made or changed since."""
     partial: str | None = None
@@ -163,9 +186,23 @@ class Digest:
         return max(_utc(self.until) - _utc(start), timedelta(0))
 
     @property
+    def made(self) -> tuple[Decision, ...]:
+        """The decisions someone made (approved, declined), oldest first: what the digest names first."""
+        return tuple(x for x in self.decided if x.status not in _LAPSED)
+
+    @property
+    def lapsed(self) -> tuple[Decision, ...]:
+        """The approvals nobody decided (expired, or cancelled with the session), oldest first."""
+        return tuple(x for x in self.decided if x.status in _LAPSED)
+
+    @property
     def needs_human(self) -> bool:
-        """Something waits for a person: an approval waiting, a problem, a note that did not arrive."""
-        return bool(self.waiting or self.problems or self.tools_failed)
+        """Something waits for a person (an approval), or went wrong since in a session that still runs
+        (a problem, a failed tool call, an approval that expired): an ended session with nothing waiting
+        is reported with the others, not first."""
+        if self.waiting:
+            return True
+        return not self.over and bool(self.problems or self.tools_failed or self.lapsed)
 
     @property
     def active(self) -> bool:
@@ -244,17 +281,18 @@ def session_digest(
         final_answer=_words(final.text) if final is not None else None,
         problems=tuple(problems),
         ended=ended,
+        over=ended is not None or core.ended or (row is not None and row.ended_at is not None),
         entries=entries,
         partial=partial,
     )
 
 
 def _told_elsewhere(entry: TimelineEntry) -> bool:
-    """Problems the digest says on their own line: failed tool calls (counted), notes (listed), declines
-    (someone decided: listed with the approvals)."""
+    """Problems the digest says on their own line: failed tool calls (counted), notes (listed from the
+    notes), declines and expiries (listed with the approvals)."""
     if isinstance(entry, ToolEntry | NoteEntry):
         return True
-    return isinstance(entry, ApprovalEntry) and entry.status == "declined"
+    return isinstance(entry, ApprovalEntry) and entry.status in ("declined", *_LAPSED)
 
 
 def _words(text: str) -> str:
@@ -267,7 +305,9 @@ def _problem(entry: TimelineEntry) -> str:
         return f"{word}: {entry.detail}" if entry.detail else word
     if isinstance(entry, ApprovalEntry) and entry.approval is not None:
         return f"approval {entry.status} ({entry.approval.tool_name or 'tool'})"
-    return getattr(entry, "event_type", "problem")
+    if isinstance(entry, UnknownEntry):
+        return f"{entry.event_type}: {entry.summary}" if entry.summary else entry.event_type
+    return "problem"
 
 
 def _decision(approval: Approval, core: SessionCore, comment_kept: bool) -> Decision:
@@ -289,6 +329,7 @@ def _decision(approval: Approval, core: SessionCore, comment_kept: bool) -> Deci
         comment_kept=kept,
         at=approval.resolved_at,
         session_id=approval.runtime_session_id or core.session_id,
+        change=decided_change(approval),
     )
 
 
@@ -346,29 +387,79 @@ def _clock(when: datetime) -> str:
     return _utc(when).astimezone().strftime("%H:%M")
 
 
-def away_words(delta: timedelta) -> str:
-    """ "23 min", "2 h 05 min", "3 days": how long, for a person."""
-    minutes = int(delta.total_seconds() // 60)
-    if minutes < 1:
-        return f"{int(delta.total_seconds())} s"
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes:02d} min"
-    return f"{hours // 24} days"
-
-
 def _decision_words(d: Decision, *, limit: int = 60) -> str:
     glyph = {"approved": "✓", "declined": "✗", "expired": "⌛"}.get(d.status, "·")
     words = f"{glyph} {safe_line(d.tool, 24)} {safe_line(d.status, 12)}"
     if d.by:
-        words += f" by {safe_line(d.by, 30)}"
+        words += f" by {safe_line(d.by, 80)}"  # a rule's words name it and who set it
     if d.comment:
         words += f": “{safe_line(d.comment, limit)}”"
     elif not d.comment_kept:
         words += f" ({NO_APPROVE_COMMENT})"
+    if d.change is not None:
+        words += f" · {safe_line(d.change.first_line, limit)}"
     return words
+
+
+def _lapsed_words(lapsed: Iterable[Decision]) -> list[str]:
+    """Approvals nobody decided, counted per outcome after the decisions: "⌛ 4 expired (Bash, Write)"."""
+    out: list[str] = []
+    for status, glyph in (("expired", "⌛"), ("cancelled", "⊘")):
+        tools = [x.tool for x in lapsed if x.status == status]
+        if tools:
+            names = ", ".join(safe_line(t, 20) for t in dict.fromkeys(tools))
+            out.append(f"{glyph} {len(tools)} {status} ({names})")
+    return out
+
+
+def _problem_words(problems: Iterable[str]) -> str:
+    """Every problem once (a repeated one with "×3"); past a few, how many more: never dropped unsaid."""
+    counted: dict[str, int] = {}
+    for problem in problems:
+        counted[problem] = counted.get(problem, 0) + 1
+    parts = [safe_line(p, 60) + (f" ×{n}" if n > 1 else "") for p, n in counted.items()]
+    if len(parts) > _PROBLEMS_SHOWN:
+        more = len(parts) - _PROBLEMS_SHOWN + 1
+        parts = [*parts[: _PROBLEMS_SHOWN - 1], f"+{more} more problems (--format md lists them)"]
+    return " · ".join(parts)
+
+
+CHANGE_LINES = 40
+"""A decided edit's diff shows this many lines in a digest's Markdown (then how many more there are)."""
+
+
+def decided_change(approval: Approval) -> Preview | None:
+    """What a decided (approved or declined) file edit changes, as its preview; None for anything else."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    change = approval_preview(approval)
+    return change if change.kind == "diff" else None
+
+
+def _change_json(change: Preview | None) -> dict[str, Any] | None:
+    return None if change is None else change.to_json(limit=CHANGE_LINES)
+
+
+def _changes_markdown(decided: Iterable[Decision]) -> list[str]:
+    """The diffs of the decided edits, each under the decision it belongs to (fenced: nothing in them is
+    Markdown)."""
+    out: list[str] = []
+    for x in decided:
+        if x.change is None:
+            continue
+        if not out:
+            out.append("- **What the decided edits change**:")
+        out.append(f"  - {x.status} `{_code(x.tool)}`: {_md(x.change.first_line)}")
+        out.append("")
+        out += md_block(
+            "\n".join(
+                x.change.text_lines(CHANGE_LINES, hint=f"preloop approvals show {short_id(x.approval_id)}")
+            ),
+            "    ",
+            "diff",
+        )
+        out.append("")
+    return out
 
 
 def _note_words(n: NoteLine, *, limit: int = 60) -> str:
@@ -386,9 +477,9 @@ def digest_lines(digest: Digest) -> list[str]:
     the agent's latest words and whether a final answer came."""
     d = digest
     if d.since.looked_at is not None:
-        head = f"Away {away_words(d.away)} (last looked {_clock(d.since.looked_at)})"
+        head = f"Away {how_long(d.away)} (last looked {_clock(d.since.looked_at)})"
     else:
-        head = f"Since {_clock(d.since.at)} ({away_words(d.away)})"
+        head = f"Since {_clock(d.since.at)} ({how_long(d.away)})"
     tools = f"{d.tools} tool call{'s' if d.tools != 1 else ''}"
     if d.tools:
         tools += f", {d.tools_failed} failed" if d.tools_failed else ", none failed"
@@ -398,9 +489,8 @@ def digest_lines(digest: Digest) -> list[str]:
     if d.partial:
         head += f" · {d.partial}"
     lines = [head]
-    parts = [_decision_words(x, limit=40) for x in d.decided[:3]]
-    if len(d.decided) > 3:
-        parts.append(f"+{len(d.decided) - 3} more")
+    parts = [_decision_words(x, limit=40) for x in d.made]  # every one: a decision is never "+N more"
+    parts += _lapsed_words(d.lapsed)
     approvals = "Approvals: " + (" · ".join(parts) if parts else "none decided")
     if d.waiting:
         names = ", ".join(safe_line(a.tool_name or "tool", 20) for a in d.waiting[:3])
@@ -413,7 +503,7 @@ def digest_lines(digest: Digest) -> list[str]:
     if len(d.notes) > _NOTES_SHOWN:
         lines[-1] += f" · +{len(d.notes) - _NOTES_SHOWN} more notes"
     if d.problems:
-        lines.append("Problems: " + " · ".join(safe_line(p, 60) for p in d.problems[:3]))
+        lines.append("Problems: " + _problem_words(d.problems))
     agent = "Agent: "
     agent += f"“{safe_line(d.commentary, _TEXT)}”" if d.commentary else "no commentary since"
     if d.final_answer is not None:
@@ -424,10 +514,6 @@ def digest_lines(digest: Digest) -> list[str]:
     return lines[:6]
 
 
-def _iso(when: datetime | None) -> str | None:
-    return None if when is None else _utc(when).isoformat().replace("+00:00", "Z")
-
-
 def digest_json(digest: Digest) -> dict[str, Any]:
     """The digest for scripts (times in ISO 8601 UTC; text as the server sent it, not cut)."""
     d = digest
@@ -435,12 +521,12 @@ def digest_json(digest: Digest) -> dict[str, Any]:
         "session_id": d.session_id,
         "agent": d.agent,
         "title": d.title,
-        "since": _iso(d.since.at),
+        "since": iso(d.since.at),
         "since_place": None
         if d.since.place is None
-        else {"id": d.since.place.id, "at": _iso(d.since.place.at), "number": d.since.place.number},
-        "last_looked_at": _iso(d.since.looked_at),
-        "until": _iso(d.until),
+        else {"id": d.since.place.id, "at": iso(d.since.place.at), "number": d.since.place.number},
+        "last_looked_at": iso(d.since.looked_at),
+        "until": iso(d.until),
         "away_seconds": int(d.away.total_seconds()),
         "tool_calls": d.tools,
         "tool_calls_failed": d.tools_failed,
@@ -452,15 +538,16 @@ def digest_json(digest: Digest) -> dict[str, Any]:
                 "by": x.by,
                 "comment": x.comment,
                 "comment_kept_by_server": x.comment_kept,
-                "at": _iso(x.at),
+                "at": iso(x.at),
+                "change": _change_json(x.change),
             }
             for x in d.decided
         ],
         "approvals_waiting": [
-            {"id": a.id, "tool": a.tool_name, "requested_at": _iso(a.requested_at)} for a in d.waiting
+            {"id": a.id, "tool": a.tool_name, "requested_at": iso(a.requested_at)} for a in d.waiting
         ],
         "notes": [
-            {"id": n.note_id, "text": n.text, "state": n.state, "sent_at": _iso(n.sent_at), "then": n.then}
+            {"id": n.note_id, "text": n.text, "state": n.state, "sent_at": iso(n.sent_at), "then": n.then}
             for n in d.notes
         ],
         "latest_commentary": d.commentary,
@@ -473,11 +560,9 @@ def digest_json(digest: Digest) -> dict[str, Any]:
 
 
 def _md(text: str) -> str:
-    """Terminal-safe text that Markdown shows literally (no emphasis, links or tables made of it)."""
-    out = safe_line(text)
-    for char in "\\`*_[]<>|#":
-        out = out.replace(char, "\\" + char)
-    return out
+    """Untrusted text as one line of inert Markdown (``client.export.md_inline``: its line breaks as
+    spaces)."""
+    return md_inline(text, newline=" ")
 
 
 def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
@@ -485,12 +570,12 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
     d = digest
     name = f"{_md(d.title)} " if d.title else ""
     lines = [f"{heading} Session {name}({short_id(d.session_id)}, {_md(d.agent)})", ""]
-    span = f"{local_time(d.since.at, date=True)} → {local_time(d.until, date=True)} ({away_words(d.away)})"
+    span = f"{local_time(d.since.at, date=True)} → {local_time(d.until, date=True)} ({how_long(d.away)})"
     if d.since.looked_at is not None:
         span = (
             f"last looked {local_time(d.since.looked_at, date=True)}; until {local_time(d.until, date=True)}"
         )
-        span += f" ({away_words(d.away)} away)"
+        span += f" ({how_long(d.away)} away)"
     lines.append(f"- **Since**: {span}")
     if d.partial:
         lines.append(f"- **Note**: {_md(d.partial)}")
@@ -498,7 +583,7 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
     lines.append(f"- **Tool calls**: {d.tools}{failed}")
     if d.decided:
         lines.append("- **Approvals decided**:")
-        for x in d.decided:
+        for x in (*d.made, *d.lapsed):
             when = f" at {local_time(x.at, seconds=True)}" if x.at else ""
             by = f" by {_md(x.by)}" if x.by else ""
             said = (
@@ -509,6 +594,7 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
             lines.append(f"  - {x.status} `{_code(x.tool)}`{by}{when}{said}")
     else:
         lines.append("- **Approvals decided**: none")
+    lines += _changes_markdown(d.decided)
     if d.waiting:
         names = ", ".join(f"`{_code(a.tool_name or 'tool')}`" for a in d.waiting)
         lines.append(f"- **Waiting now**: {len(d.waiting)} ({names})")
@@ -566,6 +652,16 @@ class Handoff:
         return sorted(found, key=lambda x: (x.at is None, x.at or self.until))
 
     @property
+    def made(self) -> list[Decision]:
+        """The approvals someone decided in the window (approved, declined), oldest first."""
+        return [x for x in self.decisions if x.status not in _LAPSED]
+
+    @property
+    def lapsed(self) -> list[Decision]:
+        """The approvals nobody decided in the window (expired, cancelled), oldest first."""
+        return [x for x in self.decisions if x.status in _LAPSED]
+
+    @property
     def notes(self) -> list[NoteLine]:
         """Every note sent or settled in the window, oldest first."""
         found = [n for d in self.digests for n in d.notes]
@@ -579,7 +675,8 @@ def _session_head(d: Digest) -> str:
 
 def handoff_lines(handoff: Handoff) -> list[str]:
     """The handoff as plain lines: the window, the sessions that need a human first (each with its
-    digest), the rest, then what was decided (approvals, declines with their comments, notes)."""
+    digest), the rest, then what was decided (approvals, declines with their comments, notes), then the
+    approvals nobody decided (expired, cancelled)."""
     h = handoff
     span = f"{local_time(h.since, date=True)} → {local_time(h.until, date=True)}"
     lines = [
@@ -595,17 +692,32 @@ def handoff_lines(handoff: Handoff) -> list[str]:
             lines.append(f"  {_session_head(d)}")
             lines += [f"    {line}" for line in digest_lines(d)]
     lines += ["", "Decided in this window:"]
-    if not h.decisions and not h.notes:
+    if not h.made and not h.notes:
         lines.append("  nothing: no approval decided, no note sent")
-    for x in h.decisions:
+    for x in h.made:
         when = _clock(x.at) if x.at else "--:--"
         lines.append(f"  {when} {short_id(x.session_id)} {_decision_words(x, limit=100)}")
     for n in h.notes:
         when = _clock(n.sent_at) if n.sent_at else "--:--"
         lines.append(f"  {when} {short_id(n.session_id)} note {_note_words(n, limit=100)}")
+    if h.lapsed:
+        lines += ["", _LAPSED_TITLE + ":"]
+    for x in h.lapsed:
+        when = _clock(x.at) if x.at else "--:--"
+        lines.append(f"  {when} {short_id(x.session_id)} {_decision_words(x, limit=100)}")
     for session_id, why in h.skipped.items():
         lines.append(f"  (could not read {short_id(session_id)}: {safe_line(why, 80)})")
     return lines
+
+
+_LAPSED_TITLE = "Expired or cancelled, nobody decided"
+
+
+def _decision_item(x: Decision) -> str:
+    when = local_time(x.at, seconds=True) if x.at else "unknown time"
+    by = f" by {_md(x.by)}" if x.by else ""
+    said = f" — “{_md(x.comment)}”" if x.comment else ("" if x.comment_kept else f" ({NO_APPROVE_COMMENT})")
+    return f"- {when}, {short_id(x.session_id)}: {x.status} `{_code(x.tool)}`{by}{said}"
 
 
 def handoff_markdown(handoff: Handoff) -> str:
@@ -621,19 +733,18 @@ def handoff_markdown(handoff: Handoff) -> str:
         for d in group:
             out.append(digest_markdown(d, heading="####"))
     out += ["### Decided in this window", ""]
-    if not h.decisions and not h.notes:
+    if not h.made and not h.notes:
         out.append("Nothing: no approval decided, no note sent.")
-    for x in h.decisions:
-        when = local_time(x.at, seconds=True) if x.at else "unknown time"
-        by = f" by {_md(x.by)}" if x.by else ""
-        said = (
-            f" — “{_md(x.comment)}”" if x.comment else ("" if x.comment_kept else f" ({NO_APPROVE_COMMENT})")
-        )
-        out.append(f"- {when}, {short_id(x.session_id)}: {x.status} `{_code(x.tool)}`{by}{said}")
+    for x in h.made:
+        out.append(_decision_item(x))
     for n in h.notes:
         when = local_time(n.sent_at, seconds=True) if n.sent_at else "unknown time"
         then = f" → then: {_md(n.then)}" if n.then else ""
         out.append(f"- {when}, {short_id(n.session_id)}: note “{_md(n.text)}” — {_md(n.state)}{then}")
+    if h.lapsed:
+        out += ["", f"### {_LAPSED_TITLE}", ""]
+    for x in h.lapsed:
+        out.append(_decision_item(x))
     for session_id, why in h.skipped.items():
         out.append(f"- could not read {short_id(session_id)}: {_md(why)}")
     return "\n".join(out) + "\n"
@@ -643,8 +754,8 @@ def handoff_json(handoff: Handoff) -> dict[str, Any]:
     """The handoff for scripts."""
     h = handoff
     return {
-        "since": _iso(h.since),
-        "until": _iso(h.until),
+        "since": iso(h.since),
+        "until": iso(h.until),
         "comment_kept_by_server": h.comment_kept,
         "needs_human": [digest_json(d) for d in h.first],
         "other": [digest_json(d) for d in h.rest],
@@ -656,7 +767,7 @@ def handoff_json(handoff: Handoff) -> dict[str, Any]:
                 "status": x.status,
                 "by": x.by,
                 "comment": x.comment,
-                "at": _iso(x.at),
+                "at": iso(x.at),
             }
             for x in h.decisions
         ],

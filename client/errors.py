@@ -114,6 +114,7 @@ _WHERE_TO_LOOK = {
     "note": "give the full id (`preloop notes list --session ID` shows them)",
     "approval": "`preloop approvals list --status all` shows them",
     "run": "`preloop sessions list` shows the run ids",
+    "rule": "`preloop approvals rules` shows them",
 }
 
 

@@ -18,18 +18,18 @@ Control and bidi characters are replaced in both formats (``client.textsafe``).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from client.models import Approval, Note, Session
-from client.present import decided_by, session_title
+from client.entry_words import duration_words
+from client.models import Approval, Note, Session, iso
+from client.paths import replace_file
+from client.present import decided_by, session_title, settled_phrase
+from client.preview import approval_preview
 from client.textsafe import safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -70,12 +70,6 @@ _NOTE_TIME_FIELDS = (
 )
 
 
-def _iso(when: datetime | None) -> str | None:
-    if when is None:
-        return None
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def _clean(text: str | None) -> str | None:
     return None if text is None else safe_text(text)
 
@@ -84,7 +78,7 @@ def _clean(text: str | None) -> str | None:
 
 
 def _entry_item(entry: TimelineEntry) -> dict[str, Any] | None:
-    base: dict[str, Any] = {"seq": entry.seq, "at": _iso(entry.at)}
+    base: dict[str, Any] = {"seq": entry.seq, "at": iso(entry.at)}
     if isinstance(entry, TextEntry):
         kind = "final_answer" if entry.phase is TextPhase.FINAL else "commentary"
         if entry.phase in (TextPhase.STREAMING, TextPhase.INTERRUPTED):
@@ -107,7 +101,7 @@ def _entry_item(entry: TimelineEntry) -> dict[str, Any] | None:
             "name": safe_text(entry.name),
             "arguments": safe_text(entry.args_summary),
             "outcome": entry.state.value,
-            "started_at": _iso(entry.started_at),
+            "started_at": iso(entry.started_at),
             "duration_ms": entry.duration_ms,
             "result": safe_text(entry.result_summary),
         }
@@ -157,7 +151,7 @@ def _note_states(note: Note, seen: dict[str, datetime]) -> list[dict[str, Any]]:
     for state, at in seen.items():
         times.setdefault(state, at)
     states: list[dict[str, Any]] = [
-        {"state": state, "at": _iso(at)} for state, at in sorted(times.items(), key=lambda kv: kv[1])
+        {"state": state, "at": iso(at)} for state, at in sorted(times.items(), key=lambda kv: kv[1])
     ]
     if note.state not in times:
         states.append({"state": note.state, "at": None})
@@ -172,7 +166,7 @@ def _note_item(note: Note, timeline: Timeline) -> dict[str, Any]:
         if entry is not None:
             then = {
                 "seq": entry.seq,
-                "at": _iso(entry.at),
+                "at": iso(entry.at),
                 "kind": "tool_call" if isinstance(entry, ToolEntry) else "text",
                 "summary": safe_text(then_line(entry, 200)),
             }
@@ -183,7 +177,7 @@ def _note_item(note: Note, timeline: Timeline) -> dict[str, Any]:
         "author": _clean(author),
         "state": note.state,
         "states": _note_states(note, record.state_times if record is not None else {}),
-        "expires_at": _iso(note.expires_at),
+        "expires_at": iso(note.expires_at),
         "delivery_channel": _clean(note.delivery_channel),
         "delivered_turn_index": note.delivered_turn_index,
         "undeliverable_reason": _clean(note.undeliverable_reason),
@@ -205,12 +199,55 @@ def _approval_item(approval: Approval, operator: str | None) -> dict[str, Any]:
         "arguments": json.loads(safe_text(json.dumps(approval.tool_args, ensure_ascii=False, default=str))),
         "risk": _clean(approval.risk_level),
         "status": approval.status,
-        "requested_at": _iso(approval.requested_at),
-        "expires_at": _iso(approval.expires_at),
-        "decided_at": _iso(approval.resolved_at) if not approval.pending else None,
+        "requested_at": iso(approval.requested_at),
+        "expires_at": iso(approval.expires_at),
+        "decided_at": iso(approval.resolved_at) if not approval.pending else None,
         "decided_by": decided_by(approval, operator),
         "comment": _clean(approval.approver_comment),
+        "change": _change(approval),
     }
+
+
+CHANGE_LINES = 400
+"""A decided edit's diff keeps this many lines in an export (``more_lines`` says how many follow; the
+arguments hold the whole call)."""
+
+
+def _change(approval: Approval) -> dict[str, Any] | None:
+    """What a decided (approved or declined) file edit changes, as its preview's text: the same lines
+    the app and ``approvals show`` print; None for any other call."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    change = approval_preview(approval)
+    if change.kind != "diff":
+        return None
+    return {
+        "first_line": change.first_line,
+        "files": [f.to_json() for f in change.files],
+        "lines": [line.plain() for line in change.lines(CHANGE_LINES)],
+        "more_lines": change.more(CHANGE_LINES),
+    }
+
+
+def _changes_markdown(approvals: list[dict[str, Any]]) -> list[str]:
+    """The diffs of the decided edits, one fenced ``diff`` block each (nothing in them is Markdown)."""
+    out: list[str] = []
+    for a in approvals:
+        change = a.get("change")
+        if not change:
+            continue
+        if not out:
+            out += ["## Changes decided", ""]
+        at = f" at {_when(a['decided_at'])} UTC" if a["decided_at"] else ""
+        what = f"**{md_inline(a['tool'] or 'tool')}** {md_inline(a['status'])}{at}"
+        out.append(f"{what}: {md_inline(change['first_line'])}")
+        out += ["", *md_block("\n".join(change["lines"]), lang="diff")]
+        if change["more_lines"]:
+            out.append(
+                f"*… {change['more_lines']:,} more lines (the JSON export's arguments hold the whole call)*"
+            )
+        out.append("")
+    return out
 
 
 def build_export(
@@ -254,14 +291,14 @@ def build_export(
     human = (operator or _sole_author(ordered_notes) or "the operator") if sole_operator else None
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
-        "exported_at": _iso(exported_at),
+        "exported_at": iso(exported_at),
         "session": {
             "id": session_id,
             "title": safe_text(session_title(row)) if row is not None else None,
             "agent": safe_text(row.agent_label) if row is not None else None,
             "agent_kind": _clean(row.agent_kind) if row is not None else None,
-            "started_at": _iso(row.started_at) if row is not None else None,
-            "ended_at": _iso(row.ended_at) if row is not None else None,
+            "started_at": iso(row.started_at) if row is not None else None,
+            "ended_at": iso(row.ended_at) if row is not None else None,
         },
         "run_status": timeline.run_status.value if timeline.run_status is not None else None,
         "final_answer": safe_text(timeline.final_answer) if timeline.final_answer is not None else None,
@@ -303,7 +340,7 @@ def to_json(doc: dict[str, Any]) -> str:
 # breaks become <br>), so block syntax (#, -, 1., >) cannot trigger; these are the characters that mean
 # something inline on GitHub: code, emphasis, links and images, HTML and entities, table cells,
 # strikethrough, :emoji:, @mentions and $math$. Any ASCII punctuation may be backslash-escaped.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~:@$&])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~:@$&#])")
 _WWW = re.compile(r"(?i)\b(www)\.")  # GitHub links bare www. names: break the pattern, not the text
 _BACKTICKS = re.compile(r"`+")
 
@@ -325,13 +362,14 @@ def md_inline(text: str | None, limit: int | None = None, *, newline: str = "<br
     return newline.join(line.strip() for line in escaped.split("\n"))
 
 
-def md_block(text: str, indent: str = "") -> list[str]:
-    """Untrusted multi-line text as a fenced block nothing inside can close (longer fence than any run)."""
+def md_block(text: str, indent: str = "", lang: str = "text") -> list[str]:
+    """Untrusted multi-line text as a fenced block nothing inside can close (longer fence than any run);
+    ``lang`` names its language (``diff``: GitHub colours the + and - lines)."""
     clean = safe_text(text).replace("\r", "")
     longest = max((len(run) for run in _BACKTICKS.findall(clean)), default=0)
     fence = "`" * max(3, longest + 1)
     body = [f"{indent}{line}".rstrip() if line else "" for line in clean.split("\n")]
-    return [f"{indent}{fence}text", *body, f"{indent}{fence}"]
+    return [f"{indent}{fence}{lang}", *body, f"{indent}{fence}"]
 
 
 def _when(iso: str | None) -> str:
@@ -342,11 +380,8 @@ def _when(iso: str | None) -> str:
 
 
 def _duration(ms: int | None) -> str:
-    if ms is None:
-        return "–"
-    if ms < 1000:
-        return f"{ms} ms"
-    return f"{ms / 1000:.1f} s"
+    """A tool call's duration as the timeline says it (``client.entry_words.duration_words``), or a dash."""
+    return duration_words(ms) or "–"
 
 
 def _row(*cells: str) -> str:
@@ -388,9 +423,13 @@ def _timeline_lines(doc: dict[str, Any]) -> list[str]:
                 lines.append(f"- {at} Approval requested for **{tool}**{risk}: {what}")
             else:
                 who = approval.get("decided_by") or {}
-                by = f" by {_li(who.get('detail') or who.get('kind'))}" if who else ""
                 said = f": “{_li(approval.get('comment'), 200)}”" if approval.get("comment") else ""
-                lines.append(f"- {at} Approval for **{tool}** {_li(item['status'])}{by}{said}")
+                if who.get("kind") == "expiry":  # nobody decided: the expiry is what happened to it
+                    what = _li(settled_phrase("expired", elsewhere=False))
+                    lines.append(f"- {at} Approval for **{tool}** {what}{said}")
+                else:
+                    by = f" by {_li(who.get('detail') or who.get('kind'))}" if who else ""
+                    lines.append(f"- {at} Approval for **{tool}** {_li(item['status'])}{by}{said}")
         elif kind == "note":
             note = notes.get(item["note_id"], {})
             text = _li(note.get("text"), 120)
@@ -499,7 +538,13 @@ def to_markdown(doc: dict[str, Any]) -> str:
         ]
         for a in doc["approvals"]:
             who = a["decided_by"]
-            by = md_inline(who["detail"] or who["kind"]) if who else "–"
+            by = (
+                "–"
+                if not who
+                else "nobody"
+                if who["kind"] == "expiry"
+                else md_inline(who["detail"] or who["kind"])
+            )
             request = md_inline(a["summary"] or json.dumps(a["arguments"], ensure_ascii=False), 300)
             out.append(
                 _row(
@@ -516,6 +561,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
     else:
         out.append("*No approvals.*")
     out.append("")
+    out += _changes_markdown(doc["approvals"])
     return "\n".join(out)
 
 
@@ -524,20 +570,5 @@ def save_export(doc: dict[str, Any], session_id: str, exported_at: datetime, dir
     returns the path (OSError when it cannot be written). Blocking: run it off the event loop."""
     target = directory / export_file_name(session_id, exported_at, "md")
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(target, to_markdown(doc))
+    replace_file(target, to_markdown(doc))
     return target
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write the whole file or nothing (an interrupted export never leaves half a document)."""
-    path = path.expanduser()
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -1,10 +1,11 @@
 """Find in a timeline: the words an entry shows the operator, and where a query occurs (pure: no UI, no I/O).
 
 What is searched (:func:`searchable_text`) is what the operator reads, not the wire data: model text
-(commentary, streaming text, final answers), a tool call's name, arguments and result or error, a note's
-text and why it could not be delivered, an approval's tool, summary and the decider's comment, a run's task
-or error, why the session ended, and an unknown event's type and words. Glyphs and state words the screen
-adds ("✓ ok", "approval declined") are not searched: the problems view finds those.
+(commentary, streaming text, final answers), a tool call's name, arguments, state and duration ("ok 1.3s")
+and result or error, a note's state ("note delivered"), text and why it could not be delivered, an
+approval's state ("approval requested"), tool, summary and the decider's comment, a run's state ("run
+started") and task or error, the session's start or end and why, and an unknown event's type and words:
+the words of :mod:`client.entry_words`, which the timeline widget draws too. Only the glyphs are left out.
 
 Matching is literal and case-insensitive: the query is a plain substring, never a pattern, so untrusted
 text and odd queries (``[red]``, ``.*``, ``\\``) mean only their characters. Both sides are lowered one
@@ -22,17 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from client.timeline import (
-    ApprovalEntry,
-    NoteEntry,
-    RunEntry,
-    SessionEntry,
-    TextEntry,
-    Timeline,
-    TimelineEntry,
-    ToolEntry,
-    UnknownEntry,
-)
+from client.entry_words import entry_words
+from client.timeline import Timeline, TimelineEntry
 
 __all__ = ["FindResult", "FindStatus", "Finder", "find", "find_spans", "fold", "searchable_text"]
 
@@ -48,28 +40,8 @@ def fold(text: str) -> str:
 
 def searchable_text(entry: TimelineEntry) -> str:
     """What the operator reads in this entry, as one string (parts on separate lines, so that a query
-    never matches across two parts)."""
-    if isinstance(entry, TextEntry):
-        return entry.text
-    parts: list[str | None]
-    if isinstance(entry, ToolEntry):
-        parts = [entry.name, entry.args_summary, entry.result_summary]
-    elif isinstance(entry, NoteEntry):
-        note = entry.note
-        parts = [note.text, note.undeliverable_reason] if note is not None else []
-    elif isinstance(entry, ApprovalEntry):  # the request shows its summary, the decision also its comment
-        a = entry.approval
-        comment = a.approver_comment if a is not None and entry.decided else None
-        parts = [a.tool_name, a.summary, comment] if a is not None else []
-    elif isinstance(entry, RunEntry):
-        parts = [entry.detail]
-    elif isinstance(entry, SessionEntry):
-        parts = [entry.reason]
-    elif isinstance(entry, UnknownEntry):
-        parts = [entry.event_type, entry.summary]
-    else:  # the dropped-entries marker: nothing the agent said
-        parts = []
-    return "\n".join(part for part in parts if part)
+    never matches across two parts): :func:`client.entry_words.entry_words`, the words the screen shows."""
+    return "\n".join(entry_words(entry))
 
 
 def find_spans(text: str, query: str) -> list[tuple[int, int]]:

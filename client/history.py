@@ -18,20 +18,20 @@ the digest printed here is the one the attach screen shows above its "new since 
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from math import ceil
 
-from client.backend import Backend, SessionFilter
+from client.backends.base import Backend, SessionFilter
 from client.digest import Digest, Handoff, Since, session_digest
 from client.errors import ClientError
 from client.events import Event
+from client.listing import all_approvals, session_notes
 from client.models import Approval, Note, Session
 from client.session import SessionCore
 from client.timeline import Place, Timeline
 
 __all__ = ["HANDOFF_SESSIONS", "read_digest", "read_handoff", "since_filter"]
 
-PAGE = 100
 HANDOFF_SESSIONS = 200
 """At most this many sessions with activity in the window are read for a handoff (newest first)."""
 PARALLEL = 4
@@ -41,26 +41,6 @@ PARALLEL = 4
 def since_filter(events: list[Event], since: Since) -> list[Event]:
     """The events that came since (a server that could not narrow the read sent more)."""
     return [e for e in events if since.covers(Place.of(e.seq, e.at, e.origin))]
-
-
-async def _all_notes(backend: Backend, session_id: str) -> list[Note]:
-    notes: list[Note] = []
-    while True:
-        page = await backend.list_notes(session_id=session_id, limit=PAGE, offset=len(notes))
-        notes.extend(page.notes)
-        if len(page.notes) < PAGE:
-            return notes
-
-
-async def _all_approvals(backend: Backend, session_id: str, status: str | None) -> list[Approval]:
-    approvals: list[Approval] = []
-    while True:
-        page = await backend.list_approvals(
-            session_id=session_id, status=status, limit=PAGE, skip=len(approvals)
-        )
-        approvals.extend(page.items)
-        if len(page.items) < PAGE:
-            return approvals
 
 
 async def read_digest(
@@ -80,9 +60,9 @@ async def read_digest(
     notes: list[Note] = []
     everything: list[Approval] = []
     if can.notes:
-        notes = await _all_notes(backend, session_id)
+        notes = await session_notes(backend, session_id)
     if can.approvals:
-        everything = await _all_approvals(backend, session_id, None)
+        everything = await all_approvals(backend, session_id)
     core.lists_loaded(notes, [a for a in everything if a.pending])
     return session_digest(core, since, now, approvals=everything, comment_kept=can.approve_comment)
 
@@ -103,7 +83,7 @@ async def read_handoff(backend: Backend, since: datetime, now: datetime) -> Hand
     async def one(row: Session) -> Digest | None:
         async with gate:
             try:
-                return await read_digest(backend, row.id, Since(since), now, row=row)
+                return await read_digest(backend, row.id, Since.within(since, row), now, row=row)
             except ClientError as exc:
                 skipped[row.id] = str(exc)
                 return None
@@ -116,8 +96,3 @@ async def read_handoff(backend: Backend, since: datetime, now: datetime) -> Hand
         comment_kept=backend.capabilities.approve_comment,
         skipped=skipped,
     )
-
-
-def window_start(now: datetime, window: timedelta) -> datetime:
-    """``now - window`` in UTC (``--since 8h``)."""
-    return (now - window).astimezone(UTC)

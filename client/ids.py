@@ -3,34 +3,66 @@
 A Preloop server answers a non-UUID session id with a 500 and drops the keep-alive connection, so every id
 is checked here first and a bad one becomes a :class:`client.errors.UsageError` that names the problem.
 
-The one short-id resolver (:func:`resolve_id`) serves sessions, notes, approvals and Dendrux runs, for
-every front end (the app, ``--plain``, the commands): a full id is used as given (the server says whether
-it exists); anything shorter must be 4+ characters and is matched, case-insensitively, against the ids the
-caller lists (fetched only then); none or several matches are :class:`client.errors.NoMatchingId` /
-:class:`client.errors.AmbiguousId`, naming the kind of id.
+Short ids, for every front end (the app, ``--plain``, the commands) and every backend:
+
+* one rule for what a short id is (:func:`is_prefix`): at least 4 characters that can begin a UUID (hex,
+  dashes allowed) or a ULID (a Dendrux app's runs, notes and calls; its first character is 0-7, so a word
+  is not one); :func:`check_prefix` refuses anything else before a request is made;
+* one resolver (:func:`resolve_id`): a full id is used as given (the server says whether it exists);
+  a short one is matched, case-insensitively, against the ids of its kind, listed only then;
+  none or several matches are :class:`client.errors.NoMatchingId` / :class:`client.errors.AmbiguousId`,
+  naming the kind of id. :func:`resolve_session`, :func:`resolve_note` and :func:`resolve_approval` are
+  that resolver with each kind's candidates: a backend only supplies them (``Backend.session_ids``, its
+  note and approval listings); :class:`ApprovalIds` resolves several approval ids against one listing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from client.errors import AmbiguousId, NoMatchingId, UsageError
+from client.listing import all_approvals, session_notes
 from client.textsafe import safe_line
+
+if TYPE_CHECKING:
+    from client.backends.base import Backend
+    from client.models import Approval
+
+__all__ = [
+    "MIN_PREFIX",
+    "ApprovalIds",
+    "check_prefix",
+    "is_full_id",
+    "is_prefix",
+    "is_ulid",
+    "is_uuid",
+    "match_id",
+    "require_note_id",
+    "require_uuid",
+    "resolve_approval",
+    "resolve_id",
+    "resolve_note",
+    "resolve_session",
+    "short_id",
+]
 
 SHORT_LEN = 8
 ULID_SHORT_LEN = 12
 MIN_PREFIX = 4
 
-IdKind = Literal["session", "note", "approval", "run"]
+IdKind = Literal["session", "note", "approval", "run", "rule"]
 
 FULL_NOTE_ID = 16
 """Note ids are 16 hex characters (Preloop and the local server); shorter hex is a prefix to look up."""
 
-_HEX_PREFIX = re.compile(r"^[0-9a-f-]+$")
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
-_PREFIX = re.compile(r"^[0-9A-Za-z-]+$")
+SEARCH_SESSIONS = 100
+"""How many of the newest sessions a short note id is looked for in (without a session)."""
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_HEX_PREFIX = re.compile(r"[0-9a-fA-F-]+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _NOTE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 # A ULID (Dendrux run, note and tool-call ids): 26 Crockford base32 characters, the first 0-7.
@@ -50,11 +82,6 @@ def is_ulid(value: str) -> bool:
     return _ULID.fullmatch(value) is not None
 
 
-def is_ulid_prefix(value: str) -> bool:
-    """True for the first 4+ characters of a ULID (it starts with a digit 0-7, so words do not match)."""
-    return _ULID_PREFIX.fullmatch(value) is not None
-
-
 def require_uuid(value: str, what: str = "session id") -> str:
     """Return the UUID lower-cased, or raise UsageError before a server sees a malformed id."""
     text = value.strip()
@@ -71,26 +98,47 @@ def require_note_id(value: str) -> str:
     return text
 
 
-def short_id(value: str) -> str:
-    """The first 8 characters: enough to tell sessions apart on screen and to type back as a prefix. A
-    ULID's first 10 characters are its millisecond timestamp, so it gets 12 (two random ones too)."""
-    return value[:ULID_SHORT_LEN] if is_ulid(value) else value[:SHORT_LEN]
+def short_id(value: str | None, length: int | None = None) -> str:
+    """The first characters of an id, terminal-safe: enough to tell rows apart and to type back as a
+    prefix (8; a ULID's first 10 characters are its millisecond timestamp, so it gets 12); ``-`` for
+    none."""
+    if not value:
+        return "-"
+    if length is None:
+        length = ULID_SHORT_LEN if is_ulid(value) else SHORT_LEN
+    return safe_line(value[:length])
 
 
-def normalise_prefix(value: str) -> str:
-    """Lower-case a typed prefix and check it is at least 4 hex characters (dashes allowed)."""
-    text = value.strip().lower()
-    if not _HEX_PREFIX.match(text) or len(text.replace("-", "")) < MIN_PREFIX:
+def canonical(value: str) -> str:
+    """An id as the servers write it: a UUID lower-case, a ULID upper-case, anything else as given."""
+    if is_uuid(value):
+        return value.lower()
+    if is_ulid(value):
+        return value.upper()
+    return value
+
+
+# ------------------------------------------------------------------------------------------- short ids
+
+
+def is_prefix(value: str) -> bool:
+    """The one rule for a short id: at least 4 characters that can begin a UUID (hex, dashes allowed)
+    or a ULID (its first character 0-7, so a word such as "Needs" is not one)."""
+    text = value.strip()
+    if _ULID_PREFIX.fullmatch(text):
+        return True
+    return _HEX_PREFIX.fullmatch(text) is not None and len(text.replace("-", "")) >= MIN_PREFIX
+
+
+def check_prefix(value: str, kind: IdKind = "session") -> str:
+    """The typed short id, stripped; a UsageError (before any request) when it cannot be one."""
+    text = value.strip()
+    if not is_prefix(text):
         raise UsageError(
-            f"'{safe_line(value, 60)}' is neither a session UUID nor a short id of at least "
-            f"{MIN_PREFIX} hex characters"
+            f"'{safe_line(value, 60)}' is too short or not an id: give the full {kind} id or at least "
+            f"{MIN_PREFIX} of its first characters"
         )
     return text
-
-
-def match_prefix(prefix: str, candidates: Iterable[str]) -> str:
-    """Return the one session id starting with ``prefix`` (4+ hex); NoMatchingId / AmbiguousId otherwise."""
-    return match_id(normalise_prefix(prefix), candidates)
 
 
 def is_full_id(value: str, kind: IdKind) -> bool:
@@ -99,19 +147,7 @@ def is_full_id(value: str, kind: IdKind) -> bool:
     text = value.strip()
     if is_uuid(text) or is_ulid(text):
         return True
-    return kind == "note" and (len(text) >= FULL_NOTE_ID or not _HEX.match(text))
-
-
-def check_prefix(value: str, kind: IdKind = "session") -> str:
-    """The typed short id, stripped; a UsageError (before any request) when it cannot be one: fewer than
-    4 characters, or characters no id has."""
-    text = value.strip()
-    if not _PREFIX.match(text) or len(text.replace("-", "")) < MIN_PREFIX:
-        raise UsageError(
-            f"'{safe_line(value, 60)}' is too short or not an id: give the full {kind} id or at least "
-            f"{MIN_PREFIX} of its first characters"
-        )
-    return text
+    return kind == "note" and (len(text) >= FULL_NOTE_ID or not _HEX.fullmatch(text))
 
 
 def match_id(
@@ -120,7 +156,7 @@ def match_id(
     """The one candidate starting with ``prefix`` (any case): NoMatchingId for none, AmbiguousId for
     several (``where`` names where it was looked for, e.g. "session 1a2b3c4d")."""
     wanted = prefix.strip().lower()
-    matches = sorted({c for c in candidates if c.lower().startswith(wanted)})
+    matches = sorted({canonical(c) for c in candidates if c.lower().startswith(wanted)})
     if not matches:
         raise NoMatchingId(prefix, kind, where)
     if len(matches) > 1:
@@ -133,11 +169,84 @@ async def resolve_id(
     kind: IdKind,
     candidates: Callable[[], Awaitable[Iterable[str]]],
     *,
-    where: str | None = None,
+    where: str | Callable[[], str | None] | None = None,
 ) -> str:
-    """A full id as given; a short one (4+ characters) matched against ``candidates()``, which is asked
-    only then (listing ids costs requests)."""
+    """The one resolver: a full id as given (see :func:`canonical`); a short one (:func:`is_prefix`)
+    matched against ``candidates()``, which is asked only then (listing ids costs requests). ``where``
+    names where they were looked for (a function: asked after the candidates were)."""
     text = value.strip()
     if is_full_id(text, kind):
-        return text
-    return match_id(check_prefix(text, kind), await candidates(), kind, where=where)
+        return canonical(text)
+    prefix = check_prefix(text, kind)
+    found = await candidates()
+    return match_id(prefix, found, kind, where=where() if callable(where) else where)
+
+
+async def resolve_session(backend: Backend, value: str, *, page_size: int = 100) -> str:
+    """A full session id as given, or the one session (of every status, newest first, as far as the
+    backend lists them: ``Backend.session_ids``) whose id starts with a short one."""
+
+    async def candidates() -> list[str]:
+        return [sid async for sid in backend.session_ids(page_size=page_size)]
+
+    return await resolve_id(value, "session", candidates)
+
+
+async def resolve_note(
+    backend: Backend, value: str, session: str | None = None, known: Iterable[str] = ()
+) -> str:
+    """A full note id as given; a short one matched against the notes of ``session`` (plus ``known``, the
+    ids a caller already holds), or of the newest :data:`SEARCH_SESSIONS` sessions. Servers list notes
+    per target only, so they are read session by session, a few at a time."""
+    searched: list[str] = []
+
+    async def candidates() -> list[str]:
+        if session is not None:
+            searched.append(session)
+        else:
+            searched.extend(row.id for row in (await backend.list_sessions(limit=SEARCH_SESSIONS)).items)
+        gate = asyncio.Semaphore(4)
+
+        async def ids_in(sid: str) -> list[str]:
+            async with gate:
+                return [n.note_id for n in await session_notes(backend, sid)]
+
+        found = await asyncio.gather(*(ids_in(sid) for sid in searched))
+        return [*known, *(nid for ids in found for nid in ids)]
+
+    def where() -> str:
+        return f"session {short_id(session)}" if session else f"the newest {len(searched)} sessions"
+
+    return await resolve_id(value, "note", candidates, where=where)
+
+
+async def resolve_approval(
+    backend: Backend, value: str, session: str | None = None, known: Iterable[str] = ()
+) -> str:
+    """A full approval id as given; a short one matched against every approval (pending or not: a decided
+    one is then told as such, not as unknown) of ``session`` or all sessions, plus ``known``."""
+    return await ApprovalIds(backend, session, known).resolve(value)
+
+
+class ApprovalIds:
+    """Resolves the approval ids typed together (``preloop approvals approve ID ID ...``) against one
+    listing of every approval of ``session`` or all sessions, read once and only when a short id needs
+    it (see :func:`resolve_approval`); :attr:`rows` keeps what it listed, so a caller can name them."""
+
+    def __init__(self, backend: Backend, session: str | None = None, known: Iterable[str] = ()) -> None:
+        self._backend = backend
+        self._session = session
+        self._known = list(known)
+        self._listed: asyncio.Task[list[Approval]] | None = None
+        self.rows: list[Approval] = []
+        """The approvals listed to match short ids (none when every id was given in full)."""
+
+    async def _candidates(self) -> list[str]:
+        if self._listed is None:
+            self._listed = asyncio.ensure_future(all_approvals(self._backend, self._session, None))
+        self.rows = await self._listed
+        return [*self._known, *(a.id for a in self.rows)]
+
+    async def resolve(self, value: str) -> str:
+        """The one approval ``value`` names (:func:`resolve_id`): a NoMatchingId or AmbiguousId otherwise."""
+        return await resolve_id(value, "approval", self._candidates)

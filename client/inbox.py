@@ -29,17 +29,16 @@ remembered (a bounded set) so a late ``approval.requested`` cannot bring it back
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from client.events import ApprovalDecided, ApprovalRequested, Event, NoteEvent
-from client.models import Approval, AttentionSnapshot, Note
+from client.models import ENDED_BADLY, Approval, AttentionSnapshot, Note, note_ended_at
 from client.steering import Decisions
 
 __all__ = [
-    "ENDED_BADLY",
     "EXPIRY_WARNING",
     "ApprovalAdded",
     "ApprovalExpiring",
@@ -48,11 +47,7 @@ __all__ = [
     "InboxChange",
     "NoteFailed",
     "closing_feed",
-    "note_ended_at",
 ]
-
-ENDED_BADLY = frozenset({"expired", "failed", "undeliverable"})
-"""Note states that mean the agent never read the note."""
 
 EXPIRY_WARNING = timedelta(seconds=60)
 """An approval this close to expiring with nobody deciding it raises one alert."""
@@ -98,11 +93,6 @@ class ApprovalExpiring:
 
 
 InboxChange = ApprovalAdded | ApprovalGone | NoteFailed
-
-
-def note_ended_at(note: Note) -> datetime:
-    """When the note gave up (for ordering and the window); its creation time if the server left it out."""
-    return note.undeliverable_at or note.expired_at or note.created_at or _EPOCH
 
 
 def _requested(approval: Approval) -> datetime:
@@ -217,13 +207,6 @@ class Inbox:
             self.version += 1
             return [NoteFailed(note)]
         return []
-
-    def apply_all(self, events: Iterable[Event]) -> list[InboxChange]:
-        """Several events in order (a burst read at once)."""
-        out: list[InboxChange] = []
-        for event in events:
-            out += self.apply(event)
-        return out
 
     def decided(self, approval: Approval) -> list[InboxChange]:
         """The server answered a decision (made here, or lost to someone else): drop the approval now,

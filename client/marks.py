@@ -41,6 +41,7 @@ from pathlib import Path
 
 from client.models import Session
 from client.paths import replace_file
+from client.present import last_activity
 from client.session import SessionCore
 from client.timeline import DroppedEntry, Place, Timeline, TimelineEntry
 from client.views import is_problem
@@ -188,7 +189,7 @@ class Return:
     ``earlier_than_loaded``: the mark is older than every entry held (events before those were never
     loaded, or were dropped to bound memory); ``between`` then says how many events lie between the mark
     and the first entry held, where the server numbers its events (None where it cannot tell). ``new`` is
-    how many events came after the mark (entries, where the server does not number its events)."""
+    how many entries below the rule were made after the mark: :func:`new_since`, the one count of "new"."""
 
     mark: Mark
     entry_id: int | None
@@ -215,9 +216,6 @@ def find_return(timeline: Timeline, mark: Mark, *, before: datetime | None = Non
     if before is not None and first_place is not None and first_place.at > before + LIVE_SKEW:
         return Return(mark, None)
     new = newer
-    last = timeline.last_place
-    if last is not None and last.number is not None and place.number is not None:
-        new = max(last.number - place.number, 0)
     if first.id != timeline.first_id or not (timeline.events_not_loaded or timeline.dropped_count):
         return Return(mark, first.id, new=new)
     between = None
@@ -227,15 +225,11 @@ def find_return(timeline: Timeline, mark: Mark, *, before: datetime | None = Non
 
 
 def new_since(timeline: Timeline, mark: Mark | None) -> int:
-    """How many events came after the mark (entries, where the server does not number its events): the
-    sessions list's and the inbox's "12 new"; all of them when the session was never looked at here."""
-    last = timeline.last_place
-    if last is None:
-        return 0
+    """How many timeline entries were made after the mark, as the operator reads them (a reply streamed
+    in twenty chunks is one): the one count of "new" that the sessions list's "+12", the inbox's "12 new"
+    and the entries below the timeline's rule all show; every entry held when it was never looked at."""
     if mark is None:
-        return last.number if last.number is not None else sum(1 for _ in _newest_first(timeline))
-    if last.number is not None and mark.place.number is not None:
-        return max(last.number - mark.place.number, 0)
+        return sum(1 for _ in _newest_first(timeline))
     count = 0
     for entry in _newest_first(timeline):
         if not _after(mark.place, entry):
@@ -262,12 +256,18 @@ class News:
     waiting: int = 0
     problem: str | None = None
     note_read: bool = False
+    looked: bool = False
+    """The operator looked at it on this machine before (a mark on disk), followed here or not."""
+    changed: bool = False
+    """Something happened since they looked, as far as the list's row tells (its last activity is after
+    the place they saw): what a session not followed in this process says, its count unknown till then."""
 
     @property
     def has_news(self) -> bool:
-        """Anything for the sessions list's NEW column: a count (the session is followed here), a problem,
-        a note read (approvals waiting have their own column)."""
-        return self.new is not None or bool(self.problem) or self.note_read
+        """Anything for the sessions list's NEW column: a count (the session is followed here), a mark on
+        disk (looked at before, also before a restart), a problem, a note read (approvals waiting have
+        their own column)."""
+        return self.new is not None or self.looked or bool(self.problem) or self.note_read
 
 
 def news_of(
@@ -290,7 +290,11 @@ def news_of(
     if problem is None and failed_notes:
         problem = "a note did not reach the agent"
     if core is None:
-        return News(None, waiting, problem)
+        if mark is None:
+            return News(None, waiting, problem)
+        active = last_activity(row) if row is not None else None
+        changed = active is not None and active > mark.place.at
+        return News(None, waiting, problem, looked=True, changed=changed)
     timeline = core.timeline
     for entry in _newest_first(timeline) if problem is None else ():
         if mark is not None and not _after(mark.place, entry):
@@ -304,7 +308,7 @@ def news_of(
         for record in timeline.notes.values()
         for state, when in record.state_times.items()
     )
-    return News(new_since(timeline, mark), waiting, problem, read)
+    return News(new_since(timeline, mark), waiting, problem, read, looked=mark is not None)
 
 
 class Looking:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic_core import TzInfo
@@ -41,14 +41,22 @@ def _as_utc(value: datetime) -> datetime:
         raise ValueError("the time is outside the range a UTC timestamp can hold") from None
 
 
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+@overload
+def iso(value: datetime) -> str: ...
+@overload
+def iso(value: datetime | None) -> str | None: ...
+def iso(value: datetime | None) -> str | None:
+    """A time as everything of ours writes it (events, the export and digest documents, queries): ISO
+    8601 in UTC with a ``Z`` (a zone-less time is UTC); None stays None."""
+    if value is None:
+        return None
+    return _as_utc(value).isoformat().replace("+00:00", "Z")
 
 
 UtcDatetime = Annotated[
     datetime,
     AfterValidator(_as_utc),
-    PlainSerializer(_iso, return_type=str, when_used="json"),
+    PlainSerializer(iso, return_type=str, when_used="json"),
 ]
 """A datetime that is always zone-aware UTC once parsed, and serialised with a ``Z`` suffix."""
 
@@ -225,6 +233,10 @@ class NoteState(StrEnum):
         return self not in (NoteState.PENDING, NoteState.CLAIMED)
 
 
+ENDED_BADLY = frozenset({"expired", "failed", "undeliverable"})
+"""Note states that mean the agent never read the note."""
+
+
 class NoteAuthor(WireModel):
     user_id: str | None = None
     agent_id: str | None = None
@@ -264,6 +276,11 @@ class Note(WireModel):
             return NoteState(self.state)
         except ValueError:
             return None
+
+
+def note_ended_at(note: Note) -> datetime:
+    """When the note gave up (for ordering and the window); its creation time if the server left it out."""
+    return note.undeliverable_at or note.expired_at or note.created_at or datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class NoteList(WireModel):
@@ -308,6 +325,14 @@ class ApprovalSessionRef(WireModel):
     subject: str | None = None
 
 
+class ApprovalVotes(WireModel):
+    """A quorum's progress (ours: from Preloop's history or its websocket's vote events)."""
+
+    approvals: int = 0
+    declines: int = 0
+    required: int = 1
+
+
 class Approval(WireModel):
     """An approval request: a tool call waiting for a human yes or no."""
 
@@ -333,6 +358,13 @@ class Approval(WireModel):
     auto_approved_reason: str | None = None
     agent: ApprovalAgentRef | None = None
     session: ApprovalSessionRef | None = None
+    votes: ApprovalVotes | None = None
+    escalated_at: UtcDatetime | None = None
+    """When an unanswered approval was escalated (its ``expires_at`` is then the new deadline)."""
+    auto_approval_bypass_id: str | None = None
+    """Preloop's: the approval bypass that approved it without review (``auto_approved_reason`` "bypass")."""
+    rule: AllowRule | None = None
+    """Ours: the allow rule that decided this call (mode ``allow``) or silenced its alerts (``mute``)."""
 
     @property
     def pending(self) -> bool:
@@ -342,6 +374,114 @@ class Approval(WireModel):
 
 class ApprovalDecision(WireModel):
     comment: str | None = None
+
+
+BATCH_MAX_IDS = 100
+"""Most ids one ``POST /approval-requests/decide-batch`` carries (Preloop 0.17.1's
+``MAX_BATCH_DECISION_IDS``; our server takes the same): a longer batch is sent as several requests."""
+
+
+class ApprovalBatchDecision(WireModel):
+    """Body of ``POST /approval-requests/decide-batch``: one decision (and comment) for up to
+    :data:`BATCH_MAX_IDS` approvals; the server drops duplicate ids and keeps the order."""
+
+    ids: list[str] = Field(min_length=1, max_length=BATCH_MAX_IDS)
+    approved: bool
+    comment: str | None = None
+
+
+class ApprovalBatchResult(WireModel):
+    """What one id of a batch came to: ``ok`` (decided by this request), else ``error`` says why (not
+    found, already resolved, ...) and ``status`` what the approval is now, when the server knows.
+    ``approval`` is our server's: the approval's row (Preloop sends none)."""
+
+    id: str
+    ok: bool
+    status: str | None = None
+    error: str | None = None
+    approval: Approval | None = None
+
+
+class ApprovalBatchAnswer(WireModel):
+    """The answer to a batch decision: one result per id, in the order sent ("the batch never fails as a
+    whole")."""
+
+    results: list[ApprovalBatchResult]
+    succeeded: int | None = None
+    failed: int | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Standing decisions: time-boxed allow rules (ours; Preloop's approval bypasses) and the account halt
+# --------------------------------------------------------------------------------------------------
+
+RuleMode = Literal["allow", "mute"]
+"""``allow`` decides matching calls for the operator (Preloop's ``auto_approve``); ``mute`` silences their
+alerts and still asks (Preloop's ``mute_notifications``)."""
+
+RuleScope = Literal["session", "agent", "account"]
+"""What a rule covers: one session (ours), one agent, or every agent of the account."""
+
+
+class AllowRule(WireModel):
+    """A time-boxed rule "allow (or mute) calls like this for ..." (``client.rules`` reads and words it).
+
+    Our server keeps these (``/api/v1/allow-rules``: a session, a tool, an argument pattern); a Preloop
+    server's approval bypasses are mapped to the same shape (an agent or the whole account, every tool).
+    There is no rule without an end: ``expires_at`` is required. ``danger``: the rule also covers
+    danger-risk calls, which takes a second confirmation when it is made (a Preloop bypass always does).
+    """
+
+    id: str
+    mode: RuleMode
+    scope: RuleScope
+    session_id: str | None = None
+    agent_id: str | None = None
+    agent_name: str | None = None
+    tool_name: str | None = None
+    pattern: str | None = None
+    danger: bool = False
+    reason: str | None = None
+    set_by: str | None = None
+    """Who made the rule, by name (None when the server does not say)."""
+    set_by_user_id: str | None = None
+    created_at: UtcDatetime | None = None
+    expires_at: UtcDatetime
+    revoked_at: UtcDatetime | None = None
+    revoked_by: str | None = None
+    allowed_count: int = 0
+    """How many calls the rule has decided so far."""
+
+    def active(self, now: datetime) -> bool:
+        """Whether the rule holds at ``now`` (not revoked, not expired)."""
+        return self.revoked_at is None and self.expires_at > now
+
+
+class HaltedScope(WireModel):
+    """One traffic class a Preloop account's kill switch halts (``gateway``, ``tools``, ``flows``)."""
+
+    scope: str
+    activated_by_username: str | None = None
+    activated_at: UtcDatetime | None = None
+    reason: str | None = None
+
+
+class KillSwitch(WireModel):
+    """``GET /api/v1/account/kill-switch/status`` (Preloop): whether the account's agents are halted."""
+
+    active: bool = False
+    scopes: list[HaltedScope] = Field(default_factory=list)
+
+
+class Standing(WireModel):
+    """What decides or silences on the operator's behalf right now, for the banner every screen shows:
+    the active allow rules (or bypasses) and, on Preloop, the account's kill switch."""
+
+    rules: list[AllowRule] = Field(default_factory=list)
+    halt: KillSwitch | None = None
+
+
+Approval.model_rebuild()  # its ``rule`` is an AllowRule, defined after it
 
 
 # --------------------------------------------------------------------------------------------------
@@ -366,22 +506,8 @@ class AttentionSnapshot(WireModel):
 
 
 # --------------------------------------------------------------------------------------------------
-# Errors and health
+# Health
 # --------------------------------------------------------------------------------------------------
-
-
-class ValidationItem(WireModel):
-    type: str | None = None
-    loc: list[str | int] = Field(default_factory=list)
-    msg: str = ""
-    input: Any = None
-    ctx: dict[str, Any] | None = None
-
-
-class ErrorBody(WireModel):
-    """``{"detail": "sentence"}`` or, for a 422, ``{"detail": [ValidationItem, ...]}``."""
-
-    detail: str | list[ValidationItem] | dict[str, Any] | None = None
 
 
 class Health(WireModel):

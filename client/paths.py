@@ -49,24 +49,14 @@ def local_server_file() -> Path:
     return state_dir() / "local-server.json"
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write a file only its owner may read (mode 0600), atomically: a reader, or a crash mid-write,
-    sees the old content or the new, never half (profiles, stored tokens, the local server's token)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, 0o600)  # an older .tmp left by a crash keeps its mode through O_CREAT
-    os.replace(tmp, path)
-
-
 def replace_file(path: Path, text: str, *, durable: bool = False) -> None:
-    """Write ``text`` as the whole of ``path`` (mode 0600, its folder made 0700 when missing): written to
-    a temporary file of its own in the same folder and renamed over it, so a crash, a kill or a second
-    process writing at once leaves the old content or a new one, never half. ``durable`` also puts the
-    file, and its name in the folder, on the disk itself (``fsync``: survives a power loss; ~1 ms, at
-    times 10+ ms on a busy disk). Raises ``OSError``; callers that must not fail catch it."""
+    """Write ``text`` as the whole of ``path``, the one way anything here writes a file (profiles, stored
+    tokens, the local server's token, marks, drafts, exports): only its owner may read it (mode 0600;
+    its folder made, 0700, when missing), and it is written to a temporary file of its own in the same
+    folder and renamed over it, so a crash, a kill or a second process writing at once leaves the old
+    content or a new one, never half. ``durable`` also puts the file, and its name in the folder, on the
+    disk itself (``fsync``: survives a power loss; slower on a busy disk). Raises ``OSError``; callers
+    that must not fail catch it."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp")
     try:

@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
-from client import ids
 from client.cells import cell_len, fit, head, tail
-from client.ids import MIN_PREFIX
-from client.models import Approval, Note, NoteState, Session
+from client.ids import short_id
+from client.models import AllowRule, Approval, Note, NoteState, Session
 from client.textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:
@@ -31,8 +30,6 @@ LIVE_WINDOW = timedelta(minutes=2)
 
 ACTIVE_WINDOW_MINUTES = 10
 """``sessions list --active`` means activity within this many minutes (the server filters)."""
-
-_PREFIX = re.compile(r"^[0-9a-fA-F-]+$")
 
 _KIND_LABELS = {
     "claude_code": "Claude Code",
@@ -65,15 +62,22 @@ def relative_time(when: datetime | None, now: datetime | None = None) -> str:
     seconds = int((_now(now) - _utc(when)).total_seconds())
     if seconds < 5:
         return "just now"
+    return f"{short_span(seconds)} ago"
+
+
+def short_span(seconds: int, *, exact: bool = False) -> str:
+    """A span of time in the tables' short words: "45s", "9m", "2h", "3d". ``exact`` (a countdown) keeps
+    the minutes beside the hours and counts hours up to two days: "1h05m", "30h"."""
+    seconds = max(seconds, 0)
     if seconds < 60:
-        return f"{seconds}s ago"
+        return f"{seconds}s"
     minutes = seconds // 60
     if minutes < 60:
-        return f"{minutes}m ago"
+        return f"{minutes}m"
     hours = minutes // 60
-    if hours < 24:
-        return f"{hours}h ago"
-    return f"{hours // 24}d ago"
+    if hours < (48 if exact else 24):
+        return f"{hours}h{minutes % 60:02d}m" if exact and minutes % 60 else f"{hours}h"
+    return f"{hours // 24}d"
 
 
 def last_activity(row: Session) -> datetime | None:
@@ -139,14 +143,24 @@ def decided_by(approval: Approval, operator: str | None = None) -> dict[str, str
     """Who or what decided an approval, as far as the server says (None while it is pending).
 
     Servers do not name the person: ``decided_by_human`` says a human decided, ``decided_by_ai`` an AI
-    reviewer, ``auto_approved_reason`` a policy; an expired approval was decided by nobody. ``operator``
-    is the person's name when it is known who decided (this client did, and the server named this client's
-    operator as the author of its notes): the same person is then named the same way in both tables.
+    reviewer, ``auto_approved_reason`` a policy; an allow rule (ours, or a Preloop approval bypass) is
+    named with who set it (:func:`decided_by_rule`); an expired approval was decided by nobody.
+    ``operator`` is the person's name when it is known who decided (this client did, and the server named
+    this client's operator as the author of its notes): the same person is then named the same way in
+    both tables.
     """
     if approval.pending:
         return None
     if approval.status == "expired":
         return {"kind": "expiry", "detail": "nobody decided before it expired"}
+    rule = approval.rule
+    if rule is not None and rule.mode == "allow" and approval.status == "approved":
+        return {"kind": "rule", "detail": decided_by_rule(rule)}
+    if approval.auto_approved_reason == "bypass":
+        return {
+            "kind": "rule",
+            "detail": f"Preloop approval bypass {short_id(approval.auto_approval_bypass_id)}",
+        }
     if approval.decided_by_human:
         return {"kind": "human", "detail": _clean_text(operator) or "an operator"}
     if approval.decided_by_ai:
@@ -193,34 +207,10 @@ def kind_label(kind: str | None) -> str:
     return _KIND_LABELS.get(key) or safe_line(key.replace("_", " ").title())
 
 
-def short_id(value: str | None, length: int = 8) -> str:
-    """The first characters of an id: enough to tell rows apart and to type back as a prefix (12 for a
-    ULID, whose first 10 are its millisecond timestamp)."""
-    if not value:
-        return "-"
-    if length == 8 and ids.is_ulid(value):
-        length = ids.ULID_SHORT_LEN
-    return safe_line(value[:length])
-
-
 def describe_session(session_id: str | None, agent: str | None = None) -> str:
     """A session named in one line for notices and dialogs: ``a1b2c3d4 (builder)``."""
     who = f" ({safe_line(agent, 30)})" if agent else ""
     return f"{short_id(session_id or '')}{who}"
-
-
-def is_uuid(value: str) -> bool:
-    """True for a full UUID; the CLI checks before asking (Preloop answers a malformed id with a 500)."""
-    return ids.is_uuid(value.strip())
-
-
-def looks_like_id_prefix(value: str) -> bool:
-    """True when ``value`` could be a short id: at least 4 hex characters (dashes allowed), or the start of
-    a ULID (a Dendrux app's ids)."""
-    text = value.strip()
-    if ids.is_ulid_prefix(text):
-        return True
-    return bool(_PREFIX.match(text)) and len(text.replace("-", "")) >= MIN_PREFIX
 
 
 def session_title(row: Session) -> str:
@@ -353,6 +343,29 @@ def format_duration(delta: timedelta) -> str:
     return "".join(out)
 
 
+def how_long(delta: timedelta, *, to_the_second: bool = False) -> str:
+    """How long, for a person: "12 s", "23 min", "2 h 05 min", "3 days" (``to_the_second``: "1 min 29 s",
+    for an outage counted as it lasts). A tool call's own duration is ``client.entry_words.duration_words``;
+    a duration as a flag spells it, :func:`format_duration`."""
+    seconds = max(int(delta.total_seconds()), 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if to_the_second and seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    return f"{hours // 24} days"
+
+
+def until(when: datetime | None, now: datetime) -> str:
+    """How long until ``when`` ("9m", "45s", "1h05m"), or "" when unknown; past times read "0s"."""
+    if when is None:
+        return ""
+    return short_span(int((when - now).total_seconds()), exact=True)
+
+
 def cell(value: object, limit: int | None = None) -> str:
     """One table cell: any value as terminal-safe single-line text, cut to ``limit`` terminal cells with an
     ellipsis."""
@@ -421,8 +434,14 @@ def event_line(event: Event) -> tuple[str, str]:
             return "tool", f"{safe_line(name)} {status}{took}{tail}"
         case ApprovalRequested(approval=a):
             what = safe_line(a.summary or a.tool_name or "a tool call", 200)
-            return "approval", f"requested {short_id(a.id)}: {what} (/approve {short_id(a.id)} or /decline)"
+            risk = f" [risk {safe_line(a.risk_level, 12)}]" if a.risk_level else ""
+            sid = short_id(a.id)
+            return "approval", f"requested {sid}: {what}{risk} (/approve {sid} or /decline {sid})"
         case ApprovalDecided(approval=a):
+            who = decided_by(a)
+            if who is not None and who["kind"] == "rule":  # nobody was asked: which rule, set by whom
+                what = safe_line(a.summary or a.tool_name or "a tool call", 200)
+                return "approval", f"{safe_line(a.status)} {short_id(a.id)} by {who['detail']}: {what}"
             comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
             return "approval", f"{safe_line(a.status)} {short_id(a.id)}{comment}"
         case NoteEvent(type=kind, note=n):
@@ -446,16 +465,17 @@ def event_line(event: Event) -> tuple[str, str]:
 
 
 def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
-    """After a withdraw: whether the note is now withdrawn by it, and a sentence saying so or why not.
+    """After a withdraw: whether the note is withdrawn now (the state the operator asked for holds, by this
+    withdraw or an earlier one), and a sentence saying so or why not.
 
     Servers answer a withdraw of a note that is no longer pending with the note unchanged (200), so what
     happened is read from the state that came back, and from whether it was pending before
-    (``too_late``: it was not, so even a cancelled note was withdrawn before, not now).
+    (``too_late``: it was not, so a cancelled note was withdrawn before, not now: said as such).
     """
     nid = short_id(note.note_id)
     match note.state:
         case NoteState.CANCELLED if too_late:
-            why = "it was already withdrawn"
+            return True, f"note {nid} was already withdrawn: the agent will not see it (nothing changed now)"
         case NoteState.CANCELLED:
             return True, f"note {nid} is withdrawn (cancelled): the agent will not see it"
         case NoteState.PENDING:
@@ -473,3 +493,23 @@ def withdraw_outcome(note: Note, *, too_late: bool = False) -> tuple[bool, str]:
         case _:
             why = f"it is {safe_line(note.state)}, and only a pending note can be withdrawn"
     return False, f"note {nid} is {safe_line(note.state)}: nothing changed, because {why}"
+
+
+def rule_scope_words(rule: AllowRule) -> str:
+    """What a rule covers, in a few words: "Bash `pytest *` in 1a2b3c4d", "every tool of agent builder",
+    "every agent's calls"."""
+    what = safe_line(rule.tool_name, 40) if rule.tool_name else "every tool"
+    if rule.pattern is not None:
+        what += f" `{safe_line(rule.pattern, 60)}`"
+    if rule.scope == "session":
+        return f"{what} in {short_id(rule.session_id)}"
+    if rule.scope == "agent":
+        agent = safe_line(rule.agent_name, 30) if rule.agent_name else short_id(rule.agent_id)
+        return f"{what} of agent {agent}"
+    return f"{what}, every agent" if rule.tool_name else "every call of every agent"
+
+
+def decided_by_rule(rule: AllowRule) -> str:
+    """Who decided a call a rule allowed: "rule 5e1f2a3b (Bash `pytest *` in 1a2b3c4d), set by alice"."""
+    by = f", set by {safe_line(rule.set_by, 40)}" if rule.set_by else ""
+    return f"rule {short_id(rule.id)} ({rule_scope_words(rule)}){by}"

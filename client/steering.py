@@ -11,12 +11,20 @@ must be told about; it returns one of the outcome types below and each front end
   delivered, expired, or withdrawn already; its row says which) or :class:`WithdrawFailed`;
 * a decision: :class:`Decided`, :class:`AlreadySettled` (lost the race to another operator, or expired:
   the approval's current row, fetched at once, says who or what settled it and with which comment),
-  :class:`AlreadyDeciding` (a decision from here is on its way) or :class:`DecisionFailed`.
+  :class:`AlreadyDeciding` (a decision from here is on its way) or :class:`DecisionFailed`;
+* one decision for many approvals (:meth:`Steering.decide_many`, the inbox's marked rows and
+  ``preloop approvals approve ID ID ...``): a :class:`BatchDecision`, one of those outcomes per approval,
+  in order. Each approval is decided on its own (the backend's wire: Preloop's and our server's
+  ``decide-batch``, a Dendrux app's one call per id), so one that fails costs that one only, and is never
+  told as decided.
 
 :class:`Decisions` is the one record, per app or command, of the approvals decided *here*: the inbox, every
 attach screen and the plain attach share it, so nothing decided in this process is ever called "decided
-elsewhere". Short ids typed by people are resolved by :func:`client.ids.resolve_id`; the candidate lists for
-notes and approvals are fetched here (:func:`resolve_note`, :func:`resolve_approval`).
+elsewhere". Short ids typed by people are resolved by :mod:`client.ids`.
+
+A decision typed as a command rather than taken on a screen that shows the call (``--plain``'s
+``/approve``) names its approval's id for a call at one of :data:`NAME_RISKS`, and approving one at
+:data:`ASK_RISKS` asks once more, naming the call (:func:`risk_of` reads an approval's level).
 """
 
 from __future__ import annotations
@@ -24,21 +32,36 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from client.errors import ClientError, NoteOutcomeUnknown
-from client.ids import check_prefix, is_full_id, match_id, resolve_id, short_id
-from client.listing import all_approvals, session_notes
+from client.backends.base import BatchItem
+from client.errors import (
+    AuthError,
+    ClientError,
+    InvalidResponse,
+    NoteOutcomeUnknown,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    TransportError,
+    Unsupported,
+    UsageError,
+    ValidationFailed,
+)
+from client.models import Approval
 
 if TYPE_CHECKING:
-    from client.backend import Backend
-    from client.models import Approval, Note
+    from client.backends.base import ApprovalDesk, Backend
+    from client.models import Note
 
 __all__ = [
+    "ASK_RISKS",
+    "NAME_RISKS",
     "AlreadyDeciding",
     "AlreadySettled",
+    "BatchDecision",
     "DecideOutcome",
     "Decided",
     "DecisionFailed",
@@ -54,15 +77,18 @@ __all__ = [
     "WithdrawFailed",
     "WithdrawOutcome",
     "Withdrawn",
-    "resolve_approval",
-    "resolve_note",
+    "final_record",
+    "risk_of",
 ]
 
 Verb = Literal["approve", "decline"]
 
-SEARCH_SESSIONS = 100
-"""How many of the newest sessions a short note id is looked for in (without a session)."""
+NAME_RISKS = frozenset({"high", "danger", "critical"})
+"""A typed decision on a call at these risk levels must name the approval's id: "the one waiting" may not
+be the one the operator read."""
 
+ASK_RISKS = frozenset({"danger", "critical"})
+"""Approving a call at these risk levels by a typed command asks once more, naming the call ([y/N])."""
 
 # ------------------------------------------------------------------------------------------- outcomes
 
@@ -153,6 +179,36 @@ DecideOutcome = Decided | AlreadySettled | AlreadyDeciding | DecisionFailed
 SteeringOutcome = SendOutcome | WithdrawOutcome | DecideOutcome
 
 
+@dataclass(frozen=True, slots=True)
+class BatchDecision:
+    """One decision for many approvals: one outcome per approval, in the order asked (duplicates once)."""
+
+    verb: Verb
+    outcomes: tuple[DecideOutcome, ...]
+
+    @property
+    def decided(self) -> list[Decided]:
+        """The approvals this call decided."""
+        return [o for o in self.outcomes if isinstance(o, Decided)]
+
+    @property
+    def all_decided(self) -> bool:
+        """Every approval asked about was decided by this call (nothing settled first, nothing failed)."""
+        return len(self.decided) == len(self.outcomes)
+
+    @property
+    def settled(self) -> list[Approval]:
+        """The rows that stopped waiting, by this call or before it (to drop from a list of pending)."""
+        return [o.approval for o in self.outcomes if isinstance(o, Decided | AlreadySettled)]
+
+
+_NOTHING_HAPPENED = (AuthError, PermissionDenied, UsageError, Unsupported, ValidationFailed, RateLimited)
+"""Refusals that leave an approval as it was and say nothing about it: no need to read it again."""
+
+READ_AT_ONCE = 4
+"""How many approvals a batch reads back at a time (the ones it could not decide)."""
+
+
 # ------------------------------------------------------------------------------------------- decisions
 
 
@@ -235,8 +291,8 @@ class Steering:
         return Withdrawn(note) if note.state == "cancelled" else TooLate(note)
 
     async def decide(self, approval_id: str, verb: Verb, comment: str | None = None) -> DecideOutcome:
-        """Approve or decline; a refusal is followed by one read of the approval, so that losing a race
-        (or an expiry) is told as what happened rather than as an error."""
+        """Approve or decline; a refusal is followed by one read of the approval's :func:`final_record`,
+        so that losing a race (or an expiry) is told as what happened rather than as an error."""
         if not self.decisions.start(approval_id):
             return AlreadyDeciding(approval_id)
         try:
@@ -246,65 +302,113 @@ class Steering:
                 result = await self.backend.decline(approval_id, comment)
         except ClientError as exc:
             self.decisions.finish(approval_id, decided=False)
-            current = await self._current(approval_id)
-            if current is not None and not current.pending:
-                return AlreadySettled(current, verb)
+            try:
+                settled = await final_record(self.backend, approval_id)
+            except ClientError:
+                settled = None
+            if settled is not None:
+                return AlreadySettled(settled, verb)
             return DecisionFailed(approval_id, verb, exc)
         self.decisions.finish(approval_id, decided=True)
         return Decided(result, verb)
 
-    async def final_record(self, approval: Approval) -> Approval:
-        """An approval that left a list without its final record (a poll or a reconnect only saw it go):
-        read it once, so its real status (approved, declined, expired...) can be told; the record as it
-        was when that read fails or it still reads pending."""
-        if not approval.pending:
-            return approval
-        current = await self._current(approval.id)
-        return current if current is not None and not current.pending else approval
+    async def decide_many(
+        self,
+        approval_ids: Sequence[str],
+        verb: Verb,
+        comment: str | None = None,
+        *,
+        known: Iterable[Approval] = (),
+    ) -> BatchDecision:
+        """One decision (and comment) for many approvals, through the backend's batch wire
+        (``Backend.decide_batch``). Each approval gets its own outcome, as :meth:`decide` would give it:
+        one not decided is read once afterwards (unless the refusal says nothing about it: a 403, a
+        malformed id), so a race lost or an expiry is told as what happened, by whom where the server
+        says. ``known`` are rows the caller holds (the inbox's): a server whose batch answer carries
+        only statuses (Preloop) has them named with their tool and session."""
+        rows = {a.id: a for a in known}
+        ids = list(dict.fromkeys(approval_ids))
+        starting = [aid for aid in ids if self.decisions.start(aid)]
+        items: dict[str, BatchItem] = {}
+        if starting:
+            try:
+                answered = await self.backend.decide_batch(
+                    starting, approve=verb == "approve", comment=comment
+                )
+            except ClientError as exc:  # nothing was sent
+                answered = [BatchItem(aid, decided=False, error=exc) for aid in starting]
+            items = {item.approval_id: item for item in answered}
+        gate = asyncio.Semaphore(READ_AT_ONCE)
 
-    async def _current(self, approval_id: str) -> Approval | None:
+        async def outcome(aid: str) -> DecideOutcome:
+            if aid not in starting:
+                return AlreadyDeciding(aid)
+            item = items.get(aid)
+            if item is None:  # a backend that skipped it: not decided, as far as anyone said
+                self.decisions.finish(aid, decided=False)
+                return DecisionFailed(aid, verb, InvalidResponse(f"no answer for approval {aid}"))
+            self.decisions.finish(aid, decided=item.decided)
+            if item.decided:
+                return Decided(_decided_row(item, rows.get(aid), verb, comment), verb)
+            async with gate:
+                return await self._not_decided(item, rows.get(aid), verb)
+
+        outcomes = await asyncio.gather(*(outcome(aid) for aid in ids))
+        return BatchDecision(verb, tuple(outcomes))
+
+    async def _not_decided(self, item: BatchItem, known: Approval | None, verb: Verb) -> DecideOutcome:
+        """What came of an approval the batch did not decide: settled first (by whom, as the server says
+        on one read of it), or not decided (``DecisionFailed``, still pending as far as could be read)."""
+        aid = item.approval_id
+        error = item.error or ClientError("the server did not decide it")
+        row = item.approval
+        if row is not None and not row.pending:
+            return AlreadySettled(row, verb)
+        quiet = isinstance(error, _NOTHING_HAPPENED) or (isinstance(error, TransportError) and not error.sent)
+        settled_as = item.status if item.status and item.status != "pending" else None
+        if not quiet or settled_as is not None:
+            try:
+                record = await final_record(self.backend, aid)
+            except ClientError:
+                record = None
+            if record is not None:
+                return AlreadySettled(record, verb)
+        if settled_as is not None:  # the server said what it is, the read did not answer
+            base = row or known or Approval(id=aid)
+            return AlreadySettled(base.model_copy(update={"status": settled_as}), verb)
+        return DecisionFailed(aid, verb, error)
+
+    async def current(self, approval_id: str) -> Approval | None:
+        """The approval's row as the server has it now; None when it cannot be read."""
         try:
             return await self.backend.get_approval(approval_id)
         except ClientError:
             return None
 
 
-# ------------------------------------------------------------------------------------------- short ids
+async def final_record(desk: ApprovalDesk, approval_id: str) -> Approval | None:
+    """The final record of an approval that stopped waiting where this client could not see how (it left
+    a pending list between two polls or over a reconnect, or a decision from here lost a race): its row,
+    read once now, saying approved, declined or expired, by whom and with which comment. None while it
+    still reads pending (the two reads raced) or when it is gone for good (not found, no longer visible
+    to this token); any other failure raises, so the caller chooses to try again or to say "gone"."""
+    try:
+        row = await desk.get_approval(approval_id)
+    except (NotFound, PermissionDenied):
+        return None
+    return None if row.pending else row
 
 
-async def resolve_note(
-    backend: Backend, value: str, session: str | None = None, known: Iterable[str] = ()
-) -> str:
-    """A full note id as given; a short one matched against the notes of ``session`` (plus ``known``, the
-    ids a caller already holds), or of the newest sessions. Servers list notes per target only, so they
-    are read session by session, a few at a time."""
-    text = value.strip()
-    if is_full_id(text, "note"):
-        return text
-    prefix = check_prefix(text, "note")
-    if session is not None:
-        sessions, where = [session], f"session {short_id(session)}"
-    else:
-        page = await backend.list_sessions(limit=SEARCH_SESSIONS)
-        sessions = [row.id for row in page.items]
-        where = f"the newest {len(sessions)} sessions"
-    gate = asyncio.Semaphore(4)
-
-    async def ids_in(sid: str) -> list[str]:
-        async with gate:
-            return [n.note_id for n in await session_notes(backend, sid)]
-
-    found = await asyncio.gather(*(ids_in(sid) for sid in sessions))
-    return match_id(prefix, [*known, *(nid for ids in found for nid in ids)], "note", where=where)
+def _decided_row(item: BatchItem, known: Approval | None, verb: Verb, comment: str | None) -> Approval:
+    """The row of an approval a batch decided: the server's when it sent one, else the caller's (or a
+    bare one) marked with the decision it took."""
+    if item.approval is not None:
+        return item.approval
+    status = item.status or ("approved" if verb == "approve" else "declined")
+    base = known or Approval(id=item.approval_id)
+    return base.model_copy(update={"status": status, "approver_comment": comment, "decided_by_human": True})
 
 
-async def resolve_approval(
-    backend: Backend, value: str, session: str | None = None, known: Iterable[str] = ()
-) -> str:
-    """A full approval id as given; a short one matched against every approval (pending or not: a decided
-    one is then told as such, not as unknown) of ``session`` or all sessions, plus ``known``."""
-
-    async def candidates() -> list[str]:
-        return [*known, *(a.id for a in await all_approvals(backend, session, None))]
-
-    return await resolve_id(value, "approval", candidates)
+def risk_of(approval: Approval) -> str:
+    """An approval's risk level as compared with :data:`NAME_RISKS` / :data:`ASK_RISKS` ("" if none)."""
+    return (approval.risk_level or "").strip().lower()

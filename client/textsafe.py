@@ -1,9 +1,10 @@
 """Make untrusted text (agent output, tool arguments, notes) inert before it reaches a terminal.
 
 Agent text can carry ANSI/CSI escapes, OSC sequences (window titles, hyperlinks, clipboard writes), C0/C1
-control characters and Unicode bidi overrides. None of them may reach the terminal. This module is pure
-and has no UI import, so the CLI and the widgets share one definition of "safe". Rich markup escaping is
-the widgets' job (they build ``rich.text.Text`` objects and never interpolate into markup strings).
+control characters, Unicode bidi overrides and lone UTF-16 surrogates. None of them may reach the terminal.
+This module is pure and has no UI import, so the CLI and the widgets share one definition of "safe". Rich
+markup escaping is the widgets' job (they build ``rich.text.Text`` objects and never interpolate into
+markup strings).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061
 _INVISIBLE = "\u200b\u2060\ufeff"
 _CONTROL = "".join(chr(c) for c in range(0x00, 0x20) if chr(c) not in "\n\t") + "\x7f"
 _C1 = "".join(chr(c) for c in range(0x80, 0xA0))
-_REPLACE_TABLE = {ord(ch): "\ufffd" for ch in _CONTROL + _C1 + _BIDI + _INVISIBLE}
+# Half of a UTF-16 pair: JSON can carry one ("\ud800"), no terminal encoding can write it.
+_SURROGATES = "".join(chr(c) for c in range(0xD800, 0xE000))
+_REPLACE_TABLE = {ord(ch): "\ufffd" for ch in _CONTROL + _C1 + _BIDI + _INVISIBLE + _SURROGATES}
 _REPLACE_TABLE[ord("\t")] = "    "
 
 REPLACEMENT = "\ufffd"

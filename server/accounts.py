@@ -71,7 +71,7 @@ def read_kept_token(path: Path) -> str | None:
 
 def keep_token(path: Path, token: str) -> None:
     """Keep the operator token for the next start (mode 0600, written atomically)."""
-    paths.write_private(path, token + "\n")
+    paths.replace_file(path, token + "\n")
 
 
 def new_token(prefix: str) -> str:

@@ -18,8 +18,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from client.models import ApprovalDecision, UtcDatetime
+from client.errors import UsageError
+from client.models import BATCH_MAX_IDS, ApprovalDecision, UtcDatetime
 from client.notetext import NOTE_MAX_CHARS, note_text_problem
+from client.rules import PATTERN_MAX, RULE_MAX_MINUTES, check_pattern
 from server.accounts import Operator, Runtime
 from server.attention import window_of
 from server.bus import MAX_QUEUED_BYTES, EventBus
@@ -82,6 +84,54 @@ class NoteCreateBody(BaseModel):
                 "external_session_id, children"
             )
         return self
+
+
+class RuleCreateBody(BaseModel):
+    """``POST /api/v1/allow-rules``: a time-boxed rule (``client.rules``); no rule without an end."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    mode: Literal["allow", "mute"]
+    duration_minutes: int = Field(ge=1, le=RULE_MAX_MINUTES)
+    scope: Literal["session", "agent", "account"] = "session"
+    runtime_session_id: uuid.UUID | None = None
+    agent_id: uuid.UUID | None = None
+    tool_name: str | None = Field(default=None, min_length=1, max_length=200)
+    pattern: str | None = Field(default=None, min_length=1, max_length=PATTERN_MAX)
+    danger: bool = False
+    reason: str | None = Field(default=None, max_length=500)
+
+    @field_validator("pattern")
+    @classmethod
+    def _parses(cls, pattern: str | None) -> str | None:
+        """The pattern parses as the client's does (one parser: ``client.rules``)."""
+        if pattern is not None:
+            try:
+                check_pattern(pattern)
+            except UsageError as exc:
+                raise ValueError(exc.hint) from None
+        return pattern
+
+    @model_validator(mode="after")
+    def _scope(self) -> RuleCreateBody:
+        if self.scope == "session" and self.runtime_session_id is None:
+            raise ValueError("a rule for one session names it (runtime_session_id)")
+        if self.scope == "agent" and self.agent_id is None:
+            raise ValueError("a rule for one agent names it (agent_id)")
+        if self.pattern is not None and self.tool_name is None:
+            raise ValueError("an argument pattern belongs to one tool: name it (tool_name)")
+        return self
+
+
+class ApprovalBatchBody(BaseModel):
+    """``POST /api/v1/approval-requests/decide-batch``, as Preloop 0.17.1's ``ApprovalBatchDecision``:
+    1 to :data:`~client.models.BATCH_MAX_IDS` UUIDs, one decision, an optional comment for every one."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ids: list[uuid.UUID] = Field(min_length=1, max_length=BATCH_MAX_IDS)
+    approved: bool
+    comment: str | None = None
 
 
 class SessionPatchBody(BaseModel):
@@ -373,6 +423,14 @@ def create_app(
         )
         return JSONResponse(items, headers={"X-Total-Count": str(total)})
 
+    @app.post(f"{API}/approval-requests/decide-batch")
+    async def decide_batch(op: Op, body: ApprovalBatchBody) -> dict[str, Any]:
+        """One decision for up to 100 approvals, Preloop's contract: one result per id, in order; the
+        batch never fails as a whole (an id that is unknown or already decided is its own result)."""
+        return await plane.approvals.decide_batch(
+            op, [str(i) for i in body.ids], approve=body.approved, comment=body.comment
+        )
+
     @app.get(f"{API}/approval-requests/{{approval_id}}")
     async def get_approval(op: Op, approval_id: str) -> dict[str, Any]:
         """One approval of this account."""
@@ -391,6 +449,39 @@ def create_app(
         return await plane.approvals.decide(
             op, approval_id, approve=False, comment=body.comment if body else None
         )
+
+    # -- allow rules (ours) ----------------------------------------------------------------------
+
+    @app.get(f"{API}/allow-rules")
+    async def list_rules(op: Op, ended: bool = False) -> JSONResponse:
+        """The account's allow rules that hold now, the soonest to end first (``ended``: all of them)."""
+        return JSONResponse(await plane.rules.list_rules(op, ended=ended))
+
+    @app.post(f"{API}/allow-rules", status_code=201)
+    async def create_rule(op: Op, body: RuleCreateBody) -> dict[str, Any]:
+        """Make a time-boxed rule; it applies to every approval raised from now until it ends."""
+        return await plane.rules.create(
+            op,
+            mode=body.mode,
+            minutes=body.duration_minutes,
+            scope=body.scope,
+            session_id=_text(body.runtime_session_id),
+            agent_id=_text(body.agent_id),
+            tool_name=body.tool_name,
+            pattern=body.pattern,
+            danger=body.danger,
+            reason=body.reason,
+        )
+
+    @app.post(f"{API}/allow-rules/revoke-all")
+    async def revoke_all_rules(op: Op) -> JSONResponse:
+        """End every rule of the account that holds now."""
+        return JSONResponse(await plane.rules.revoke_all(op))
+
+    @app.delete(f"{API}/allow-rules/{{rule_id}}")
+    async def revoke_rule(op: Op, rule_id: str) -> dict[str, Any]:
+        """End one rule now."""
+        return await plane.rules.revoke(op, rule_id)
 
     # -- attention (ours) ------------------------------------------------------------------------
 

@@ -3,6 +3,11 @@
 The desk owns the *waiters*: one future per open approval, resolved after the commit that decides it
 (approve, decline, expiry, session end or shutdown), so the agent's blocked HTTP call answers at once.
 A permission check at ``pre_tool_use`` also delivers pending notes, as Preloop's hook does.
+
+Where an approval is raised, the operators' allow rules are asked first (``server.rules``): an ``allow``
+rule that covers the call decides it in the same write (stored approved, naming the rule; the session's
+stream gets ``approval.decided`` only, so nothing rings) and the agent is answered at once; a ``mute``
+rule is attached to the pending approval, which still waits for a human.
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+from client.models import AllowRule
 from server.accounts import Operator, Runtime
 from server.errors import ApiError
 from server.expiry import ExpiryTimer
 from server.harness import PendingNotesRequest, PermissionCheckRequest, PermissionCheckResponse
 from server.notes import Notes
 from server.rows import Where, approval_dict, own_row, page, session_dict
+from server.rules import Rules
 from server.shapes import short
 from server.store import Store, WriteTx, dumps, now_utc, ts
 
@@ -28,9 +35,12 @@ _DENIED_BECAUSE = {"expired": "Approval request timed out", "cancelled": "Approv
 class Approvals:
     """The approvals desk: list, decide, and the blocking permission check behind them."""
 
-    def __init__(self, store: Store, notes: Notes, expiry: ExpiryTimer, *, timeout_seconds: float) -> None:
+    def __init__(
+        self, store: Store, notes: Notes, expiry: ExpiryTimer, *, timeout_seconds: float, rules: Rules
+    ) -> None:
         self.store = store
         self.notes = notes
+        self.rules = rules
         self.expiry = expiry
         self.timeout_seconds = timeout_seconds
         self._waiters: dict[str, asyncio.Future[str]] = {}
@@ -65,10 +75,12 @@ class Approvals:
         return await approval_dict(self.store, row["id"])
 
     async def decide(
-        self, op: Operator, approval_id: str, *, approve: bool, comment: str | None
+        self, op: Operator, approval_id: str, *, approve: bool, comment: str | None, sweep: bool = True
     ) -> dict[str, Any]:
-        """Approve or decline a pending approval; deciding twice is a 400 (as Preloop)."""
-        await self.expiry.expire_due()
+        """Approve or decline a pending approval; deciding twice is a 400 (as Preloop). ``sweep``: expire
+        what is due first (a batch does it once for all its ids)."""
+        if sweep:
+            await self.expiry.expire_due()
         async with self.store.write() as tx:
             row = await own_row(tx, "approvals", approval_id, op.account_id)
             if row["status"] != "pending":
@@ -76,6 +88,32 @@ class Approvals:
             status = "approved" if approve else "declined"
             await self.finish(tx, str(row["id"]), status, comment, human=True)
             return await approval_dict(tx, row["id"])
+
+    async def decide_batch(
+        self, op: Operator, approval_ids: list[str], *, approve: bool, comment: str | None
+    ) -> dict[str, Any]:
+        """One decision for many approvals, Preloop's ``decide-batch`` contract: duplicates dropped, order
+        kept, each id decided on its own (its own write, by this operator, as :meth:`decide`) and
+        reported on its own; the batch never fails as a whole. Ours adds each approval's row."""
+        results: list[dict[str, Any]] = []
+        due = await self.expiry.expire_due()  # the sweep says when the next thing is due: only then again
+        for approval_id in dict.fromkeys(approval_ids):
+            if due is not None and now_utc() >= due:
+                due = await self.expiry.expire_due()
+            try:
+                row = await self.decide(op, approval_id, approve=approve, comment=comment, sweep=False)
+            except ApiError as exc:
+                result: dict[str, Any] = {"id": approval_id, "ok": False, "status": None, "error": exc.detail}
+                if exc.status != 404:  # found, not pending: say what it is (ours: with its row)
+                    current = await self.get_approval(op, approval_id)
+                    result.update(status=current["status"], approval=current)
+                results.append(result)
+                continue
+            results.append(
+                {"id": approval_id, "ok": True, "status": row["status"], "error": None, "approval": row}
+            )
+        succeeded = sum(1 for r in results if r["ok"])
+        return {"results": results, "succeeded": succeeded, "failed": len(results) - succeeded}
 
     async def finish(
         self, tx: WriteTx, approval_id: str, status: str, comment: str | None, *, human: bool
@@ -155,7 +193,14 @@ class Approvals:
         fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiters[approval_id] = fut
         try:
-            await self._open(rt, req, approval_id, timeout)
+            by_rule = await self._open(rt, req, approval_id, timeout)
+            if by_rule is not None:
+                return PermissionCheckResponse(
+                    decision="allow",
+                    reason=f"Allowed without asking by the operator's rule {by_rule.id[:8]}",
+                    request_id=approval_id,
+                    operator_note=operator_note,
+                )
             try:
                 status = await asyncio.wait_for(asyncio.shield(fut), timeout + 0.5)
             except TimeoutError:
@@ -180,8 +225,9 @@ class Approvals:
 
     async def _open(
         self, rt: Runtime, req: PermissionCheckRequest, approval_id: str, wait_seconds: float
-    ) -> None:
-        """Store the pending approval and put it on the session's stream (409 if the session ended)."""
+    ) -> AllowRule | None:
+        """Store the pending approval and put it on the session's stream (409 if the session ended), or,
+        when an ``allow`` rule covers the call, store it decided by that rule and return the rule."""
         now = now_utc()
         tool_args: dict[str, Any] = {}
         if req.cwd:
@@ -191,14 +237,26 @@ class Approvals:
             tool_args["_preloop_source"] = req.source
         shown = ", ".join(f"{k}={short(v)}" for k, v in tool_args.items() if not k.startswith("_"))
         summary = f"Allow {req.tool_name} with {shown}?" if shown else f"Allow {req.tool_name}?"
+        risk = "danger" if req.tool_name in ("Bash", "Write", "Edit") else "caution"
         async with self.store.write() as tx:
             srow = await tx.fetchone("SELECT * FROM sessions WHERE id = ?", (rt.session_id,))
             if srow is None or srow["ended_at"] is not None:
                 raise ApiError(409, "Runtime session has ended")
+            rule = await self.rules.covering(
+                tx,
+                account_id=rt.account_id,
+                session_id=rt.session_id,
+                agent_id=srow["agent_id"],
+                tool=req.tool_name,
+                args=tool_args,
+                risk=risk,
+                now=now,
+            )
+            allowed = rule is not None and rule.mode == "allow"
             await tx.execute(
                 "INSERT INTO approvals (id, account_id, session_id, agent_id, api_key_id, tool_name,"
-                " tool_args, agent_reasoning, summary, status, requested_at, expires_at, risk_level)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+                " tool_args, agent_reasoning, summary, status, requested_at, resolved_at, expires_at,"
+                " risk_level, rule_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     approval_id,
                     rt.account_id,
@@ -209,11 +267,23 @@ class Approvals:
                     dumps(tool_args),
                     req.agent_reasoning,
                     summary,
+                    "approved" if allowed else "pending",
                     ts(now),
+                    ts(now) if allowed else None,
                     ts(now + timedelta(seconds=wait_seconds)),
-                    "danger" if req.tool_name in ("Bash", "Write", "Edit") else "caution",
+                    risk,
+                    rule.id if rule is not None else None,
                 ),
             )
+            if allowed:
+                assert rule is not None
+                await self.rules.count_use(tx, rule.id)
+                # Decided already: the stream says so once (no request first, so nothing rings for it).
+                await tx.emit(
+                    rt.session_id, "approval.decided", approval=await approval_dict(tx, approval_id)
+                )
+                return rule
             await tx.emit(rt.session_id, "approval.requested", approval=await approval_dict(tx, approval_id))
             await tx.emit(rt.session_id, "session.updated", session=await session_dict(tx, rt.session_id))
             tx.after_commit(self.expiry.wake)
+        return None

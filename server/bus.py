@@ -156,10 +156,6 @@ class EventBus:
         """How many live streams follow a session (tests check cleanup with it)."""
         return len(self._subs.get(session_id, ()))
 
-    def everywhere_count(self) -> int:
-        """How many all-sessions listeners are open (tests check cleanup with it)."""
-        return len(self._everywhere)
-
     def close_all(self) -> None:
         """End every live stream (shutdown), so the server can stop without waiting on open streams."""
         self.closed = True

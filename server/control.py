@@ -6,6 +6,7 @@ Module map (imports point down only; nothing below imports this module)::
     sessions    Sessions: mint, list, detail, activity, agent events, end
     attention   Attention: pending approvals and failed notes of every session, snapshot and stream
     approvals   Approvals: list, decide, the blocking permission check (owns the waiters)
+    rules       Rules: time-boxed allow rules (make, list, revoke; the one covering a call)
     notes       Notes: create, list, cancel, claim, ack, expire
     accounts    Accounts, Operator, Runtime: tokens and who is calling
     expiry      ExpiryTimer: runs the sweep on time
@@ -42,6 +43,7 @@ from server.errors import ApiError
 from server.expiry import ExpiryTimer
 from server.notes import Notes
 from server.rows import parse_uuid
+from server.rules import Rules
 from server.sessions import Sessions
 from server.shapes import dt
 from server.store import Store, now_utc
@@ -59,7 +61,10 @@ class ControlPlane:
         self.expiry = ExpiryTimer(self.expire_due)
         self.accounts = Accounts(store)
         self.notes = Notes(store, self.expiry)
-        self.approvals = Approvals(store, self.notes, self.expiry, timeout_seconds=permission_timeout_seconds)
+        self.rules = Rules(store)
+        self.approvals = Approvals(
+            store, self.notes, self.expiry, timeout_seconds=permission_timeout_seconds, rules=self.rules
+        )
         self.sessions = Sessions(store, self.notes, self.approvals)
         self.attention = Attention(store, bus, self.approvals, self.expiry)
         store.set_publisher(bus.publish)

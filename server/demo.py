@@ -7,7 +7,14 @@ makes it change plan, and it says so), writes a final answer (deltas, ``model.st
 ``run.completed``) and takes the next task. At every turn boundary it claims operator notes the way a
 real harness hook does (channel ``hook``, event ``pre_tool_use``, or ``stop`` before the final answer) and
 its next narration starts with "Operator note received: …", then it follows the note. The migrator ends its
-session after two tasks and comes back later as a new session.
+session after two tasks and comes back later as a new session ("… (shift 2)", "… (shift 3)").
+
+An approval waits minutes for a person (:attr:`AgentSpec.patience`: long enough for a newcomer to find it
+and read it), then expires and the agent takes the safer path, saying why; one agent at a time waits on
+the operator, the others do side work meanwhile. A demo started again on the same database carries on
+where the last one stopped (:func:`resume_points`): each agent goes on in the session it left open (the
+task it was in the middle of started again, its notes still waiting for it) and its next session goes on
+with the next number.
 
 ``pace`` is a speed factor (2.0 = twice as fast; tests use 50+); ``seed`` makes every choice repeatable.
 
@@ -20,14 +27,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
+import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import httpx
 
+from server.accounts import insert_token, new_token
+from server.harness import RuntimeTokenResponse
 from server.harness_client import HarnessClient, HarnessError, HarnessSession
+from server.store import now_utc, ts
 
 
 @dataclass(frozen=True)
@@ -69,7 +83,7 @@ class AgentSpec:
     cwd: str
     tasks: tuple[Task, ...]
     end_after: int | None = None  # end the session after this many tasks, then start a new one
-    patience: float = 45.0  # seconds (at pace 1) an approval waits for a human before it expires
+    patience: float = 180.0  # seconds (at pace 1) an approval waits for a human before it expires
     start_delay: float = 0.0  # seconds (at pace 1) before the first session, so the agents are out of step
 
 
@@ -183,7 +197,7 @@ REVIEWER = AgentSpec(
     name="reviewer",
     kind="codex",
     cwd="/home/dev/web-frontend",
-    patience=60.0,
+    patience=240.0,
     start_delay=9.0,
     tasks=(
         Task(
@@ -243,7 +257,7 @@ MIGRATOR = AgentSpec(
     kind="claude_code",
     cwd="/home/dev/billing",
     end_after=2,
-    patience=40.0,
+    patience=150.0,
     start_delay=4.0,
     tasks=(
         Task(
@@ -321,14 +335,32 @@ SIDE_WORK = (
 )
 """Cheap work an agent does while another agent's approval is waiting, rather than queue a second one."""
 
-SIDE_WORK_ROUNDS = 4
-"""At most this many rounds of side work; then the agent asks anyway and waits its turn."""
+SIDE_BREAK = 8.0
+"""Seconds (at pace 1) between two rounds of side work while another agent's approval waits."""
 
 MIN_PATIENCE = 3.0
 """However fast the pace, an approval stays open this long (real seconds), so a person or a test can act."""
 
-ORPHAN_REASON = "the demo stopped before this session finished"
-"""Why a demo session left open by a demo that crashed or was killed is ended when the demo starts again."""
+RESUMED_REASON = "the demo stopped in the middle of this task; starting it again"
+"""Why the run a stopped demo cut off is cancelled when the demo starts again (its task starts over)."""
+
+NOT_RUN = "the demo stopped before this call ran"
+"""The comment on an approval a stopped demo left waiting: nobody waits for its answer any more."""
+
+_SHIFT = re.compile(r" \(shift (\d+)\)$")
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where an agent of a stopped demo was: the number of its newest session (1 for the first, "(shift
+    N)" after) and, when that session is still open, a runtime token minted for it, how many tasks it
+    finished there, its newest step number and the run the stop cut off (None: it was between tasks)."""
+
+    generation: int
+    session: RuntimeTokenResponse | None = None
+    tasks_done: int = 0
+    iteration: int = 0
+    interrupted: str | None = None
 
 
 def _chunks(text: str, rng: random.Random) -> list[str]:
@@ -359,12 +391,16 @@ class DemoAgent:
         pace: float,
         rng: random.Random,
         desk: asyncio.Lock | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self.harness = harness
         self.spec = spec
         self.pace = pace
         self.rng = rng
         self.desk = desk  # shared by the agents: one approval waits on the operator at a time
+        self.resume = resume
+        self.generation = resume.generation if resume is not None else 0
+        """The number of the agent's current session (1, then "(shift 2)"...)."""
 
     async def _sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds * self.rng.uniform(0.7, 1.3) / self.pace)
@@ -374,35 +410,43 @@ class DemoAgent:
         """Real seconds an approval of this agent waits for a human (the demo's policy), then expires."""
         return max(MIN_PATIENCE, self.spec.patience / self.pace)
 
+    def title(self, generation: int) -> str:
+        """The title of the agent's session number ``generation``."""
+        first = self.spec.tasks[0].title
+        return first if generation <= 1 else f"{first} (shift {generation})"
+
     async def run(self) -> None:
-        """Work forever (until cancelled): one session, its tasks, and a new session when one ends."""
-        if self.spec.start_delay:
+        """Work forever (until cancelled): one session, its tasks, and a new session when one ends; first
+        the session a stopped demo left open, when there is one (:class:`Resume`)."""
+        resume, self.resume = self.resume, None
+        if self.spec.start_delay and resume is None:
             await asyncio.sleep(self.spec.start_delay / self.pace)
-        generation = 0
+        tasks = self.spec.tasks
         while True:
-            generation += 1
-            title = (
-                self.spec.tasks[0].title
-                if generation == 1
-                else f"{self.spec.tasks[0].title} (shift {generation})"
-            )
-            session = await self.harness.start_session(
-                agent_name=self.spec.name, agent_kind=self.spec.kind, cwd=self.spec.cwd, title=title
-            )
-            done = 0
-            iteration = 0
+            if resume is not None and resume.session is not None:
+                session = self.harness.session(resume.session)
+                done, iteration = resume.tasks_done, resume.iteration
+                if resume.interrupted is not None:
+                    session.run_id = resume.interrupted
+                    await session.run_cancelled(RESUMED_REASON)
+            else:
+                self.generation += 1
+                session = await self.harness.start_session(
+                    agent_name=self.spec.name,
+                    agent_kind=self.spec.kind,
+                    cwd=self.spec.cwd,
+                    title=self.title(self.generation),
+                )
+                done = iteration = 0
+            resume = None
             while True:
-                for task in self.spec.tasks:
-                    iteration = await self._task(session, task, iteration)
-                    done += 1
-                    if self.spec.end_after is not None and done >= self.spec.end_after:
-                        await self._sleep(1.5)
-                        await session.end("finished its shift")
-                        break
-                    await self._sleep(2.5)
-                else:
-                    continue
-                break
+                iteration = await self._task(session, tasks[done % len(tasks)], iteration)
+                done += 1
+                if self.spec.end_after is not None and done >= self.spec.end_after:
+                    await self._sleep(1.5)
+                    await session.end("finished its shift")
+                    break
+                await self._sleep(2.5)
             await self._sleep(8.0)
 
     async def _claim(self, session: HarnessSession, iteration: int, *, finishing: bool) -> list[str]:
@@ -456,20 +500,25 @@ class DemoAgent:
     async def _tool(self, session: HarnessSession, iteration: int, tool: Tool, state: _State) -> int:
         if tool.approval and self.desk is not None:
             # Another agent already waits on the operator: keep busy instead of piling a second
-            # approval on (an operator can answer one at a time; the list stays lively).
-            for _ in range(SIDE_WORK_ROUNDS):
-                if not self.desk.locked():
-                    break
+            # approval on (an operator can answer one at a time; the list stays lively), for as long as
+            # that approval waits (minutes), a round of side work every few seconds.
+            rounds = 0
+            while self.desk.locked():
+                if rounds:
+                    await self._sleep(SIDE_BREAK)
+                    if not self.desk.locked():
+                        break
                 side = self.rng.choice(SIDE_WORK)
                 iteration += 1
-                await self._say(
-                    session,
-                    iteration,
+                said = (
                     "Another agent is waiting on an approval; doing side work "
-                    f"(`{_describe(side)}`) before I ask for mine.",
-                    1,
+                    f"(`{_describe(side)}`) before I ask for mine."
+                    if not rounds
+                    else f"Still waiting for my turn to ask; meanwhile `{_describe(side)}`."
                 )
+                await self._say(session, iteration, said, 1)
                 await self._run(session, iteration, side)
+                rounds += 1
             async with self.desk:
                 return await self._decide(session, iteration, tool, state)
         return await self._decide(session, iteration, tool, state)
@@ -551,9 +600,16 @@ def _describe(tool: Tool) -> str:
 
 
 async def run_demo_agents(
-    url: str, token: str, *, pace: float = 1.0, seed: int | None = None, agents: int = 3
+    url: str,
+    token: str,
+    *,
+    pace: float = 1.0,
+    seed: int | None = None,
+    agents: int = 3,
+    resume: Mapping[str, Resume] | None = None,
 ) -> None:
-    """Run the demo agents in the current loop until cancelled; an agent that hits an error restarts."""
+    """Run the demo agents in the current loop until cancelled; an agent that hits an error restarts
+    (in a new session, the numbering going on). ``resume``: where each agent of a stopped demo was."""
     if pace <= 0:
         raise ValueError("pace must be positive")
     master = random.Random(seed)
@@ -562,10 +618,13 @@ async def run_demo_agents(
 
         async def supervise(spec: AgentSpec, rng: random.Random) -> None:
             """Keep one agent alive across errors until cancelled."""
+            where = (resume or {}).get(spec.name)
             while True:
+                agent = DemoAgent(harness, spec, pace=pace, rng=rng, desk=desk, resume=where)
                 try:
-                    await DemoAgent(harness, spec, pace=pace, rng=rng, desk=desk).run()
+                    await agent.run()
                 except (HarnessError, httpx.HTTPError):
+                    where = Resume(agent.generation)  # a new session next, numbered on
                     await asyncio.sleep(1.0)  # server restarting or gone: try again shortly
 
         rngs = [random.Random(master.random()) for _ in SPECS]
@@ -577,19 +636,37 @@ async def run_demo_agents(
 class DemoHandle:
     """Demo agents running on their own thread and loop; :meth:`stop` cancels them and waits."""
 
-    def __init__(self, url: str, token: str, *, pace: float, seed: int | None, agents: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        pace: float,
+        seed: int | None,
+        agents: int,
+        resume: Mapping[str, Resume] | None = None,
+    ) -> None:
         self._loop = asyncio.new_event_loop()
         self._task: asyncio.Task[None] | None = None
         self._ready = threading.Event()
         self._thread = threading.Thread(
-            target=self._main, args=(url, token, pace, seed, agents), name="demo-agents", daemon=True
+            target=self._main, args=(url, token, pace, seed, agents, resume), name="demo-agents", daemon=True
         )
         self._thread.start()
         self._ready.wait(5)
 
-    def _main(self, url: str, token: str, pace: float, seed: int | None, agents: int) -> None:
+    def _main(
+        self,
+        url: str,
+        token: str,
+        pace: float,
+        seed: int | None,
+        agents: int,
+        resume: Mapping[str, Resume] | None,
+    ) -> None:
         asyncio.set_event_loop(self._loop)
-        self._task = self._loop.create_task(run_demo_agents(url, token, pace=pace, seed=seed, agents=agents))
+        work = run_demo_agents(url, token, pace=pace, seed=seed, agents=agents, resume=resume)
+        self._task = self._loop.create_task(work)
         self._loop.call_soon(self._ready.set)
         with contextlib.suppress(asyncio.CancelledError, Exception):
             self._loop.run_until_complete(self._task)
@@ -610,12 +687,19 @@ class DemoHandle:
 
 
 def start_demo_agents(
-    url: str, token: str, *, pace: float = 1.0, seed: int | None = None, agents: int = 3
+    url: str,
+    token: str,
+    *,
+    pace: float = 1.0,
+    seed: int | None = None,
+    agents: int = 3,
+    resume: Mapping[str, Resume] | None = None,
 ) -> DemoHandle:
-    """Start the demo agents on a background thread against the server at ``url``."""
+    """Start the demo agents on a background thread against the server at ``url`` (``resume``: where
+    the agents of a stopped demo were, :func:`resume_points`)."""
     if pace <= 0:
         raise ValueError("pace must be positive")
-    return DemoHandle(url, token, pace=pace, seed=seed, agents=agents)
+    return DemoHandle(url, token, pace=pace, seed=seed, agents=agents, resume=resume)
 
 
 @dataclass
@@ -641,19 +725,71 @@ class Demo:
         self.server.stop()
 
 
-async def end_orphaned_sessions(plane: Any) -> int:
-    """End the demo agents' sessions a previous demo left open (it crashed or was killed): their agents are
-    gone, so they would look alive forever. They stay in the list, ended with :data:`ORPHAN_REASON`; their
-    pending notes become undeliverable and their approvals cancelled, each saying so. Returns how many."""
-    names = [spec.name for spec in SPECS]
-    marks = ", ".join("?" for _ in names)
-    rows = await plane.store.fetchall(
-        f"SELECT id, account_id FROM sessions WHERE ended_at IS NULL AND session_reference IN ({marks})",
-        names,
-    )
-    for row in rows:
-        await plane.sessions.end_session(str(row["account_id"]), str(row["id"]), ORPHAN_REASON)
-    return len(rows)
+async def resume_points(plane: Any) -> dict[str, Resume]:
+    """Where each demo agent was when a demo on this database stopped (crashed, killed or Ctrl+C): the
+    number of its newest session and, when that session is still open, what it needs to carry on there. A
+    fresh runtime token is minted for an open session (the old one is stored only as a hash); the approvals
+    it left waiting are cancelled, as nobody waits for their answer any more (:data:`NOT_RUN`); its notes
+    stay pending for the agent to read."""
+    points: dict[str, Resume] = {}
+    for spec in SPECS:
+        row = await plane.store.fetchone(
+            "SELECT id, account_id, api_key_id, title, ended_at FROM sessions WHERE session_reference = ?"
+            " ORDER BY started_at DESC LIMIT 1",
+            (spec.name,),
+        )
+        if row is None:
+            continue
+        found = _SHIFT.search(str(row["title"] or ""))
+        generation = int(found.group(1)) if found else 1
+        if row["ended_at"] is not None:
+            points[spec.name] = Resume(generation)
+            continue
+        sid = str(row["id"])
+        runs = await plane.store.fetchall(
+            "SELECT type, data FROM events WHERE session_id = ? AND type IN"
+            " ('run.started', 'run.completed', 'run.failed', 'run.cancelled') ORDER BY seq",
+            (sid,),
+        )
+        ended = {json.loads(r["data"]).get("run_id") for r in runs if r["type"] != "run.started"}
+        started = [json.loads(r["data"]).get("run_id") for r in runs if r["type"] == "run.started"]
+        open_runs = [run for run in started if run not in ended]
+        steps = await plane.store.fetchone(
+            "SELECT MAX(CAST(json_extract(data, '$.iteration') AS INTEGER)) AS n FROM events"
+            " WHERE session_id = ?",
+            (sid,),
+        )
+        token = new_token("plr_")
+        expires = now_utc() + timedelta(minutes=RUNTIME_MINUTES)
+        async with plane.store.write() as tx:
+            waiting = await tx.fetchall(
+                "SELECT id FROM approvals WHERE session_id = ? AND status = 'pending'", (sid,)
+            )
+            for approval in waiting:
+                await plane.approvals.finish(tx, str(approval["id"]), "cancelled", NOT_RUN, human=False)
+            await insert_token(
+                tx,
+                token,
+                "runtime",
+                account_id=str(row["account_id"]),
+                api_key_id=str(row["api_key_id"]),
+                session_id=sid,
+                expires_at=ts(expires),
+            )
+        points[spec.name] = Resume(
+            generation,
+            RuntimeTokenResponse(
+                runtime_session_id=sid, token=token, expires_at=expires, session_reference=spec.name
+            ),
+            tasks_done=len(started) - len(open_runs),
+            iteration=int(steps["n"] or 0) if steps is not None else 0,
+            interrupted=open_runs[-1] if open_runs else None,
+        )
+    return points
+
+
+RUNTIME_MINUTES = 240
+"""How long a runtime token minted for a resumed session lasts (as a new session's: the harness default)."""
 
 
 def start_demo(
@@ -661,15 +797,15 @@ def start_demo(
 ) -> Demo:
     """``preloop demo`` minus the UI: a server on a loopback port and three agents working on it.
 
-    On a database a previous demo used, the sessions it left open are ended first (see
-    :func:`end_orphaned_sessions`); everything else it stored is kept."""
+    On a database a previous demo used, its agents carry on where they were (:func:`resume_points`): in
+    the sessions it left open, their numbering going on; everything it stored is kept."""
     from server.embedded import EmbeddedServer
 
     server = EmbeddedServer(db_path=db_path, host=host, port=port, started_by="demo")
     server.start()
     try:
-        server.call(end_orphaned_sessions(server.plane))
-        agents = start_demo_agents(server.url, server.token, pace=pace, seed=seed)
+        where = server.call(resume_points(server.plane))
+        agents = start_demo_agents(server.url, server.token, pace=pace, seed=seed, resume=where)
     except BaseException:
         server.stop()
         raise

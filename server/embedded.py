@@ -50,7 +50,7 @@ def write_local_server_file(
     that cannot reach it names the command that brings it back); owner-readable only, written
     atomically."""
     target = path or paths.local_server_file()
-    paths.write_private(target, json.dumps({"url": url, "token": token, "started_by": started_by}))
+    paths.replace_file(target, json.dumps({"url": url, "token": token, "started_by": started_by}))
     return target
 
 

@@ -120,6 +120,11 @@ class HarnessClient:
         minted = RuntimeTokenResponse.model_validate(_check(response))
         return HarnessSession(self._http, minted)
 
+    def session(self, minted: RuntimeTokenResponse) -> HarnessSession:
+        """A handle on a session that exists already, with a runtime token minted for it (a restarted
+        demo carries on in the sessions it left open)."""
+        return HarnessSession(self._http, minted)
+
 
 class HarnessSession:
     """One agent session seen from the agent: report events, pick up notes, ask for approvals, end."""

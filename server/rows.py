@@ -14,8 +14,9 @@ from typing import Any, Literal, Protocol
 
 import aiosqlite
 
+from client.models import AllowRule
 from server.errors import ApiError
-from server.shapes import approval_model, note_model, session_model
+from server.shapes import approval_model, note_model, rule_model, session_model
 
 
 class Query(Protocol):
@@ -75,6 +76,16 @@ async def page(
     # Past the last page (or nothing matches): no row carries the count.
     total = await q.fetchone(f"SELECT COUNT(*) AS n FROM {source} WHERE {where.sql}", where.params)
     return rows, int(total["n"]) if total else 0
+
+
+RULE_SELECT = "SELECT r.*, a.name AS agent_name FROM allow_rules r LEFT JOIN agents a ON a.id = r.agent_id"
+"""An allow rule with its agent's name (``server.rules``)."""
+
+
+async def rule_of(q: Query, rule_id: str) -> AllowRule | None:
+    """The allow rule with this id (the caller already holds something of its account that names it)."""
+    row = await q.fetchone(f"{RULE_SELECT} WHERE r.id = ?", (rule_id,))
+    return rule_model(row) if row is not None else None
 
 
 _NOT_FOUND = {
@@ -186,4 +197,6 @@ async def approval_dict(q: Query, approval_id: str) -> dict[str, Any]:
         (approval_id,),
     )
     assert row is not None
-    return approval_model(row).model_dump(mode="json")
+    rule_id = row["rule_id"]
+    rule = await rule_of(q, rule_id) if rule_id else None
+    return approval_model(row, rule).model_dump(mode="json")

@@ -15,7 +15,7 @@ from typing import Any
 
 import aiosqlite
 
-from client.models import ActivityItem, Note, NoteAuthor, Session, TokenUsage
+from client.models import ActivityItem, AllowRule, Note, NoteAuthor, Session, TokenUsage
 from server.harness import ApprovalRecord, PendingNote, PendingNotesResponse
 from server.store import dumps, now_utc, parse_ts
 
@@ -185,9 +185,34 @@ def pending_response(rows: list[aiosqlite.Row], session_id: str) -> PendingNotes
     return PendingNotesResponse(notes=notes, text=block, channel_event=channel_event)
 
 
-def approval_model(row: aiosqlite.Row) -> ApprovalRecord:
-    """An approvals row (joined with agent and session) as Preloop's full approval record."""
+def rule_model(row: aiosqlite.Row) -> AllowRule:
+    """An ``allow_rules`` row (joined with its agent's name) as the wire's rule."""
+    return AllowRule(
+        id=row["id"],
+        mode=row["mode"],
+        scope=row["scope"],
+        session_id=row["session_id"],
+        agent_id=row["agent_id"],
+        agent_name=row["agent_name"],
+        tool_name=row["tool_name"],
+        pattern=row["pattern"],
+        danger=bool(row["danger"]),
+        reason=row["reason"],
+        set_by=row["created_by_display"],
+        set_by_user_id=row["created_by_user_id"],
+        created_at=dt(row["created_at"]),
+        expires_at=dt(row["expires_at"]) or now_utc(),
+        revoked_at=dt(row["revoked_at"]),
+        revoked_by=row["revoked_by_display"],
+        allowed_count=int(row["allowed_count"]),
+    )
+
+
+def approval_model(row: aiosqlite.Row, rule: AllowRule | None = None) -> ApprovalRecord:
+    """An approvals row (joined with agent and session) as Preloop's full approval record; ``rule`` is
+    the allow rule that decided or muted it (ours)."""
     agent_id = row["agent_id"]
+    by_rule = rule is not None and rule.mode == "allow" and row["status"] == "approved"
     return ApprovalRecord(
         id=row["id"],
         tool_name=row["tool_name"],
@@ -214,6 +239,8 @@ def approval_model(row: aiosqlite.Row) -> ApprovalRecord:
             "name": f"Managed Agent {row['agent_name']} [{row['session_source_id'] or row['session_id']}]",
         },
         rule_context=dict(RULE_CONTEXT),
+        auto_approved_reason="rule" if by_rule else None,
+        rule=rule,
     )
 
 

@@ -30,7 +30,7 @@ import aiosqlite
 
 from client.events import Event, event_from_dict, event_to_json
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -99,7 +99,23 @@ _SCHEMA_V3 = """
 CREATE INDEX events_by_time ON events (session_id, at);
 """
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+_SCHEMA_V4 = """
+CREATE TABLE allow_rules (
+    id TEXT PRIMARY KEY, account_id TEXT NOT NULL REFERENCES accounts(id),
+    created_by_user_id TEXT NOT NULL, created_by_display TEXT NOT NULL,
+    mode TEXT NOT NULL CHECK (mode IN ('allow', 'mute')),
+    scope TEXT NOT NULL CHECK (scope IN ('session', 'agent', 'account')),
+    session_id TEXT, agent_id TEXT, tool_name TEXT, pattern TEXT, danger INTEGER NOT NULL DEFAULT 0,
+    reason TEXT, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, revoked_at TEXT,
+    revoked_by_display TEXT, allowed_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX allow_rules_by_account ON allow_rules (account_id, expires_at);
+ALTER TABLE approvals ADD COLUMN rule_id TEXT;
+"""
+"""Time-boxed allow rules (``server.rules``: who made each, its scope, pattern and expiry), and on each
+approval the rule that decided or muted it."""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
 """``version -> SQL`` that takes a database from ``version - 1`` to ``version``. Append, never edit."""
 
 

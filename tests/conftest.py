@@ -184,17 +184,33 @@ def _never_the_real_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
         monkeypatch.setenv(f"PRELOOP_{name}_DIR", str(home / name.lower()))
 
 
+class DeliberateClock:
+    """The operator-safety clock of the tests of other behaviour: every reading is a second after the one
+    before, so every key is pressed alone (no burst of typing), a letter command's quiet window is over
+    as soon as it is looked at, and no decision comes too soon after its screen appeared."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
 @pytest.fixture(autouse=True)
 def _decisions_without_type_ahead_delay(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Tests press keys faster than any person: in the tests of other behaviour, a decision key right after
-    a dialog opens is taken (no half-second type-ahead guard). The guard's own tests are marked
-    ``type_ahead`` and run with the real delay on a fake clock."""
+    """Tests press keys faster than any person: in the tests of other behaviour, each key is taken as
+    pressed alone by a deliberate operator (``DeliberateClock``: letter commands still wait for their
+    quiet window, which is over at once) and a decision key right after a dialog opens is taken (no
+    half-second type-ahead guard). The tests of operator safety (``tui.typeahead``, ``tui.keypace``) are
+    marked ``type_ahead`` and type at a person's pace on a clock they move."""
     if request.node.get_closest_marker("type_ahead") is None:
         import tui.typeahead
 
         monkeypatch.setattr(tui.typeahead, "GUARD_SECONDS", 0.0)
+        monkeypatch.setattr(tui.typeahead, "DEFAULT_CLOCK", DeliberateClock())
 
 
 @pytest.fixture

@@ -103,7 +103,7 @@ def test_scripted_commands_load_only_what_they_use(live_server: Any, token_from:
         "heavy = {'keyring', 'textual', 'rich', 'click', 'pygments', 'httpx_sse', 'websockets', 'server',\n"
         "         'tui', 'widgets'}\n"
         "ours = ('client.events', 'client.streaming.', 'client.backends.local.feed', 'client.timeline',\n"
-        "        'client.attention_live', 'client.backends.preloop',\n"
+        "        'client.backends.attention', 'client.backends.local.attention', 'client.backends.preloop',\n"
         "        'client.backends.dendrux', 'client.inbox', 'cli.plain')\n"
         "allowed = {'client.streaming.policy'}  # the reconnect backoff's two defaults, read by Connection\n"
         "print(codes, sorted(n for n, m in sys.modules.items() if m is not None and n not in allowed\n"

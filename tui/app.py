@@ -1,4 +1,4 @@
-"""The Textual app: a sessions list and a live attach view over any ``client.backend.Backend``.
+"""The Textual app: a sessions list and a live attach view over any ``client.backends.base.Backend``.
 
 Entry points (the CLI calls these; nothing here parses arguments or reads configuration)::
 
@@ -6,10 +6,11 @@ Entry points (the CLI calls these; nothing here parses arguments or reads config
         Runs the app in the caller's event loop (Textual's ``run_async``) until the user quits. With
         ``session_id`` it opens that session's attach screen first (``preloop sessions attach <id>``), else
         the sessions list (``preloop``, ``preloop sessions``, ``preloop demo``). ``session_id`` must be a
-        full id (resolve short ids with ``backend.resolve_session_id`` first). The backend stays the
-        caller's (one loop, one connection per command). Returns the process exit code (0; 143 or 129
-        after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A message for the shell
-        (e.g. "Detached from ...; it keeps running") is printed after the terminal is restored.
+        full id (resolve short ids with ``client.ids.resolve_session`` first). The backend stays the
+        caller's (one loop, one connection per command). Returns the process exit code (0; 130 after
+        Ctrl+C; 143 or 129 after SIGTERM or SIGHUP, which end the app cleanly, terminal restored). A
+        message for the shell (e.g. "Detached from ...; it keeps running") is printed after the terminal
+        is restored.
 
     PreloopApp(backend, *, start_session_id=None, read_only=False, clock=None, refresh_interval=5.0,
                close_backend=False, follow=True, drafts=None, marks=None)
@@ -38,6 +39,19 @@ screen or dialog, as in any terminal program (Ctrl+Q too): every followed sessio
 no session is stopped, and the shell is told so; with text selected (the note box, a dialog's field, the
 mouse) Ctrl+C copies it instead and lets go of the selection, so a second Ctrl+C quits.
 
+Keys: every key the terminal sends passes the app's one ``tui.keypace.KeyPace`` before Textual dispatches
+it (``on_event``), on the app's one monotonic clock (``monotonic``, shared with the type-ahead guards): a
+burst of typing is text, never a command (:meth:`PreloopApp.take_typing` puts it in the note box of the
+session on screen, or that session's draft), and a letter command runs only when pressed alone.
+
+Standing decisions: while an allow rule (ours, or a Preloop approval bypass) or a Preloop account's kill
+switch holds, every screen shows it in a banner (``widgets.standing.StandingBanner``, following
+``standing``, which the app reads from ``backend.standing()`` every ``standing_interval`` seconds and at
+once after a rule is made or ended). ``A`` on an approval (its card, the inbox) opens "allow calls like
+this for …" (``tui.screens.allow``; the app makes the rule and says what came of it), ``R`` lists the
+rules and ends them (``tui.screens.rules``); on a server without rules both say so. An approval a
+``mute`` rule covers raises no alert.
+
 Quick switch: every attach screen opened is installed and kept while its session is followed (at most
 ``tui.following.FOLLOW_LIMIT``, the least recently shown let go first), so Escape, ``b`` (previous
 session) and ``s`` (the followed list) come back to it with its scroll, folds and draft as they were, and
@@ -56,42 +70,53 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.reactive import var
+from textual.screen import ModalScreen
 from textual.widgets import Input, TextArea
 
-# The live feeds' code (SSE decoding and the events' validators, ~40 ms to load): loaded with the app, not
-# lazily in the middle of its first frame (scripted commands, which never stream, never import this module).
-import client.attention_live
+# The live feeds' code (SSE decoding and the events' validators): loaded with the app, not lazily in the
+# middle of its first frame (scripted commands, which never stream, never import this module).
+import client.backends.local.attention
 import client.backends.local.feed  # noqa: F401
 from client.alerts import Alerter, AlertSettings, load_alert_settings
-from client.backend import Backend
+from client.backends.base import Backend
+from client.clipboard import clipboard_route, copy_words
 from client.drafts import DraftStore
-from client.errors import ClientError
-from client.inbox import ApprovalGone, Inbox, InboxChange, closing_feed
+from client.errors import ClientError, Unsupported
+from client.ids import short_id
+from client.inbox import ApprovalAdded, ApprovalExpiring, ApprovalGone, Inbox, InboxChange, closing_feed
 from client.marks import MarkStore, News, news_of
-from client.models import Approval, AttentionSnapshot, NoteState, Session
+from client.models import Approval, AttentionSnapshot, NoteState, Session, Standing
 from client.paths import state_dir
-from client.present import session_title, short_id
+from client.present import session_title
+from client.rules import RuleSpec, banner_line, muted
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
-from client.steering import Steering
+from client.steering import Steering, final_record
 from tui.following import Following
+from tui.keypace import KeyPace
 from tui.palette import PreloopCommands
+from tui.screens.allow import AllowScreen
 from tui.screens.attach import CONFIRM_RISKS, AttachScreen
 from tui.screens.decide import settle_open_dialogs
 from tui.screens.help import HelpScreen
 from tui.screens.inbox import InboxScreen
+from tui.screens.rules import RulesScreen
 from tui.screens.sessions import SessionsScreen
 from tui.screens.switch import SwitchRow, SwitchScreen
-from tui.typeahead import Monotonic
+from tui.typeahead import Monotonic, default_clock
 
 STATUS_TYPES = tuple(StreamStatus.__args__)
 
 EXPIRY_CHECK_SECONDS = 1.0
 """How often the inbox is asked for approvals about to expire (each raises one alert)."""
+
+STANDING_SECONDS = 10.0
+"""How often the banner's standing (allow rules, a kill switch) is read again; a rule made or ended here
+shows at once, one made elsewhere within this long."""
 
 
 _WAITING = (NoteState.PENDING, NoteState.CLAIMED)
@@ -114,6 +139,8 @@ class PreloopApp(App[str | None]):
         # The inbox from anywhere: i where keys are commands, F2 also while typing.
         Binding("i", "inbox", "Inbox", show=False, id="app.inbox", tooltip="Every session's approvals"),
         Binding("f2", "inbox", "Inbox", show=False, id="app.inbox_f2", tooltip="Every session's approvals"),
+        # The allow rules that hold (the banner names the key): list them, end them.
+        Binding("R", "rules", "Rules", show=False, id="app.rules", tooltip="Allow rules: list and end them"),
         # Ctrl+C quits, as in any terminal program, from every screen and dialog (a priority binding: a
         # modal dialog would stop an ordinary one); with text selected it copies instead (see
         # action_interrupt). Textual's own Ctrl+C only says "Press ctrl+q to quit".
@@ -127,6 +154,10 @@ class PreloopApp(App[str | None]):
             tooltip="Quit (with text selected: copy it)",
         ),
     ]
+
+    standing: var[Standing] = var(Standing)
+    """What decides or silences for the operator now (allow rules, a kill switch): every screen's
+    ``StandingBanner`` follows it."""
 
     inbox_count: var[int] = var(0)
     """Approvals waiting plus failed notes not yet seen, across all sessions (every header shows it; a
@@ -152,10 +183,16 @@ class PreloopApp(App[str | None]):
         notes_window: timedelta = timedelta(hours=6),
         attention_poll_interval: float = 3.0,
         monotonic: Monotonic | None = None,
+        standing_interval: float = STANDING_SECONDS,
     ) -> None:
         super().__init__()
-        self.monotonic = monotonic
-        """The clock of the type-ahead guards (``tui.typeahead``); tests type on a fake one."""
+        self.monotonic: Monotonic = monotonic or default_clock()
+        """The one clock of the type-ahead guards and the key pace (``tui.typeahead``, ``tui.keypace``);
+        tests type on a fake one."""
+        self.key_pace = KeyPace(
+            self, clock=self.monotonic, typed=self.take_typing, enter_kept=self.typing_enter_kept
+        )
+        """Every key passes it first: a burst of typing is text, a letter command runs only alone."""
         self.confirm_risks = confirm_risks
         self.handle_signals = handle_signals
         """SIGTERM / SIGHUP end the app cleanly (terminal restored, drafts saved); ``run_app`` sets it."""
@@ -178,6 +215,8 @@ class PreloopApp(App[str | None]):
         self.attention_status: StreamStatus | None = None
         self.attention_poll_interval = attention_poll_interval
         self.alerter = Alerter(alert_settings or load_alert_settings(), alert_write or self._write_terminal)
+        self.standing_interval = standing_interval
+        self._standing_due = asyncio.Event()
         self.following = Following()
         """Sessions followed in this app, most recent first (quick switch: ``s`` lists, ``b`` goes back)."""
         self._followed_screens: dict[str, AttachScreen] = {}
@@ -196,6 +235,66 @@ class PreloopApp(App[str | None]):
             # The screen the user asked for starts loading first; the inbox after its first frame.
             self.call_after_refresh(self.watch_inbox)
             self.set_interval(EXPIRY_CHECK_SECONDS, self.check_expiring)
+            can = self.backend.capabilities
+            if can.rules is not None or can.halts:
+                self.call_after_refresh(self.watch_standing)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Every key the terminal sends passes the key pace first (``tui.keypace``): a letter command
+        waits to stand alone, and a burst of typing that reached no text box becomes text."""
+        if isinstance(event, events.Key) and not event.is_forwarded and await self.key_pace.take(event):
+            return
+        await super().on_event(event)
+
+    # ------------------------------------------------------------------ typing that reached no text box
+
+    def take_typing(self, text: str) -> None:
+        """A burst of typing reached no text box (``tui.keypace``): it goes into the note box of the
+        session on screen, dialogs over it closing first (deciding nothing); with no note box on screen
+        (the inbox, a closed or hidden box) into that session's draft, the inbox staying; the session is
+        the one on screen, else the one under the inbox. With no session (the list) it is not taken."""
+        stack = self.screen_stack
+        base = next((s for s in reversed(stack) if not isinstance(s, ModalScreen)), None)
+        if base is None:
+            return
+        below = stack[: stack.index(base)]
+        session = base if isinstance(base, AttachScreen) else None
+        if session is None:
+            session = next((s for s in reversed(below) if isinstance(s, AttachScreen)), None)
+        for _ in range(len(stack)):  # the dialogs over it close, answering nothing
+            if self.screen is base:
+                break
+            self.screen.dismiss()
+        if session is base and session.take_typing(text):
+            return
+        if session is not None and session.keep_typing(text):
+            self.notify(
+                f"Typing is text, never a command: it went to the draft of {session.core.describe()} "
+                "(no note box here). Open the session to read and send it.",
+                title="Typing kept as a draft",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self.notify(
+            "Typing is text, never a command, and this screen has no note box: the keys were not taken. "
+            "Open a session to write a note.",
+            title="Keys not taken",
+            severity="warning",
+            markup=False,
+        )
+
+    def typing_enter_kept(self) -> None:
+        """An Enter ended a burst that reached no text box: it sent and opened nothing; say so."""
+        screen = self.screen
+        if isinstance(screen, AttachScreen) and screen.enter_kept():
+            return
+        self.notify(
+            "That Enter came with the typing before it: it did nothing.",
+            title="Enter not taken",
+            severity="warning",
+            markup=False,
+        )
 
     # ------------------------------------------------------------------ the attention inbox
 
@@ -221,12 +320,96 @@ class PreloopApp(App[str | None]):
                         if isinstance(item, Refused):
                             return
                     else:
+                        version = self.inbox.version
                         changes = self.inbox.apply(item)  # type: ignore[arg-type]
-                        if changes:
+                        if changes or self.inbox.version != version:  # an update in place too
                             self.inbox_updated(changes)
         except ClientError as exc:
             self.attention_status = Refused(exc.hint)
             self.inbox_updated([])
+
+    # ------------------------------------------------------------------ standing decisions (the banner)
+
+    @work(group="standing", exclusive=True)
+    async def watch_standing(self) -> None:
+        """Read what decides or silences for the operator (``backend.standing()``) every
+        ``standing_interval`` seconds, or at once when :meth:`refresh_standing` asks; a failed read keeps
+        what the banner shows (the next one may do), a server without rules stops it."""
+        while True:
+            self._standing_due.clear()
+            try:
+                self.standing = await self.backend.standing()
+            except Unsupported:
+                return
+            except ClientError:
+                pass
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._standing_due.wait(), self.standing_interval)
+
+    def refresh_standing(self) -> None:
+        """A rule was made or ended here: read the standing again now."""
+        self._standing_due.set()
+
+    def _muted(self, change: object) -> bool:
+        """A new approval (or one about to expire) that a ``mute`` rule covers raises no alert."""
+        if isinstance(change, ApprovalAdded | ApprovalExpiring):
+            return muted(change.approval, self.standing.rules, self.clock())
+        return False
+
+    def _no_rules(self) -> bool:
+        """Say so when the server keeps no allow rules (True: nothing to open)."""
+        if self.backend.capabilities.rules is not None:
+            return False
+        self.notify(
+            f"A {self.backend.server_kind} server keeps no allow rules: every call it asks about is decided "
+            "one by one.",
+            title="No allow rules",
+            severity="warning",
+            markup=False,
+        )
+        return True
+
+    def ask_allow(self, approval: Approval, session: str) -> None:
+        """From an approval (its card, the inbox): "allow calls like this for …", then the rule."""
+        rules = self.backend.capabilities.rules
+        if self._no_rules() or rules is None:
+            return
+
+        def _answered(spec: RuleSpec | None) -> None:
+            if spec is not None:
+                self.make_rule(spec)
+
+        self.push_screen(AllowScreen(approval, session, rules, clock=self.monotonic), _answered)
+
+    @work(group="rules-make")
+    async def make_rule(self, spec: RuleSpec) -> None:
+        """Send a rule the operator made and say what came of it (the call it started from still waits)."""
+        try:
+            rule = await self.backend.create_rule(spec)
+        except ClientError as exc:
+            self.notify(f"No rule made: {exc.hint}", title="Rule refused", severity="error", markup=False)
+            return
+        self.notify(
+            f"{banner_line(rule, self.clock())}. The call on screen still waits for you (a / d); R lists "
+            "the rules.",
+            title="Rule made",
+            timeout=10,
+            markup=False,
+        )
+        self.refresh_standing()
+
+    def action_rules(self) -> None:
+        """List the allow rules that hold and end them (``R``); again: close the list."""
+        if isinstance(self.screen, RulesScreen):
+            self.screen.dismiss(None)
+            return
+        if self._no_rules():
+            return
+        self.push_screen(
+            RulesScreen(
+                self.backend, clock=self.clock, changed=self.refresh_standing, monotonic=self.monotonic
+            )
+        )
 
     def notify(
         self,
@@ -266,7 +449,7 @@ class PreloopApp(App[str | None]):
         """After the inbox or its feed changed: update every header's count, the inbox screen, and alert
         for what is new outside the session on screen."""
         changes = changes or []
-        self.alerter.changes(changes, viewing=self._viewing())
+        self.alerter.changes([c for c in changes if not self._muted(c)], viewing=self._viewing())
         for change in changes:
             if isinstance(change, ApprovalGone):
                 settle_open_dialogs(self, change.approval)
@@ -286,8 +469,10 @@ class PreloopApp(App[str | None]):
     async def final_record(self, approval: Approval) -> None:
         """An approval that left the inbox without its final record (a poll or a reconnect saw it go):
         read once, so the inbox says approved, declined or expired rather than "gone"."""
-        if self.inbox.resolved(await self.steering.final_record(approval)):
-            self.inbox_updated()
+        with contextlib.suppress(ClientError):  # unread, the inbox says it is gone
+            record = await final_record(self.backend, approval.id)
+            if record is not None and self.inbox.resolved(record):
+                self.inbox_updated()
 
     def _viewing(self) -> str | None:
         """The session on screen (no alert for what the operator is looking at)."""
@@ -296,7 +481,7 @@ class PreloopApp(App[str | None]):
 
     def check_expiring(self) -> None:
         """Once a second: an approval about to expire raises one alert, before it is too late."""
-        expiring = self.inbox.expiring(self.clock())
+        expiring = [e for e in self.inbox.expiring(self.clock()) if not self._muted(e)]
         if expiring:
             self.alerter.changes(expiring, viewing=self._viewing())
 
@@ -396,13 +581,14 @@ class PreloopApp(App[str | None]):
         and lets go of the selection, so a second Ctrl+C quits."""
         copied = self._copy_selection()
         if copied:
-            self.notify(
-                f"Copied {copied} character{'s' if copied != 1 else ''}; Ctrl+C again quits.",
-                title="Copied",
-                markup=False,
-            )
+            what = f"{copied} character{'s' if copied != 1 else ''}"
+            said, title, arrived = copy_words(what, clipboard_route())  # the truth inside tmux too
+            severity: SeverityLevel = "information" if arrived else "warning"
+            self.notify(f"{said}; Ctrl+C again quits.", title=title, severity=severity, markup=False)
             return
-        self.leave_app(self._quit_message())
+        # 130, as from any terminal program interrupted by Ctrl+C (the README's exit codes); Ctrl+Q and
+        # ``q`` quit with 0.
+        self.leave_app(self._quit_message(), return_code=128 + signal.SIGINT)
 
     def _copy_selection(self) -> int:
         """Copy the selected text, if any, to the clipboard and clear the selection; how many characters
@@ -432,7 +618,7 @@ class PreloopApp(App[str | None]):
         if self.close_backend:
             await self.backend.aclose()
 
-    def _sessions_screen(self) -> SessionsScreen:
+    def _sessions_screen(self, highlight: str | None = None) -> SessionsScreen:
         return SessionsScreen(
             self.backend,
             open_session=self.open_session,
@@ -440,6 +626,7 @@ class PreloopApp(App[str | None]):
             refresh_interval=self.refresh_interval,
             pending=self.inbox.pending_by_session,
             news=self.session_news,
+            highlight=highlight,
         )
 
     def session_news(self, row: Session) -> News:
@@ -581,8 +768,8 @@ class PreloopApp(App[str | None]):
                 below.load()
         elif detach:
             self.exit(message)
-        else:
-            self.switch_screen(self._sessions_screen())
+        else:  # opened by `sessions attach ID`: the list, with the session just left highlighted
+            self.switch_screen(self._sessions_screen(highlight=session_id))
             self.notify(message, title="Left the session", markup=False)
 
     @staticmethod

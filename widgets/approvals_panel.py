@@ -1,16 +1,19 @@
-"""Pending approvals of the attached session: tool, summary and arguments, with approve/decline buttons.
+"""Pending approvals of the attached session: tool, summary and what the call will change, with buttons.
 
-The arguments are untrusted agent output: they are JSON-encoded, made terminal-safe and shown as
-``rich.text.Text``; collapsed to a couple of lines by default, expandable (``x`` or the button) to show the
-whole value up to a cap. The panel shows a table it does not own (``client.session``'s pending approvals,
-read live; :meth:`ApprovalsPanel.sync` after it changed). The panel only *asks* (it posts
-:class:`ApprovalsPanel.Decide`); the screen that owns the backend decides, so the panel works against any
-backend and in tests without one.
+Each approval is a card: ``⚑ tool · summary [risk]``, then the call's preview (``client.preview``: a
+coloured diff for a file edit, the command for a shell call, else the arguments), its first lines and
+"… N more lines (x shows all)"; ``x`` (or the button) asks the screen to show the whole call. Agent text
+is made terminal-safe and shown as ``rich.text.Text``. The panel shows a table it does not own
+(``client.session``'s pending approvals, read live; :meth:`ApprovalsPanel.sync` after it changed). The
+panel only *asks* (it posts :class:`ApprovalsPanel.Decide` and :class:`ApprovalsPanel.ShowCall`); the
+screen that owns the backend decides, so the panel works against any backend and in tests without one.
+
+Until the session's lists have answered (:meth:`ApprovalsPanel.set_lists`) the panel is shown with one line
+saying the pending approvals are loading (or could not be loaded): an empty panel would mean "none".
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -26,95 +29,108 @@ from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
 from client.models import Approval
-from client.textsafe import safe_line, safe_text
+from client.preview import approval_preview
+from client.session import ListsState
+from client.textsafe import safe_line
+from widgets.call_preview import PATH_CELLS, PATH_ROOM, preview_text
 
-COLLAPSED_ARG_LINES = 2
-EXPANDED_ARG_LINES = 40
+PANEL_LINES = 6
+"""A card in the approvals panel shows this many lines of the call's preview (then how many follow) when
+it does not know the terminal's height; else :func:`card_lines`."""
+CARD_LINES = 7
+"""A decision dialog shows this many lines of the call's preview, one row each (then how many follow):
+the "are you sure?" dialog, its buttons included, still fits a 24-row terminal."""
 
 Decision = Literal["approve", "decline"]
 
+PREVIEW_LABELS = {"diff": "Change", "command": "Command", "arguments": "Arguments", "raw": "Arguments"}
+"""What a decision card calls the call's preview, by its kind."""
 
-def visible_args(args: dict[str, object] | None) -> dict[str, object]:
-    """The arguments an operator judges: keys starting with ``_`` are the server's bookkeeping
-    (``_preloop_source``), not what the tool will do, so they are left out."""
-    return {k: v for k, v in (args or {}).items() if not str(k).startswith("_")}
-
-
-def args_text(args: dict[str, object]) -> str:
-    """Tool arguments as readable, terminal-safe JSON (non-JSON values fall back to ``repr``)."""
-    try:
-        raw = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        raw = repr(args)
-    return safe_text(raw)
+LISTS_WORDS: dict[ListsState, str] = {
+    "loading": "Loading the pending approvals…",
+    "failed": "The pending approvals could not be loaded; new ones still show here as they come.",
+}
+"""The panel's one line while the session's pending approvals are not known."""
 
 
-def approval_prompt(approval: Approval, *, expanded: bool = False) -> Group:
-    """One approval: ``⚑ tool · summary [risk]``, then its arguments indented (collapsed or in full)."""
-    head = Text()
+def card_lines(terminal_height: int) -> int:
+    """How many lines of a call's preview a card shows on a terminal this high: the card (its head, these
+    lines and the "… N more lines" line) fits the side column of the attach screen, whose approvals panel
+    gets about a third of the height at 24 rows, more on a taller terminal."""
+    return max(3, min(16, (terminal_height - 4) // 4))
+
+
+def approval_prompt(approval: Approval, lines: int = PANEL_LINES, path_cells: int = PATH_CELLS) -> Group:
+    """One approval: ``⚑ tool [risk] · summary`` on one row, then the first ``lines`` lines of its call's
+    preview (and how many more there are), indented; long rows end in "…" (x shows the whole call)."""
+    head = Text(no_wrap=True, overflow="ellipsis")
     head.append("⚑ ", style="bold yellow")
     head.append(safe_line(approval.tool_name or "tool", 40), style="bold")
+    if approval.risk_level:
+        head.append(f" [risk {safe_line(approval.risk_level, 12)}]", style="bold red")
     summary = approval.summary or approval.agent_reasoning
     if summary:
         head.append(" · ")
         head.append(safe_line(summary, 160))
-    if approval.risk_level:
-        head.append(f" [risk {safe_line(approval.risk_level, 12)}]", style="bold red")
-    body = Text(style="dim")
-    shown_args = visible_args(approval.tool_args)
-    if shown_args:
-        lines = args_text(shown_args).splitlines()
-        if not expanded:
-            flat = safe_line(" ".join(line.strip() for line in lines))
-            body.append(flat[:160] + ("…" if len(flat) > 160 else ""))
-            if len(flat) > 160:
-                body.append("  (x: expand)", style="italic")
-        else:
-            body.append("\n".join(safe_line(line, 400) for line in lines[:EXPANDED_ARG_LINES]))
-            if len(lines) > EXPANDED_ARG_LINES:
-                body.append(f"\n… {len(lines) - EXPANDED_ARG_LINES} more lines", style="italic")
+    body = preview_text(approval_preview(approval), limit=lines, hint="x shows all", path_cells=path_cells)
+    # One row a line, long ones cut with "…" (x shows them whole): the card keeps the height it says.
+    body.no_wrap, body.overflow = True, "ellipsis"
     return Group(head, Padding(body, (0, 0, 0, 2)))
 
 
-CARD_ARGS = 12
-"""A decision dialog shows this many arguments (then says how many more there are)."""
+def call_first_line(approval: Approval, width: int = 100) -> str:
+    """The first line of what the call will do, to name it in a question (the preview's own first line,
+    ``client.preview``: the command, the file an edit changes and its +/- counts), cut to ``width``."""
+    return safe_line(approval_preview(approval).first_line, width)
 
 
-def _arg_value(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        return repr(value)
+def call_title(approval: Approval, session: str) -> Text:
+    """What a decision dialog decides, named under its question: the tool (and its risk) and the session,
+    then the first line of the call (:func:`call_first_line`)."""
+    title = Text(style="not bold")
+    title.append(safe_line(approval.tool_name or "tool", 40), style="bold yellow")
+    if approval.risk_level:
+        title.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
+    title.append(" · ", style="dim")
+    title.append(safe_line(session or approval.runtime_session_id or "?", 80), style="yellow")
+    first = call_first_line(approval)
+    if first:
+        title.append("\n")
+        title.append(first, style="bold yellow")
+    return title
 
 
-def decision_card(approval: Approval, session: str, *, limit: int | None = CARD_ARGS) -> Table:
+def decision_card(
+    approval: Approval,
+    session: str,
+    *,
+    limit: int | None = CARD_LINES,
+    preview: bool = True,
+    named: bool = False,
+) -> Table:
     """What a decision dialog decides, named in full: the session, the tool (and its risk), the agent's
-    summary and every argument (one per line, long ones wrapped; the first ``limit`` of them, None: all,
-    each whole), so the operator confirms what they read, not what they assume."""
+    summary and what the call will change (its preview: the first ``limit`` lines, then how many more;
+    None: every line; ``preview`` False: left out, for a screen that shows it below), so the operator
+    confirms what they read, not what they assume. ``named``: the dialog names the tool and the session
+    above it already (:func:`call_title`), so the card starts with why."""
     card = Table.grid(padding=(0, 2))
     card.add_column(style="dim", no_wrap=True)
     card.add_column(overflow="fold")
-    card.add_row("Session", Text(safe_line(session or approval.runtime_session_id or "?", 80)))
-    tool = Text(safe_line(approval.tool_name or "tool", 40), style="bold")
-    if approval.risk_level:
-        tool.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
-    card.add_row("Tool", tool)
+    if not named:
+        card.add_row("Session", Text(safe_line(session or approval.runtime_session_id or "?", 80)))
+        tool = Text(safe_line(approval.tool_name or "tool", 40), style="bold")
+        if approval.risk_level:
+            tool.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
+        card.add_row("Tool", tool)
     summary = approval.summary or approval.agent_reasoning
     if summary:
         card.add_row("Why", Text(safe_line(summary, 300)))
-    shown_args = list(visible_args(approval.tool_args).items())
-    if not shown_args:
-        card.add_row("Arguments", Text("none", style="dim"))
-    for n, (key, value) in enumerate(shown_args[:limit]):
-        line = Text(safe_line(str(key), 40), style="bold")
-        line.append(": ")
-        line.append(safe_line(_arg_value(value), 1200 if limit is not None else None))
-        card.add_row("Arguments" if n == 0 else "", line)
-    if limit is not None and len(shown_args) > limit:
-        more = len(shown_args) - limit
-        card.add_row("", Text(f"… {more} more arguments (x in the list shows them all)", style="dim"))
+    if preview:
+        call = approval_preview(approval)
+        body = preview_text(call, limit=limit, hint="x in the list shows all")
+        if limit is not None:  # one row a line, long ones cut with "…": the dialog keeps its height
+            body.no_wrap, body.overflow = True, "ellipsis"
+        card.add_row(PREVIEW_LABELS[call.kind], body if call.line_count else Text("none", style="dim"))
     return card
 
 
@@ -130,10 +146,8 @@ class ApprovalsPanel(Vertical):
         border-title-style: bold;
         display: none;
     }
-    ApprovalsPanel.-has-pending { display: block; }
-    ApprovalsPanel > OptionList { height: auto; max-height: 8; border: none; padding: 0 0 0 1; }
-    ApprovalsPanel.-expanded { height: 70%; }
-    ApprovalsPanel.-expanded > OptionList { height: 1fr; max-height: 100%; }
+    ApprovalsPanel.-has-pending, ApprovalsPanel.-not-known { display: block; }
+    ApprovalsPanel > OptionList { height: auto; max-height: 100%; border: none; padding: 0 0 0 1; }
     ApprovalsPanel > Horizontal { height: 1; dock: bottom; }
     ApprovalsPanel Button {
         min-width: 0; width: 1fr; max-width: 16; height: 1; border: none; margin: 0 1 0 0;
@@ -143,6 +157,12 @@ class ApprovalsPanel(Vertical):
     ApprovalsPanel > Static.read-only { display: none; }
     ApprovalsPanel.-read-only > Static.read-only { display: block; }
     """
+
+    @dataclass
+    class ShowCall(Message):
+        """The user asked (by button) to see the whole of the highlighted approval's call."""
+
+        approval: Approval
 
     @dataclass
     class Decide(Message):
@@ -160,14 +180,18 @@ class ApprovalsPanel(Vertical):
     ) -> None:
         super().__init__(id=id)
         self.read_only = read_only
+        self.lists: ListsState = "loaded"
+        """Whether the session's pending approvals are known yet (the attach screen says)."""
         self._approvals: Mapping[str, Approval] = approvals if approvals is not None else {}
-        self.expanded: set[str] = set()
+        self._shown: dict[str, Approval] = {}
+        """The approvals as last drawn (:meth:`sync`): what the operator sees is what a key decides."""
         self.border_title = "Approvals"
         self.set_class(read_only, "-read-only")
         # Kept by reference: an answer that arrives while the screen is taken apart (its widgets go
         # before its workers are cancelled) still has a list to go to instead of raising NoMatches.
         self._list = OptionList(id="approvals-list")
         self._buttons: Horizontal | None = None
+        self._shown_fit = (PANEL_LINES, PATH_CELLS)
 
     def compose(self) -> ComposeResult:
         yield self._list
@@ -176,8 +200,15 @@ class ApprovalsPanel(Vertical):
         yield Static("read-only: no decisions here", classes="read-only")
 
     def on_mount(self) -> None:
-        if self._approvals:
+        if self._approvals or self.lists != "loaded":
             self.sync()
+
+    def set_lists(self, lists: ListsState) -> None:
+        """Whether the pending approvals asked for on attach have answered (loading, loaded, failed)."""
+        if lists != self.lists:
+            self.lists = lists
+            if self.is_mounted:
+                self.sync()
 
     def _make_buttons(self) -> Horizontal:
         """The buttons come with the first pending approval: a session with none never pays for them
@@ -185,14 +216,14 @@ class ApprovalsPanel(Vertical):
         self._buttons = Horizontal(
             Button("Approve", id="approve", variant="success", compact=True),
             Button("Decline", id="decline", variant="error", compact=True),
-            Button("Args", id="expand", compact=True),
+            Button("Show all", id="expand", compact=True),
         )
         return self._buttons
 
     @property
     def approvals(self) -> Mapping[str, Approval]:
-        """The pending approvals shown, by id (the caller's table, read live)."""
-        return self._approvals
+        """The pending approvals shown, by id (as drawn at the last :meth:`sync`)."""
+        return self._shown
 
     @property
     def option_list(self) -> OptionList:
@@ -203,43 +234,49 @@ class ApprovalsPanel(Vertical):
     def selected(self) -> Approval | None:
         """The highlighted pending approval (the first one if nothing is highlighted)."""
         option = self.option_list.highlighted_option
-        if option is not None and option.id is not None and option.id in self._approvals:
-            return self._approvals[option.id]
-        return next(iter(self._approvals.values()), None)
+        if option is not None and option.id is not None and option.id in self._shown:
+            return self._shown[option.id]
+        return next(iter(self._shown.values()), None)
 
     @property
     def count(self) -> int:
-        """How many approvals wait for a decision (the header and the key gating show it)."""
-        return len(self._approvals)
+        """How many approvals wait for a decision, as drawn (the header and the key gating show it)."""
+        return len(self._shown)
 
     def sync(self) -> None:
         """The table changed (an approval came, left, or its record was replaced): one rebuild."""
-        self.expanded &= set(self._approvals)
         self._rebuild()
 
-    def toggle_expanded(self) -> None:
-        """Show all arguments of the highlighted approval, or collapse them again."""
+    @property
+    def fit(self) -> tuple[int, int]:
+        """How many lines of each call's preview the cards show (:func:`card_lines` of the terminal), and
+        in how many cells a file's path (what the card's width leaves beside the +/− counts)."""
+        if not self.is_attached:
+            return PANEL_LINES, PATH_CELLS
+        width = self._list.content_size.width
+        return card_lines(self.app.size.height), max(width - PATH_ROOM, 16) if width else PATH_CELLS
+
+    def on_resize(self) -> None:
+        if self._shown and self._shown_fit != self.fit:
+            self._rebuild()
+
+    def show_call(self) -> None:
+        """Ask the screen to show the whole of the highlighted approval's call."""
         approval = self.selected
-        if approval is None:
-            return
-        if approval.id in self.expanded:
-            self.expanded.discard(approval.id)
-        else:
-            self.expanded.add(approval.id)
-        self.option_list.replace_option_prompt(
-            approval.id, approval_prompt(approval, expanded=approval.id in self.expanded)
-        )
-        # Expanded arguments get the room of the side column (the panel is capped at 70% of it).
-        self.set_class(bool(self.expanded), "-expanded")
+        if approval is not None:
+            self.post_message(self.ShowCall(approval))
 
     def _rebuild(self) -> None:
         options = self.option_list
         current = options.highlighted_option
         current_id = current.id if current is not None else None
-        approvals = self._approvals
-        options.set_options(
-            Option(approval_prompt(a, expanded=a.id in self.expanded), id=a.id) for a in approvals.values()
-        )
+        approvals = self._shown = dict(self._approvals)
+        lines, cells = self._shown_fit = self.fit
+        unknown = LISTS_WORDS.get(self.lists) if not approvals else None
+        if unknown is not None:
+            options.set_options([Option(Text(unknown, style="dim italic"), disabled=True)])
+        else:
+            options.set_options(Option(approval_prompt(a, lines, cells), id=a.id) for a in approvals.values())
         if current_id is not None and current_id in approvals:
             options.highlighted = options.get_option_index(current_id)
         elif approvals:
@@ -247,13 +284,18 @@ class ApprovalsPanel(Vertical):
         if approvals and self._buttons is None and self.is_mounted and self._list.is_attached:
             self.mount(self._make_buttons())  # docked at the bottom: where in the panel does not matter
         self.set_class(bool(approvals), "-has-pending")
-        self.set_class(bool(self.expanded), "-expanded")
-        self.border_title = f"⚑ Approvals pending ({len(approvals)})" if approvals else "Approvals"
+        self.set_class(unknown is not None, "-not-known")
+        if approvals:
+            self.border_title = f"⚑ Approvals pending ({len(approvals)})"
+        else:
+            self.border_title = {"loading": "Approvals · loading…", "failed": "Approvals · not loaded"}.get(
+                self.lists, "Approvals"
+            )
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "expand":
-            self.toggle_expanded()
+            self.show_call()
             return
         approval = self.selected
         if approval is None or self.read_only:

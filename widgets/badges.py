@@ -7,8 +7,6 @@ panel, the header and the sessions table share one vocabulary.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 from rich.text import Text
 
 from client.models import Note, NoteState
@@ -61,29 +59,3 @@ def delivery_route(note: Note) -> str:
         return f"{turn} ({event})" if event else turn
     route = f"{channel} ({event})" if channel and event and event != channel else channel or event
     return " · ".join(part for part in (route, turn) if part)
-
-
-def until(when: datetime | None, now: datetime) -> str:
-    """How long until ``when`` ("9m", "45s"), or "" when unknown; past times read "0s"."""
-    if when is None:
-        return ""
-    seconds = max(int((when - now).total_seconds()), 0)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 48:
-        return f"{hours}h{minutes % 60:02d}m" if minutes % 60 else f"{hours}h"
-    return f"{hours // 24}d"
-
-
-def within(delta: timedelta) -> str:
-    """A short duration ("1.2s", "340ms") for tool-call timings and reconnect delays."""
-    seconds = delta.total_seconds()
-    if seconds < 1:
-        return f"{int(seconds * 1000)}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"

@@ -16,8 +16,8 @@ from rich.text import Text
 from textual.notifications import SeverityLevel
 from textual.widgets import Static
 
-from client.present import connection_lost
 from client.status import Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped, StreamStatus
+from client.stream_words import lost_sentence
 from client.textsafe import safe_line, safe_text
 
 Level = Literal["info", "warning", "error"]
@@ -85,11 +85,7 @@ def status_banner(status: StreamStatus) -> tuple[str, Level] | None:
     if isinstance(status, LoginNeeded):  # everything stays (box, draft, timeline) and resumes
         return status.reason, "warning"
     if isinstance(status, Reconnecting):  # the header counts down; the banner says what follows
-        return (
-            f"{connection_lost(status.reason)}. Reconnecting (attempt {status.attempt}); the stream "
-            "resumes where it stopped, nothing is missed.",
-            "warning",
-        )
+        return lost_sentence(status), "warning"
     if isinstance(status, Refused):
         code = f" ({status.status})" if status.status else ""
         return f"The server refused the stream{code}: {status.reason}", "error"

@@ -8,11 +8,14 @@ inserts its own newline for a plain Enter; every other key is left to ``TextArea
 multi-line text arrives as one ``Paste`` event and is inserted, never sent.
 
 With a draft store the box keeps its text per session (``draft_key``): restored when it mounts, written
-on every edit and flushed to the disk shortly after and on leaving (``client.drafts``).
+on every edit and flushed to the disk shortly after and on leaving (``client.drafts``). Drafts other
+windows left for the session come back in the box too, each under a marker line, and the line above the
+box says so (:class:`Composer.DraftsMerged`) until the text is edited.
 
 The composer does not send anything itself: it posts :class:`Composer.Submitted` and the screen that owns
-the backend decides. The text stays in the box until the screen calls :meth:`Composer.accept` (sent), so a
-failed send loses nothing.
+the session sends it (``client.steering``), telling the box when it left (:meth:`NoteBox.sending`) and what
+the server answered (:meth:`NoteBox.answered`). The text stays in the box until it was sent, so a failed
+send loses nothing.
 
 While the box has the focus it says so unmistakably (a heavy border, its title "✎ Typing a note…", the
 keys line "Enter send · Esc leave"): a letter typed there is text, never a key; without the focus its
@@ -24,11 +27,14 @@ passes letter keys on to the screen's bindings, where ``a`` approves): while a n
 server confirms; once nothing can be sent any more (:meth:`Composer.close`: the session ended or was
 refused) the box keeps the focus and the draft, takes what is still typed, and says so in its title until
 the operator leaves it with Escape.
+
+Typing that landed where no text box had the focus is given to the box (:meth:`Composer.type_in`, by the
+app's key pace, ``tui.keypace``) and :meth:`NoteBox.hint` says so on one line above it ("Typing goes to
+the note box — Enter sends"); the line goes when the note is sent or the box loses the focus.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -64,6 +70,10 @@ TITLE = "Note to the agent · n to write"
 TYPING_TITLE = "✎ Typing a note to the agent: every key is text"
 """The box's title while it has the focus: whatever is typed goes into the note, never to a key."""
 PLACEHOLDER = "Write a note… notes are read at the agent's next tool or model call"
+TYPING_GOES = "Typing goes to the note box — Enter sends"
+"""The line above the box when typing that reached no text box was given to it."""
+ENTER_KEPT = "Not sent: that Enter came with typing begun before the box could be read. Read it — Enter sends"
+"""The line above the box when an Enter that ended such typing was not taken."""
 
 
 class Composer(TextArea):
@@ -97,6 +107,13 @@ class Composer(TextArea):
 
         composer: Composer
         text: str
+
+    @dataclass
+    class DraftsMerged(Message):
+        """The restored draft holds ``count`` drafts other windows left, each under a marker line."""
+
+        composer: Composer
+        count: int
 
     @dataclass
     class Refused(Message):
@@ -135,10 +152,15 @@ class Composer(TextArea):
 
     def on_mount(self) -> None:
         """The draft left for this box (an earlier attach, a crashed run) comes back, cursor at its end."""
-        draft = self._drafts.get(self._draft_key) if self._drafts is not None else ""
-        if draft and not self.text:
+        if self._drafts is None or self.text:
+            return
+        draft = self._drafts.get(self._draft_key)
+        if draft:
             self.load_text(draft)
             self.move_cursor(self.document.end)
+            merged = self._drafts.merged(self._draft_key)
+            if merged:
+                self.post_message(self.DraftsMerged(self, merged))
 
     def on_unmount(self) -> None:
         """Leaving: the draft is flushed to the disk."""
@@ -151,6 +173,12 @@ class Composer(TextArea):
             self._draft_timer = None
         if self._drafts is not None:
             self._drafts.put(self._draft_key, self.text, durable=True)
+
+    def type_in(self, text: str) -> None:
+        """Keys typed where no text box had the focus, given to the box: at the end of the draft, as
+        typed (the operator reads them there before anything is sent)."""
+        self.move_cursor(self.document.end)
+        self.insert(text)
 
     def keep(self, text: str) -> None:
         """Add ``text`` to the draft (words that can still be sent as a note), the cursor at the end."""
@@ -274,25 +302,42 @@ class NoteBox(Vertical):
     NoteBox { height: auto; }
     NoteBox #send-error { display: none; height: auto; padding: 0 1; color: $error; }
     NoteBox #send-error.-shown { display: block; }
+    NoteBox #send-error.-heads-up { color: $warning; }
+    NoteBox #typing-hint { display: none; height: auto; padding: 0 1; color: $warning; text-style: bold; }
+    NoteBox #typing-hint.-shown { display: block; }
     """
 
     def __init__(self, *, drafts: DraftStore | None, draft_key: str, id: str | None = None) -> None:
         super().__init__(id=id)
         self.composer = Composer(drafts=drafts, draft_key=draft_key, id="composer")
         self.line = Static("", id="send-error")
+        self.typing_hint = Static("", id="typing-hint")
+        """Where typed keys went ("Typing goes to the note box — Enter sends"), while it matters."""
         self.failure: ClientError | None = None
         """The server's reason the line reports (None: nothing, or a refusal of the text itself)."""
         self._said_over = ""
 
     def compose(self) -> ComposeResult:
         yield self.line
+        yield self.typing_hint
         yield self.composer
 
-    def say(self, reason: str, failure: ClientError | None = None) -> None:
-        """Show ``reason`` on the line ("" hides it); ``failure`` when a server's answer is the reason."""
+    def hint(self, words: str) -> None:
+        """Say on the line above the box where the typing went ("" hides it)."""
+        self.typing_hint.update(Text(f"⌨ {words}" if words else ""))
+        self.typing_hint.set_class(bool(words), "-shown")
+
+    def on_descendant_blur(self) -> None:
+        """The box lost the focus: where typing goes is no longer news."""
+        self.hint("")
+
+    def say(self, reason: str, failure: ClientError | None = None, *, heads_up: bool = False) -> None:
+        """Show ``reason`` on the line ("" hides it); ``failure`` when a server's answer is the reason;
+        ``heads_up`` for something to look at before sending, not a failure (⚠, in the warning colour)."""
         self.failure = failure
         self._said_over = self.composer.text
-        self.line.update(Text(f"✗ {safe_line(reason, 300)}"))
+        self.line.update(Text(f"{'⚠' if heads_up else '✗'} {safe_line(reason, 300)}"))
+        self.line.set_class(heads_up, "-heads-up")
         self.line.set_class(bool(reason), "-shown")
 
     def clear(self) -> None:
@@ -311,24 +356,27 @@ class NoteBox(Vertical):
         self.composer.focus()
         self.say(f"{why} Your comment is in the note box: Enter sends it as a note.")
 
-    async def send(self, text: str, send: Callable[[str], Awaitable[SendOutcome]]) -> SendOutcome:
-        """Send ``text`` with ``send`` (``client.steering``): typing goes on meanwhile; a note sent leaves
-        the box (what was typed after it stays), one not sent stays with the reason on the line above it."""
+    def sending(self) -> None:
+        """A note from this box left for the server (the screen sends it, ``client.steering``): Enter waits
+        for the answer; typing goes on meanwhile."""
+        self.composer.start_sending()  # never read-only meanwhile: that passes letters on to the keys
+
+    def answered(self, text: str, outcome: SendOutcome | None) -> None:
+        """The server's answer to ``text``: a note sent leaves the box (what was typed after it stays), one
+        not sent stays with the reason on the line above it. None: no answer came (the screen went away)."""
         composer = self.composer
-        composer.start_sending()  # never read-only meanwhile: that passes letters on to the keys
-        try:
-            outcome = await send(text)
-        finally:
-            composer.done_sending()
+        composer.done_sending()
+        if outcome is None:
+            return
         if isinstance(outcome, Sent):
             composer.accept(text)
             composer.save_draft()  # the draft is gone with the note it became
             self.clear()
+            self.hint("")
         else:
             said = "Maybe sent" if isinstance(outcome, OutcomeUnknown) else "Not sent"
             self.say(f"{said}, your text is kept: {outcome.error}", outcome.error)
             self.app.bell()
-        return outcome
 
     def session_over(self, reason: str) -> bool:
         """Nothing can be sent any more (``reason``: "Session ended"). A box being typed into (or about to
@@ -352,6 +400,15 @@ class NoteBox(Vertical):
         if self.composer.closed is not None:
             self.composer.save_draft()
             self.display = False
+
+    @on(Composer.DraftsMerged)
+    def _drafts_merged(self, event: Composer.DraftsMerged) -> None:
+        event.stop()
+        if event.count == 1:
+            said = "Another window's draft is below the ── line: send only what you mean to."
+        else:
+            said = f"{event.count} other windows' drafts are below ── lines: send only what you mean to."
+        self.say(said, heads_up=True)
 
     @on(Composer.Refused)
     def _refused(self, event: Composer.Refused) -> None:

@@ -7,7 +7,7 @@ agent-supplied text (tool names, arguments, summaries, note text) goes through `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from rich.text import Text
@@ -15,13 +15,14 @@ from textual import events
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 
-from client.inbox import ApprovalGone, note_ended_at
+from client.ids import short_id
+from client.inbox import ApprovalGone
 from client.marks import News
-from client.models import Approval, Note
-from client.present import relative_time, settled_phrase, short_id
+from client.models import Approval, Note, note_ended_at
+from client.present import relative_time, settled_phrase, until
+from client.preview import approval_preview, visible_args
 from client.textsafe import safe_line
-from widgets.approvals_panel import args_text, visible_args
-from widgets.badges import note_badge, until
+from widgets.badges import note_badge
 
 APPROVAL_COLUMNS: list[tuple[str, str]] = [
     ("waiting", "WAITING"),
@@ -29,12 +30,17 @@ APPROVAL_COLUMNS: list[tuple[str, str]] = [
     ("tool", "TOOL"),
     ("risk", "RISK"),
     ("expires", "EXPIRES IN"),
-    ("args", "ARGUMENTS"),
+    ("args", "CALL"),
 ]
+MARKED = "●"
+"""Before the waiting time of a row marked to be decided with others (space in the inbox)."""
+DECIDING = "…"
+"""Before the waiting time of a row whose decision is on its way."""
+MARK_STYLES = {MARKED: "bold yellow", DECIDING: "bold"}
 URGENT = timedelta(seconds=60)
 """An approval expiring sooner than this is drawn in red."""
 ARGS_MIN = 12
-"""The ARGUMENTS column keeps at least this many cells, however narrow the terminal."""
+"""The CALL column keeps at least this many cells, however narrow the terminal."""
 
 
 def session_label(agent: str | None, session_id: str | None) -> Text:
@@ -63,12 +69,23 @@ def risk_cell(risk: str | None) -> Text:
     return Text(word, style="bold red" if word.lower() in ("danger", "high", "critical") else "yellow")
 
 
+def tool_cell(approval: Approval) -> Text:
+    """The tool, and a quorum's progress while votes are being collected ("Bash · 1 of 2 votes")."""
+    cell = Text(safe_line(approval.tool_name or "tool", 24), style="bold")
+    votes = approval.votes
+    if votes is not None and votes.required > 1:
+        cell.append(f" · {votes.approvals} of {votes.required} votes", style="yellow")
+        if votes.declines:
+            cell.append(f", {votes.declines} no", style="yellow")
+    return cell
+
+
 def args_cell(approval: Approval, width: int = 80) -> Text:
-    """The arguments on one line (the summary when there are none), cut to ``width`` cells with an
-    ellipsis; the server's own bookkeeping keys (``_preloop_source``) are left out."""
-    args = visible_args(approval.tool_args)
-    if args:
-        flat = " ".join(line.strip() for line in args_text(args).splitlines())
+    """The call in one line: its preview's first line (the command, the file edited and its +/− counts,
+    else the first argument; ``client.preview``), the summary when it has no arguments; cut to ``width``
+    cells with an ellipsis. The server's own bookkeeping keys (``_preloop_source``) are left out."""
+    if visible_args(approval.tool_args):
+        flat = approval_preview(approval).first_line
     else:
         flat = approval.summary or approval.agent_reasoning or ""
     text = Text(safe_line(flat), style="dim", no_wrap=True)
@@ -111,7 +128,7 @@ class InboxApprovals(DataTable[Text]):
 
     Every change touches only what changed: a new approval is one added row, a settled one one removed
     row, and a cell whose text is the same is left alone (a DataTable repaints all its rows after any
-    change, so a change saved is a repaint saved). The ARGUMENTS column takes the room the others leave
+    change, so a change saved is a repaint saved). The CALL column takes the room the others leave
     and its text ends in "…" where it is cut (``x`` on the inbox shows all of it).
     """
 
@@ -128,6 +145,8 @@ class InboxApprovals(DataTable[Text]):
         """Approval ids in the order of the rows."""
         self._width = -1
         self._args_room = ARGS_MIN
+        self._marks: dict[str, str] = {}
+        """A glyph before the waiting time of some rows, by approval id (marked, being decided)."""
 
     def on_mount(self) -> None:
         for key, label in APPROVAL_COLUMNS:
@@ -145,7 +164,7 @@ class InboxApprovals(DataTable[Text]):
         self._width = event.size.width
 
     def _fit_args(self) -> None:
-        """Cut the ARGUMENTS cells to the room the other columns leave (the table's width changed, or
+        """Cut the CALL cells to the room the other columns leave (the table's width changed, or
         another column grew)."""
         others = sum(c.get_render_width(self) for key, c in self.columns.items() if key.value != "args")
         room = max(self.scrollable_content_region.width - others - 2 * self.cell_padding, ARGS_MIN)
@@ -201,6 +220,18 @@ class InboxApprovals(DataTable[Text]):
             if row != self.cursor_row:
                 self.move_cursor(row=row)
 
+    def set_marks(self, marks: Mapping[str, str], now: datetime) -> None:
+        """Show ``marks`` (approval id -> one glyph: :data:`MARKED`, :data:`DECIDING`) before the waiting
+        time of those rows; only the rows whose glyph changed are redrawn."""
+        changed = {k for k in {*self._marks, *marks} if self._marks.get(k) != marks.get(k)}
+        self._marks = dict(marks)
+        for approval_id in changed:
+            approval = self._approvals.get(approval_id)
+            if approval is not None:
+                self._update(
+                    approval_id, self._shown[approval_id], self._clock_cells(approval, now), update_width=True
+                )
+
     def tick(self, now: datetime) -> None:
         """Redraw the waiting times and countdowns (called every second) where their text changed."""
         for approval_id, approval in self._approvals.items():
@@ -221,20 +252,24 @@ class InboxApprovals(DataTable[Text]):
         del self._shown[approval_id]
         self._order.remove(approval_id)
 
-    @staticmethod
-    def _clock_cells(approval: Approval, now: datetime) -> dict[str, Text]:
-        return {
-            "waiting": Text(relative_time(approval.requested_at, now)),
-            "expires": countdown(approval.expires_at, now),
-        }
+    def _clock_cells(self, approval: Approval, now: datetime) -> dict[str, Text]:
+        expires = countdown(approval.expires_at, now)
+        if approval.escalated_at is not None:  # the deadline was extended once: say so beside it
+            expires.append(" ↑ escalated", style="bold yellow")
+        waiting = Text(relative_time(approval.requested_at, now))
+        glyph = self._marks.get(approval.id)
+        if glyph:
+            waiting = Text.assemble((glyph, MARK_STYLES.get(glyph, "bold")), " ", waiting)
+        return {"waiting": waiting, "expires": expires}
 
     def _cells(self, approval: Approval, now: datetime) -> dict[str, Text]:
+        clocked = self._clock_cells(approval, now)
         return {
-            "waiting": Text(relative_time(approval.requested_at, now)),
+            "waiting": clocked["waiting"],
             "session": session_label(agent_of(approval), approval.runtime_session_id),
-            "tool": Text(safe_line(approval.tool_name or "tool", 24), style="bold"),
+            "tool": tool_cell(approval),
             "risk": risk_cell(approval.risk_level),
-            "expires": countdown(approval.expires_at, now),
+            "expires": clocked["expires"],
             "args": args_cell(approval, self._args_room),
         }
 
@@ -265,6 +300,8 @@ def news_words(news: News) -> Text:
     parts: list[tuple[str, str]] = []
     if news.new:
         parts.append((f"{news.new:,} new since you looked", "bold"))
+    elif news.new is None and news.changed:
+        parts.append(("new since you looked", "bold"))
     if news.waiting:
         parts.append((f"⚑ {news.waiting} waiting", "bold yellow"))
     if news.problem:

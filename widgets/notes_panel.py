@@ -5,7 +5,8 @@ by ``note_id`` so a state change replaces that note's prompt in place and the hi
 panel shows a table it does not own (one home for a note's state: ``client.session``). A note
 shows: badge (icon + word, all eight states), when it was created, when it was delivered and through which
 channel and turn, when a pending note expires, why an undeliverable one was given up, and its text (made
-terminal-safe, built as ``rich.text.Text``, cut to a few lines).
+terminal-safe, built as ``rich.text.Text``, cut to a few lines). Until the session's lists have answered
+(:meth:`NotesPanel.set_lists`) an empty panel says the notes are loading, not that none were sent.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from client.models import Note, NoteState
-from client.present import relative_time
+from client.present import relative_time, until
+from client.session import ListsState
 from client.textsafe import safe_line, safe_text
-from widgets.badges import delivery_route, note_badge, until
+from widgets.badges import delivery_route, note_badge
 
 TEXT_LINES = 3
 """Lines of note text shown per note; the rest is cut with an ellipsis."""
@@ -105,6 +107,8 @@ class NotesPanel(OptionList):
         """The note ids that have an option (a new one rebuilds the list, in order)."""
         self._shown_words: dict[str, tuple[str, ...]] = {}
         """Per note, the relative times its prompt shows; a tick redraws only the notes whose words aged."""
+        self.lists: ListsState = "loaded"
+        """Whether the session's notes are known yet (the attach screen says)."""
         self.border_title = "Notes"
 
     @property
@@ -123,10 +127,27 @@ class NotesPanel(OptionList):
         # "expires in 40s" and "sent 19s ago" age by themselves: check every second, redraw what changed.
         self.set_interval(1.0, self._redraw_aged)
 
+    def set_lists(self, lists: ListsState) -> None:
+        """Whether the notes asked for on attach have answered (loading, loaded, failed)."""
+        if lists == self.lists:
+            return
+        self.lists = lists
+        if self.is_mounted:
+            self._show_placeholder()
+            if self._notes:
+                self._update_title()
+
     def _show_placeholder(self) -> None:
         if not self._notes:
-            hint = Text("No notes sent to this session yet.", style="dim italic")
-            self.set_options([Option(hint, disabled=True)])
+            words = {
+                "loading": "Loading the notes…",
+                "failed": "The notes could not be loaded; new ones still show here.",
+            }.get(self.lists, "No notes sent to this session yet.")
+            self.set_options([Option(Text(words, style="dim italic"), disabled=True)])
+            title = {"loading": "Notes · loading…", "failed": "Notes · not loaded"}.get(self.lists, "Notes")
+            if title != self.border_title:
+                self.border_title = title
+                self.post_message(self.Counted(self, title))
 
     def show(self, changed: Iterable[str]) -> None:
         """Draw the notes whose state or "then" line changed: a note new to the list rebuilds it (newest

@@ -47,6 +47,8 @@ def steering_notice(outcome: SteeringOutcome, approval: Approval | None = None) 
         return "Note sent; the agent reads it at its next tool or model call.", "Note queued", "information"
     if isinstance(outcome, Withdrawn):
         return "Note withdrawn; the agent will not see it.", "Withdrawn", "information"
+    if isinstance(outcome, TooLate) and outcome.note.state == "cancelled":  # what was asked holds
+        return "The note was already withdrawn; the agent will not see it.", "Withdrawn", "information"
     if isinstance(outcome, TooLate):
         state = safe_line(outcome.note.state, 20)
         return (

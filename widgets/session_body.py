@@ -80,8 +80,6 @@ class SessionBody(Horizontal):
     SessionBody.-narrow { layout: vertical; }
     SessionBody.-narrow #side { width: 1fr; min-width: 0; max-width: 100%; height: auto; max-height: 60%; }
     SessionBody.-narrow #side ApprovalsPanel { max-height: 100%; }
-    SessionBody.-narrow #side ApprovalsPanel.-expanded { height: auto; }
-    SessionBody.-narrow #side ApprovalsPanel.-expanded > OptionList { height: auto; max-height: 100%; }
     SessionBody.-narrow #notes { display: none; }
     SessionBody.-narrow #notes-hint { display: block; }
     SessionBody.-narrow.-show-notes #main { display: none; }

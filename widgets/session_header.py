@@ -3,7 +3,9 @@
 Line one names the session (short id, agent, title); line two carries the pending-approval count (first
 and bold when something waits for a human), read-only, the session state and the connection state
 (live / connecting / reconnecting in Ns, attempt n / token refused: waiting for a login / ended /
-refused). All server text goes through
+refused). Until the session's lists have answered (``client.session.ListsState``) the count is not known:
+it says "approvals loading…" (or "approvals not loaded"), never "no approvals pending". The connection's
+words are ``client.stream_words.status_words``, as everywhere. All server text goes through
 ``client.present`` / ``client.textsafe`` and is appended to ``rich.text.Text`` objects, never
 interpolated into markup.
 """
@@ -16,11 +18,24 @@ from datetime import UTC, datetime, timedelta
 from rich.text import Text
 from textual.widgets import Static
 
+from client.ids import short_id
 from client.models import Session
-from client.present import agent_state, kind_label, session_title, short_id
+from client.present import agent_state, kind_label, session_title
+from client.session import ListsState
 from client.status import Connecting, Ended, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
+from client.stream_words import status_words
 from client.textsafe import safe_line
 from widgets.badges import session_badge
+
+_LOOK: dict[type, tuple[str, str]] = {
+    Live: ("⇄", "bold green"),
+    Connecting: ("…", "yellow"),
+    Reconnecting: ("↻", "bold yellow"),
+    LoginNeeded: ("⚠", "bold yellow"),
+    Ended: ("■", "dim"),
+    Refused: ("✗", "bold red"),
+}
+"""Icon and style per connection state; the words are ``client.stream_words`` (every front end's)."""
 
 
 def _utcnow() -> datetime:
@@ -53,6 +68,8 @@ class SessionHeader(Static):
         self.session: Session | None = None
         self.status: StreamStatus = Connecting()
         self.pending_approvals = 0
+        self.lists: ListsState = "loaded"
+        """Whether the session's pending approvals are known yet (the attach screen says)."""
         self.read_only = read_only
         self._clock = clock
         self._retry_at: datetime | None = None
@@ -85,6 +102,12 @@ class SessionHeader(Static):
         self.pending_approvals = count
         self._render_header()
 
+    def set_lists(self, lists: ListsState) -> None:
+        """Whether the pending approvals asked for on attach have answered."""
+        self.lists = lists
+        if self.is_mounted:
+            self._render_header()
+
     def retry_in(self) -> int:
         """Whole seconds until the next reconnect attempt (0 once it is due)."""
         if self._retry_at is None:
@@ -94,22 +117,11 @@ class SessionHeader(Static):
     def connection_text(self) -> Text:
         """The connection state as icon + words, e.g. ``↻ reconnecting in 4s (attempt 3)``."""
         status = self.status
-        if isinstance(status, Live):
-            return Text("⇄ live", style="bold green")
-        if isinstance(status, Connecting):
-            suffix = f" (attempt {status.attempt})" if status.attempt > 1 else ""
-            return Text(f"… connecting{suffix}", style="yellow")
-        if isinstance(status, Reconnecting):
-            return Text(
-                f"↻ reconnecting in {self.retry_in()}s (attempt {status.attempt})", style="bold yellow"
-            )
-        if isinstance(status, LoginNeeded):
-            return Text("⚠ token refused: waiting for a login", style="bold yellow")
-        if isinstance(status, Ended):
-            return Text("■ ended", style="dim")
-        if isinstance(status, Refused):
-            return Text("✗ refused", style="bold red")
-        return Text("?")
+        look = _LOOK.get(type(status))
+        if look is None:
+            return Text("?")
+        icon, style = look
+        return Text(f"{icon} {status_words(status, retry_in=self.retry_in())}", style=style)
 
     def _render_header(self) -> None:
         session = self.session
@@ -140,7 +152,11 @@ class SessionHeader(Static):
         if session is not None and not (count and state != "ended"):
             parts.append(Text("agent ").append_text(session_badge(state, words)))
         parts.append(Text("stream ").append_text(self.connection_text()))
-        if not count:
+        if not count and self.lists == "loading":
+            parts.append(Text("approvals loading…", style="dim italic"))
+        elif not count and self.lists == "failed":
+            parts.append(Text("approvals not loaded", style="yellow"))
+        elif not count:
             parts.append(Text("no approvals pending", style="dim"))
         line2 = Text(" · ").join(parts)
         both = Text("\n").join([line1, line2])

@@ -16,7 +16,8 @@ call                     what the operator gets
 :meth:`jump_problem`     ``]`` / ``[``: the next / previous problem among the entries shown, in any view; a
                          notice says when there is none that way
 :meth:`copy_entry`       ``y``: the highlighted entry's text to the clipboard (``App.copy_to_clipboard``:
-                         OSC 52, which works over SSH and inside tmux with ``set-clipboard on``)
+                         OSC 52, which works over SSH and inside tmux with ``set-clipboard on``;
+                         the notice says which, ``client.clipboard``)
 =======================  ==================================================================================
 
 :meth:`offers` says which of these can act now (a screen's ``check_action`` asks it, so the keys line offers
@@ -35,6 +36,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from client.clipboard import Route, clipboard_route, copy_words
 from client.textsafe import safe_line
 from client.timeline import TimelineEntry
 from client.views import View, is_problem
@@ -51,13 +53,15 @@ COPIED_PREVIEW = 48
 """How much of the copied text the notice quotes."""
 
 
-def copied_notice(text: str) -> Notice:
-    """What ``y`` says: how much went to the clipboard and how it starts (the text is the entry as shown,
-    already terminal-safe; the notice is plain text)."""
+def copied_notice(text: str, route: Route | None = None) -> Notice:
+    """What ``y`` says: how much was copied and how it starts (the text is the entry as shown, already
+    terminal-safe; the notice is plain text), and where it went (``client.clipboard``: inside tmux it
+    reaches the terminal only with ``set-clipboard on``; the notice says so, and how)."""
     lines = text.count("\n") + 1
     first = safe_line(text.split("\n", 1)[0].strip(), COPIED_PREVIEW)
     size = f"{lines} lines" if lines > 1 else f"{len(text)} characters"
-    return f"Copied {size}: {first}", "Copied to the clipboard", "information"
+    said, title, arrived = copy_words(f"{size}: {first}", route or clipboard_route())
+    return said, title, "information" if arrived else "warning"
 
 
 class TimelinePane(Vertical):
@@ -181,17 +185,17 @@ class TimelinePane(Vertical):
     @on(FindBar.Changed)
     def _find_changed(self, event: FindBar.Changed) -> None:
         event.stop()
-        self.find_bar.show_status(self.view.find(event.query))
+        self.find_bar.show_status(self.view.go_to(self.view.reader.find(event.query)))
 
     @on(FindBar.Next)
     def _find_next(self, event: FindBar.Next) -> None:
         event.stop()
-        self.find_bar.show_status(self.view.find_next())
+        self.find_bar.show_status(self.view.go_to(self.view.reader.find_step(forward=True)))
 
     @on(FindBar.Previous)
     def _find_previous(self, event: FindBar.Previous) -> None:
         event.stop()
-        self.find_bar.show_status(self.view.find_previous())
+        self.find_bar.show_status(self.view.go_to(self.view.reader.find_step(forward=False)))
 
     @on(FindBar.Closed)
     def _find_closed(self, event: FindBar.Closed) -> None:

@@ -44,6 +44,15 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from client.entry_words import (
+    RUN_WORDS,
+    TOOL_WORDS,
+    approval_words,
+    by_rule_words,
+    duration_words,
+    note_words,
+    session_words,
+)
 from client.textsafe import safe_line, safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -80,12 +89,13 @@ STYLE_BAD = Style(color="red", bold=True)
 STYLE_WAIT = Style(color="yellow", bold=True)
 STYLE_RUN = Style(color="cyan", bold=True)
 
-_TOOL_LOOK: dict[ToolState, tuple[str, str, Style]] = {
-    ToolState.RUNNING: ("◌", "running", STYLE_WAIT),
-    ToolState.COMPLETED: ("✓", "ok", STYLE_OK),
-    ToolState.FAILED: ("✗", "failed", STYLE_BAD),
-    ToolState.DENIED: ("⊘", "denied", STYLE_BAD),
+_TOOL_LOOK: dict[ToolState, tuple[str, Style]] = {
+    ToolState.RUNNING: ("◌", STYLE_WAIT),
+    ToolState.COMPLETED: ("✓", STYLE_OK),
+    ToolState.FAILED: ("✗", STYLE_BAD),
+    ToolState.DENIED: ("⊘", STYLE_BAD),
 }
+"""Glyph and style per tool state; the words are ``client.entry_words`` (what find searches too)."""
 
 NOTE_LOOK: dict[str, tuple[str, Style]] = {
     "pending": ("◷", STYLE_WAIT),
@@ -107,24 +117,12 @@ _APPROVAL_LOOK: dict[str, tuple[str, Style]] = {
     "cancelled": ("⊘", STYLE_DIM),
 }
 
-_RUN_LOOK: dict[RunStatus, tuple[str, str, Style]] = {
-    RunStatus.RUNNING: ("▶", "run started", STYLE_RUN),
-    RunStatus.COMPLETED: ("■", "run completed", STYLE_OK),
-    RunStatus.FAILED: ("✗", "run failed", STYLE_BAD),
-    RunStatus.CANCELLED: ("⊘", "run cancelled", STYLE_BAD),
+_RUN_LOOK: dict[RunStatus, tuple[str, Style]] = {
+    RunStatus.RUNNING: ("▶", STYLE_RUN),
+    RunStatus.COMPLETED: ("■", STYLE_OK),
+    RunStatus.FAILED: ("✗", STYLE_BAD),
+    RunStatus.CANCELLED: ("⊘", STYLE_BAD),
 }
-
-
-def format_duration(ms: int | None) -> str:
-    """Short human duration for a tool line: ``340ms``, ``1.2s``, ``2m03s``."""
-    if ms is None:
-        return ""
-    if ms < 1000:
-        return f"{ms}ms"
-    if ms < 60_000:
-        return f"{ms / 1000:.1f}s"
-    minutes, seconds = divmod(ms // 1000, 60)
-    return f"{minutes}m{seconds:02d}s"
 
 
 def _one_line(parts: list[tuple[str, Style | None]], width: int) -> Text:
@@ -290,16 +288,16 @@ def collapsed_commentary(entry: TextEntry, width: int, count: int) -> Text:
 
 
 def _render_tool(entry: ToolEntry, width: int, wrap: bool = False, whole: bool = False) -> list[RenderedLine]:
-    icon, word, style = _TOOL_LOOK[entry.state]
+    icon, style = _TOOL_LOOK[entry.state]
     parts: list[tuple[str, Style | None]] = [
         (f"{icon} ", style),
         (safe_line(entry.name) or "tool", STYLE_NAME),
     ]
     if entry.args_summary:
         parts.append(("  " + safe_line(entry.args_summary), None))
-    parts.append(("  " + word, style))
+    parts.append(("  " + TOOL_WORDS[entry.state], style))
     if entry.duration_ms is not None:
-        parts.append((" " + format_duration(entry.duration_ms), STYLE_DIM))
+        parts.append((" " + duration_words(entry.duration_ms), STYLE_DIM))
     if (whole or entry.state is not ToolState.COMPLETED) and entry.result_summary:
         parts.append(("  — " + safe_line(entry.result_summary), STYLE_DIM))
     return _fit(parts, width, wrap or whole)
@@ -313,7 +311,10 @@ def _render_approval(
     summary = safe_line(approval.summary or "") if approval else ""
     if not entry.decided:
         icon, style = _APPROVAL_LOOK["pending"]
-        parts: list[tuple[str, Style | None]] = [(f"{icon} approval requested  ", style), (tool, STYLE_NAME)]
+        parts: list[tuple[str, Style | None]] = [
+            (f"{icon} {approval_words(entry)}  ", style),
+            (tool, STYLE_NAME),
+        ]
         if summary:
             parts.append(("  " + summary, None))
         if entry.status != "pending":
@@ -321,10 +322,14 @@ def _render_approval(
         return _fit(parts, width, wrap)
     status = entry.status
     icon, style = _APPROVAL_LOOK.get(status, ("•", STYLE_DIM))
-    parts = [(f"{icon} approval {safe_line(status)}  ", style), (tool, STYLE_NAME)]
-    if whole and summary:
+    parts = [(f"{icon} {safe_line(approval_words(entry))}  ", style), (tool, STYLE_NAME)]
+    by_rule = by_rule_words(entry)
+    if by_rule is not None:  # nobody was asked: which rule allowed what, and who set the rule
+        parts.append(("  " + safe_line(by_rule[0]), STYLE_DIM))
+        parts.append(("  " + by_rule[1], None))
+    elif whole and summary:
         parts.append(("  " + summary, None))
-    if approval is not None and approval.approver_comment:
+    if approval is not None and approval.approver_comment and by_rule is None:
         parts.append(("  “" + safe_line(approval.approver_comment) + "”", None))
     return _fit(parts, width, wrap or whole)
 
@@ -332,8 +337,7 @@ def _render_approval(
 def _render_note(entry: NoteEntry, width: int, whole: bool = False) -> list[RenderedLine]:
     icon, style = NOTE_LOOK.get(entry.state, ("•", STYLE_DIM))
     note = entry.note
-    state = "sent" if entry.state == "pending" else safe_line(entry.state)
-    parts: list[tuple[str, Style | None]] = [(f"✉ note {state} {icon}", style)]
+    parts: list[tuple[str, Style | None]] = [(f"✉ {safe_line(note_words(entry.state))} {icon}", style)]
     if note is not None:
         parts.append(("  “" + safe_line(note.text, None if whole else 80) + "”", None))
         extra = []
@@ -348,8 +352,8 @@ def _render_note(entry: NoteEntry, width: int, whole: bool = False) -> list[Rend
 
 
 def _render_run(entry: RunEntry, width: int, whole: bool = False) -> list[RenderedLine]:
-    icon, word, style = _RUN_LOOK[entry.status]
-    parts: list[tuple[str, Style | None]] = [(f"{icon} {word}", style)]
+    icon, style = _RUN_LOOK[entry.status]
+    parts: list[tuple[str, Style | None]] = [(f"{icon} {RUN_WORDS[entry.status]}", style)]
     if entry.detail:
         parts.append(("  " + safe_line(entry.detail), None))
     return _fit(parts, width, whole)
@@ -357,11 +361,11 @@ def _render_run(entry: RunEntry, width: int, whole: bool = False) -> list[Render
 
 def _render_session(entry: SessionEntry, width: int, whole: bool = False) -> list[RenderedLine]:
     if entry.ended:
-        parts: list[tuple[str, Style | None]] = [("■ session ended", STYLE_RUN)]
+        parts: list[tuple[str, Style | None]] = [(f"■ {session_words(entry)}", STYLE_RUN)]
         if entry.reason:
             parts.append(("  " + safe_line(entry.reason), STYLE_DIM))
         return _fit(parts, width, whole)
-    return [_one_line([("● session started", STYLE_RUN)], width)]
+    return [_one_line([(f"● {session_words(entry)}", STYLE_RUN)], width)]
 
 
 def render_marker(count: int, width: int, not_loaded: int = 0) -> Text:

@@ -1,4 +1,5 @@
-"""``preloop approvals list | approve | decline``."""
+"""``preloop approvals list | show | approve | decline``; approve and decline take one id or many (one
+decision for all, each id told on its own line: ``client.steering.Steering.decide_many``)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,26 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.commands.common import (
-    connect,
-    is_tty,
-    print_json,
-    render_table,
-    resolve_session,
-    terminal_width,
-    usage,
-)
-from cli.exits import EXIT_FAILED, EXIT_OK
-from client.ids import is_ulid, is_uuid
+from cli.commands.common import connect, is_tty, print_json, render_table, terminal_width, usage
+from cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from client.errors import AmbiguousId, ClientError, NoMatchingId
+from client.ids import ApprovalIds, is_full_id, is_prefix, resolve_approval, resolve_session, short_id
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals
 from client.models import Approval, AttentionSnapshot, Note
-from client.present import cell, decided_by, looks_like_id_prefix, relative_time, settled_line, short_id
-from client.status import Live, LoginNeeded, Reconnecting, Refused, StreamStatus
-from client.steering import AlreadyDeciding, AlreadySettled, DecisionFailed, Steering, resolve_approval
+from client.present import cell, clock, decided_by, describe_session, relative_time, settled_line, until
+from client.preview import approval_preview
+from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
+from client.steering import (
+    AlreadyDeciding,
+    AlreadySettled,
+    Decided,
+    DecideOutcome,
+    DecisionFailed,
+    Steering,
+    final_record,
+)
+from client.stream_words import OutageLines
 from client.textsafe import safe_line
 
 
@@ -84,7 +88,7 @@ def _approval_id_syntax(value: str) -> str:
     text = value.strip()
     if not text:
         raise usage("the approval id is empty")
-    if not (is_uuid(text) or is_ulid(text) or looks_like_id_prefix(text)):
+    if not (is_full_id(text, "approval") or is_prefix(text)):
         raise usage(
             f"'{safe_line(text, 40)}' is not an approval id: give its UUID or its first 4+ hex characters "
             "(`preloop approvals list` shows them)"
@@ -92,8 +96,48 @@ def _approval_id_syntax(value: str) -> str:
     return text
 
 
-async def _decide(args: argparse.Namespace) -> int:
+async def show(args: argparse.Namespace) -> int:
+    """One approval, and what its call will change (every line; ``--json``: the preview's model)."""
     text = _approval_id_syntax(args.approval_id)
+    async with connect(args) as backend:
+        approval = await backend.get_approval(await resolve_approval(backend, text))
+    call = approval_preview(approval)
+    if args.json:
+        print_json({"approval": approval.model_dump(mode="json"), "preview": call.to_json()})
+        return EXIT_OK
+    for line in show_lines(approval, datetime.now(UTC)):
+        print(line)
+    return EXIT_OK
+
+
+def show_lines(approval: Approval, now: datetime) -> list[str]:
+    """``approvals show`` as plain lines: who asks for what, its status, then the call's whole preview."""
+    agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None)
+    tool = safe_line(approval.tool_name or "tool", 60)
+    risk = f"  (risk {safe_line(approval.risk_level, 12)})" if approval.risk_level else ""
+    if approval.pending:
+        status = f"pending, requested {relative_time(approval.requested_at, now)}"
+        if approval.expires_at is not None:
+            status += f", expires in {until(approval.expires_at, now)}"
+    else:
+        status = settled_line(approval)
+    lines = [
+        f"Approval  {cell(approval.id)}",
+        f"Session   {describe_session(approval.runtime_session_id, agent)}",
+        f"Tool      {tool}{risk}",
+        f"Status    {status}",
+    ]
+    summary = approval.summary or approval.agent_reasoning
+    if summary:
+        lines.append(f"Why       {safe_line(summary, 300)}")
+    return [*lines, "", *approval_preview(approval).text_lines()]
+
+
+async def _decide(args: argparse.Namespace) -> int:
+    """One decision for every id given: resolved first (a short id that names no approval, or several,
+    is a usage error and nothing is decided), then decided through ``client.steering`` in one batch, each
+    id told on its own line (stdout: decided; stderr: not). Exit 0 only when every id was decided here."""
+    typed = list(dict.fromkeys(_approval_id_syntax(value) for value in args.approval_ids))
     async with connect(args) as backend:
         if args.decision == "approve" and args.comment and not backend.capabilities.approve_comment:
             # Checked before any request: the server would take the approval and drop the comment.
@@ -103,24 +147,89 @@ async def _decide(args: argparse.Namespace) -> int:
             )
         # Short ids are matched against every approval, decided ones too: re-approving one is then told
         # as "already approved", as with its full id, not as "no such approval".
-        approval_id = await resolve_approval(backend, text)
-        outcome = await Steering(backend).decide(approval_id, args.decision, args.comment)
-    if isinstance(outcome, DecisionFailed):
-        raise outcome.error
-    assert not isinstance(outcome, AlreadyDeciding)  # nothing else decides in this command
-    done = outcome.approval
-    if isinstance(outcome, AlreadySettled):
+        ids = ApprovalIds(backend)
+        resolved: list[str] = []
+        unresolved: list[ClientError] = []
+        for text in typed:
+            try:
+                resolved.append(await ids.resolve(text))
+            except (AmbiguousId, NoMatchingId) as exc:
+                unresolved.append(exc)
+        if unresolved:
+            for error in unresolved:
+                print(f"preloop: {error.title}: {error.hint}", file=sys.stderr)
+            print(f"preloop: nothing was {args.decision}d", file=sys.stderr)
+            return EXIT_USAGE
+        batch = await Steering(backend).decide_many(resolved, args.decision, args.comment, known=ids.rows)
+    for outcome in batch.outcomes:
+        _tell(outcome, args)
+    missed = len(batch.outcomes) - len(batch.decided)
+    if missed and len(batch.outcomes) > 1:
+        print(
+            f"preloop: {len(batch.decided)} of {len(batch.outcomes)} {args.decision}d here; "
+            f"{missed} not (said above)",
+            file=sys.stderr,
+        )
+    return EXIT_OK if batch.all_decided else EXIT_FAILED
+
+
+def _tell(outcome: DecideOutcome, args: argparse.Namespace) -> None:
+    """One id's line: what this command did with it (stdout), or why it did not (stderr); with ``--json``
+    its object on stdout (NDJSON) as well."""
+    verb: str = args.decision
+    if isinstance(outcome, Decided):
+        done = outcome.approval
+        if not args.json:
+            said = done.approver_comment
+            comment = f' with comment "{safe_line(said, 200)}"' if said else ""
+            tool = f" ({safe_line(done.tool_name)})" if done.tool_name else ""
+            print(f"Approval {cell(done.id)}{tool} {verb}d{comment}.")
+    elif isinstance(outcome, AlreadySettled):
+        done = outcome.approval
         print(f"preloop: already {safe_line(done.status)}: {settled_line(done)}", file=sys.stderr)
-        if args.json:
-            print_json(done.model_dump(mode="json"))
-        return EXIT_FAILED
+    elif isinstance(outcome, DecisionFailed):
+        error = outcome.error
+        print(
+            f"preloop: approval {short_id(outcome.approval_id)} not {verb}d: {error.title}: {error.hint}",
+            file=sys.stderr,
+        )
     if args.json:
-        print_json(done.model_dump(mode="json"))
-        return EXIT_OK
-    comment = f' with comment "{safe_line(done.approver_comment, 200)}"' if done.approver_comment else ""
-    tool = f" ({safe_line(done.tool_name)})" if done.tool_name else ""
-    print(f"Approval {cell(done.id)}{tool} {safe_line(done.status)}{comment}.")
-    return EXIT_OK
+        print(json.dumps(outcome_record(outcome), ensure_ascii=False), flush=True)
+
+
+def outcome_record(outcome: DecideOutcome) -> dict[str, Any]:
+    """One id's outcome as JSON: ``result`` decided / already_settled / already_deciding / failed, the
+    approval's status and row where known, who decided it (``client.present.decided_by``), the error."""
+    if isinstance(outcome, Decided | AlreadySettled):
+        row = outcome.approval
+        return {
+            "id": row.id,
+            "result": "decided" if isinstance(outcome, Decided) else "already_settled",
+            "status": row.status
+            if not row.pending
+            else ("approved" if outcome.verb == "approve" else "declined"),
+            "decided_by": decided_by(row) if isinstance(outcome, AlreadySettled) else None,
+            "error": None,
+            "approval": row.model_dump(mode="json"),
+        }
+    if isinstance(outcome, AlreadyDeciding):
+        return {
+            "id": outcome.approval_id,
+            "result": "already_deciding",
+            "status": "pending",
+            "decided_by": None,
+            "error": None,
+            "approval": None,
+        }
+    error = outcome.error
+    return {
+        "id": outcome.approval_id,
+        "result": "failed",
+        "status": None,
+        "decided_by": None,
+        "error": {"title": error.title, "hint": error.hint, "status": getattr(error, "status", None)},
+        "approval": None,
+    }
 
 
 async def approve(args: argparse.Namespace) -> int:
@@ -138,15 +247,6 @@ async def decline(args: argparse.Namespace) -> int:
 STATUS_TYPES = tuple(StreamStatus.__args__)
 
 
-def _left(when: datetime, now: datetime) -> str:
-    seconds = max(int((when - now).total_seconds()), 0)
-    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m"
-
-
-def _clock(when: datetime | None = None) -> str:
-    return (when or datetime.now(UTC)).astimezone().strftime("%H:%M:%S")
-
-
 def _approval_line(approval: Approval, head: str, now: datetime) -> str:
     """One human line for an approval: time, what happened (by whom), ids, agent, tool, what it wants,
     expiry or the decision's comment."""
@@ -155,12 +255,12 @@ def _approval_line(approval: Approval, head: str, now: datetime) -> str:
     what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
     expires = ""
     if approval.pending and approval.expires_at:
-        expires = f"  expires in {_left(approval.expires_at, now)}"
+        expires = f"  expires in {until(approval.expires_at, now)}"
     who = decided_by(approval)
     by = f"  by {safe_line(who['detail'], 40)}" if who and who["kind"] != "expiry" and who["detail"] else ""
     comment = f'{by}  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else by
     return (
-        f"{_clock()}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
+        f"{clock(now)}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
         f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
         f"{expires}{comment}"
     )
@@ -169,7 +269,7 @@ def _approval_line(approval: Approval, head: str, now: datetime) -> str:
 def _note_line(note: Note) -> str:
     reason = f" ({safe_line(note.undeliverable_reason, 30)})" if note.undeliverable_reason else ""
     return (
-        f"{_clock()}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
+        f"{clock(datetime.now(UTC))}  ✗ note {safe_line(note.state, 16)}{reason}  {cell(note.note_id)}"
         f"  session {short_id(note.runtime_session_id)}  {safe_line(note.text, 100)}"
     )
 
@@ -207,7 +307,8 @@ async def _emit(
                 else _approval_line(approval, "⚑ pending ", now)
             )
         else:
-            approval = await steering.final_record(approval)
+            with contextlib.suppress(ClientError):  # unread, it is said to be gone
+                approval = await final_record(steering.backend, approval.id) or approval
             decision = approval.status in ("approved", "declined")
             line = (
                 _record(
@@ -228,14 +329,15 @@ async def _emit(
     print(line, flush=True)
 
 
-def _notice(item: StreamStatus, said: StreamStatus | None) -> None:
-    """Connection states go to stderr (stdout stays data only); a refused token once, not per retry
-    (``said``: the last state printed)."""
-    if isinstance(item, LoginNeeded):
-        if not isinstance(said, LoginNeeded):
-            print(f"preloop: {safe_line(item.reason, 300)}", file=sys.stderr)
-    elif isinstance(item, Reconnecting):
-        print(f"preloop: reconnecting in {item.delay:.0f}s: {safe_line(item.reason, 120)}", file=sys.stderr)
+def _notice(item: StreamStatus, outage: OutageLines) -> None:
+    """Connection states go to stderr (stdout stays data only): a lost feed or a refused token once when
+    it starts (and as ``client.stream_words.OutageLines`` says while it lasts), live again once; the
+    first connection says nothing."""
+    if isinstance(item, Connecting | Live | Reconnecting | LoginNeeded):
+        was_down = outage.down
+        said = outage.update(item, datetime.now(UTC))
+        if said is not None and (was_down or outage.down):
+            print(f"preloop: {said}", file=sys.stderr)
     elif isinstance(item, Refused):
         print(f"preloop: the attention feed was refused: {safe_line(item.reason, 200)}", file=sys.stderr)
 
@@ -268,7 +370,7 @@ async def watch_approvals(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace) -> int:
     inbox = Inbox()
-    said: StreamStatus | None = None
+    outage = OutageLines()
     async with connect(args) as backend:
         steering = Steering(backend, inbox.decisions)
         session = await resolve_session(backend, args.session) if args.session else None
@@ -285,9 +387,7 @@ async def _watch(args: argparse.Namespace) -> int:
                         changes = [ApprovalAdded(a) for a in inbox.approvals]
                         changes += [NoteFailed(n) for n in reversed(inbox.notes)]
                 elif isinstance(item, STATUS_TYPES):
-                    _notice(item, said)
-                    if isinstance(item, LoginNeeded | Reconnecting | Live):
-                        said = item
+                    _notice(item, outage)
                     if isinstance(item, Refused):
                         return EXIT_FAILED
                     continue

@@ -8,8 +8,8 @@ import sys
 
 from cli.commands.common import is_tty, report_error, server_kind_flag, usage
 from cli.exits import EXIT_FAILED, EXIT_OK
-from client.backend import ServerKind
 from client.backends import connect
+from client.backends.base import ServerKind
 from client.config import (
     Settings,
     credentials_file,

@@ -18,9 +18,9 @@ from contextlib import asynccontextmanager
 from typing import Any, ClassVar, TextIO
 
 from cli.exits import EXIT_FAILED, EXIT_USAGE, CliUsageError
-from client.backend import Backend, ServerKind
 from client.backends import connect as connect_backend
 from client.backends import parse_server_kind
+from client.backends.base import Backend, ServerKind
 from client.cells import cell_len, fit, pad
 from client.config import Settings, remember_server_kind, resolve_settings
 from client.errors import AmbiguousId, ClientError, NoMatchingId, UsageError, ValidationFailed
@@ -84,14 +84,6 @@ async def connect(args: argparse.Namespace, *, blocking: bool = False) -> AsyncI
     settings = resolve_settings(args.url, args.token, args.profile)
     async with opened(settings, server_kind_flag(args), blocking=blocking) as backend:
         yield backend
-
-
-async def resolve_session(backend: Backend, value: str) -> str:
-    """A full UUID as given, or the one session whose id starts with a short id (4+ hex)."""
-    text = value.strip()
-    if is_uuid(text):
-        return text.lower()
-    return await backend.resolve_session_id(text)
 
 
 def is_tty(stream: TextIO) -> bool:

@@ -16,7 +16,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
-from cli.commands.common import connect, print_json, resolve_session, usage
+from cli.commands.common import connect, print_json, usage
 from cli.exits import EXIT_OK
 from client.digest import (
     Since,
@@ -28,9 +28,10 @@ from client.digest import (
     handoff_markdown,
 )
 from client.history import read_digest, read_handoff
+from client.ids import resolve_session, short_id
 from client.marks import MarkStore
 from client.paths import state_dir
-from client.present import parse_duration, short_id
+from client.present import parse_duration
 from client.textsafe import safe_line
 
 

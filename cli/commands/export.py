@@ -2,9 +2,10 @@
 
 The session's whole event history is read through the same follower the attach view uses (replayed from
 the first event), applied to a :class:`client.timeline.Timeline`, and exported with the server's note and
-approval lists by :mod:`client.export`. An ended session's history is complete when the stream says
-``Ended``; a session still running is exported as of now: once the replay has gone quiet for
-``QUIET_SECONDS`` the export is written (the document says the session is still running).
+approval lists (read like every listing, :mod:`client.listing`) by :mod:`client.export`. An ended
+session's history is complete when the stream says ``Ended``; a session still running is exported as of
+now: once the replay has gone quiet for ``QUIET_SECONDS`` the export is written (the document says the
+session is still running).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cli.commands.common import resolve_session, usage
+from cli.commands.common import usage
 from cli.exits import EXIT_OK
-from client.backend import Backend
+from client.backends.base import Backend
 from client.errors import ConnectionLost, error_for_status
-from client.export import build_export, to_json, to_markdown, write_atomically
-from client.models import Approval, Note
+from client.export import build_export, to_json, to_markdown
+from client.ids import resolve_session
+from client.listing import all_approvals, session_notes
+from client.paths import replace_file
 from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
 from client.timeline import Timeline
 
@@ -31,8 +34,6 @@ QUIET_SECONDS = 1.5
 
 MAX_RECONNECTS = 3
 """Attempts to read the history before giving up with the stream's reason."""
-
-PAGE = 100
 
 
 async def read_history(backend: Backend, session_id: str, timeline: Timeline) -> bool:
@@ -67,34 +68,12 @@ async def read_history(backend: Backend, session_id: str, timeline: Timeline) ->
             await stream.aclose()  # type: ignore[attr-defined]
 
 
-async def all_notes(backend: Backend, session_id: str) -> list[Note]:
-    """Every note of the session, page by page."""
-    notes: list[Note] = []
-    while True:
-        page = await backend.list_notes(session_id=session_id, limit=PAGE, offset=len(notes))
-        notes.extend(page.notes)
-        if len(page.notes) < PAGE:
-            return notes
-
-
-async def all_approvals(backend: Backend, session_id: str) -> list[Approval]:
-    """Every approval of the session, whatever its status, page by page."""
-    approvals: list[Approval] = []
-    while True:
-        page = await backend.list_approvals(
-            session_id=session_id, status=None, limit=PAGE, skip=len(approvals)
-        )
-        approvals.extend(page.items)
-        if len(page.items) < PAGE:
-            return approvals
-
-
 async def gather(backend: Backend, session_id: str, now: datetime) -> dict[str, Any]:
     """Everything the export needs from the server, as the export document."""
     session = await backend.get_session(session_id)
     timeline = Timeline(max_entries=1_000_000, max_chars=500_000_000)
     await read_history(backend, session_id, timeline)
-    notes = await all_notes(backend, session_id)
+    notes = await session_notes(backend, session_id)
     approvals = await all_approvals(backend, session_id)
     return build_export(
         session_id,
@@ -133,7 +112,7 @@ async def export(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return EXIT_OK
     try:
-        write_atomically(target, text)
+        replace_file(target.expanduser(), text)
     except OSError as exc:
         print(f"preloop: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -12,16 +12,15 @@ from cli.commands.common import (
     print_json,
     read_stdin_text,
     render_table,
-    resolve_session,
     terminal_width,
     usage,
 )
 from cli.exits import EXIT_FAILED, EXIT_OK
-from client.ids import require_note_id
+from client.ids import require_note_id, resolve_session, short_id
 from client.listing import session_notes
 from client.models import Note
 from client.notetext import NOTE_EMPTY, note_text_problem
-from client.present import cell, format_duration, parse_duration, relative_time, short_id, withdraw_outcome
+from client.present import cell, format_duration, parse_duration, relative_time, withdraw_outcome
 from client.textsafe import safe_line
 
 TEXT_CELLS = 200
@@ -143,10 +142,11 @@ async def list_notes(args: argparse.Namespace) -> int:
 
 
 async def withdraw(args: argparse.Namespace) -> int:
-    """Withdraw a pending note; exit 1 (and say why) when it was no longer pending, withdrawn before
-    included (what ``--help`` says)."""
+    """Withdraw a pending note; exit 1 (and say why) when it reached the agent or expired first; a note
+    withdrawn before says so and exits 0: the state asked for holds (what ``--help`` says)."""
     require_note_id(args.note_id)  # a malformed id is a usage error before any request
-    from client.steering import Steering, TooLate, WithdrawFailed, resolve_note
+    from client.ids import resolve_note
+    from client.steering import Steering, TooLate, WithdrawFailed
 
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session else None
@@ -155,7 +155,7 @@ async def withdraw(args: argparse.Namespace) -> int:
     if isinstance(outcome, WithdrawFailed):
         raise outcome.error
     note = outcome.note
-    # Not pending when asked (delivered, expired, withdrawn before): nothing changed, exit 1.
+    # Not pending when asked: withdrawn before holds (exit 0); delivered, expired...: nothing changed, exit 1.
     withdrawn, sentence = withdraw_outcome(note, too_late=isinstance(outcome, TooLate))
     sentence = sentence[0].upper() + sentence[1:] + "."
     if args.json:

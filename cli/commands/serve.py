@@ -152,7 +152,7 @@ async def _wait_for_session(url: str, token: str, seconds: float = 10.0) -> str 
 
 async def _print_watch_help(url: str, token: str) -> None:
     from client import paths
-    from client.present import short_id
+    from client.ids import short_id
 
     session = await _wait_for_session(url, token)
     sid = session or "SESSION_ID"

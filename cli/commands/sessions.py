@@ -7,19 +7,13 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cli.commands.common import (
-    check_uuid,
-    connect,
-    print_json,
-    render_table,
-    resolve_session,
-    terminal_width,
-    usage,
-)
+from cli.commands.common import check_uuid, connect, print_json, render_table, terminal_width, usage
 from cli.exits import EXIT_OK
-from client.backend import Backend, SessionFilter
+from client.backends.base import Backend, SessionFilter
 from client.cells import cell_len
-from client.models import Session
+from client.ids import resolve_session, short_id
+from client.listing import session_pages
+from client.models import Session, SessionList
 from client.present import (
     ACTIVE_WINDOW_MINUTES,
     NARROW_DROP_ORDER,
@@ -34,7 +28,6 @@ from client.present import (
     relative_time,
     session_state,
     session_title,
-    short_id,
     sort_sessions,
     unique_titles,
 )
@@ -96,25 +89,10 @@ async def fetch_sessions(
 
     Returns the rows, whether more exist beyond them, and the server's total when it gave one.
     """
-    rows: list[Session] = []
-    offset = 0
-    more = False
-    total: int | None = None
-    seen: set[str] = set()
-    while len(rows) < limit:
-        want = min(PAGE_SIZE, limit - len(rows))
-        page = await backend.list_sessions(filters, limit=want, offset=offset)
-        total = page.total if page.total is not None else total
-        fresh = [row for row in page.items if row.id not in seen]
-        seen.update(row.id for row in fresh)
-        rows.extend(fresh)
-        offset += len(page.items)
-        more = page.has_more
-        if not page.has_more or not page.items:
-            break
-    if len(rows) > limit:
-        rows = rows[:limit]
-        more = True
+    read: list[SessionList] = []
+    rows = [row async for row in session_pages(backend, filters, most=limit, size=PAGE_SIZE, read=read)]
+    more = bool(read) and read[-1].has_more
+    total = next((page.total for page in reversed(read) if page.total is not None), None)
     return rows, more, total
 
 

@@ -12,7 +12,7 @@ import contextlib
 import sys
 
 from cli.commands.common import connect, is_tty, usage
-from client.backend import Backend
+from client.backends.base import Backend
 from client.errors import TransportError
 
 

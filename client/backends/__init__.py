@@ -8,7 +8,9 @@
                       PreloopRestApi, the Preloop-shaped REST that local and preloop share
       wire.py         what the mappings share: loose wire values (parse_time, as_str...) and the
                       Sequencer that numbers mapped events
+      attention.py    the attention inbox's feed by polling any backend's REST side
       local/          our control plane: that REST + feed.py (our SSE stream)          LocalBackend
+                      + attention.py (our server's attention stream)
       preloop/        a Preloop 0.17.1 server: that REST + feed.py (websocket, replay,
                       polls) + mapping.py (Draft -> PreloopMapper)                     PreloopBackend
       dendrux/        a Dendrux 0.4.1 app: read router + our steer router + feed.py (its SSE
@@ -40,7 +42,7 @@ follow, a :class:`~client.backends.wire.Sequencer`). docs/backends.md says more.
 3. Add the kind to :data:`~client.backends.base.ServerKind` (already there for ``dendrux``), a branch in
    :func:`backend_for` below, and detection in :func:`detect_server_kind` if the server can be told apart.
 4. Never import another backend package (an import-linter contract checks it): share through ``base``,
-   ``rest``, ``wire``, ``client.streaming`` or ``client.connection``.
+   ``rest``, ``wire``, ``attention``, ``client.streaming`` or ``client.connection``.
 
 Nothing above ``client/`` may know which backend it talks to; it reads ``backend.capabilities``.
 """
@@ -49,14 +51,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from client.backends.base import (
-    SERVER_KINDS,
-    ApprovalPage,
-    Backend,
-    Capabilities,
-    ServerKind,
-    SessionFilter,
-)
+from client.backends.base import SERVER_KINDS, Backend, ServerKind
 from client.errors import Unsupported, UsageError
 
 if TYPE_CHECKING:
@@ -64,12 +59,6 @@ if TYPE_CHECKING:
     from client.connection import Connection
 
 __all__ = [
-    "SERVER_KINDS",
-    "ApprovalPage",
-    "Backend",
-    "Capabilities",
-    "ServerKind",
-    "SessionFilter",
     "backend_for",
     "connect",
     "detect_server_kind",

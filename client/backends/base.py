@@ -20,9 +20,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here without any model)
+    from collections.abc import Sequence
+
+    from client.errors import ClientError
     from client.events import Event
     from client.models import (
         ActivityItem,
+        AllowRule,
         Approval,
         AttentionSnapshot,
         Health,
@@ -30,7 +34,9 @@ if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here witho
         NoteList,
         Session,
         SessionList,
+        Standing,
     )
+    from client.rules import RuleSpec
     from client.status import StreamStatus
     from client.timeline import Place
 
@@ -41,6 +47,28 @@ SERVER_KINDS: tuple[ServerKind, ...] = ("local", "preloop", "dendrux")
 
 API_PREFIX = "/api/v1"
 """Where the Preloop-shaped REST lives (``client.backends.rest``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSupport:
+    """What kind of time-boxed allow rules a server keeps (``client.rules``), so a screen offers only
+    those and a command refuses the rest before any request, saying what the server can do."""
+
+    name: str
+    """What the server calls them, as the subject of a sentence ("Preloop's approval bypasses")."""
+    scopes: frozenset[str]
+    """``session``, ``agent``, ``account``: what one rule can cover."""
+    tools: bool
+    """A rule can be narrowed to one tool."""
+    patterns: bool
+    """A rule can be narrowed to an argument pattern (``pytest *``)."""
+    max_minutes: int
+    """The longest rule the server makes (there is no forever)."""
+    risk_aware: bool
+    """The server leaves danger-risk calls out of a rule not made for them; Preloop's bypass approves
+    every call in its scope, so an ``allow`` one always takes the second confirmation."""
+    can: str
+    """What it can do, as the end of a sentence that refused something finer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +86,10 @@ class Capabilities:
     approve_comment: bool = True
     """An approval can carry a comment (a decline always can): a Dendrux app's approve takes no reason,
     so a front end refuses the comment up front instead of the server dropping it."""
+    rules: RuleSupport | None = None
+    """The time-boxed allow rules the server keeps (None: none, every call is decided one by one)."""
+    halts: bool = False
+    """The server has an account-wide kill switch whose state the banner shows (Preloop)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +128,24 @@ class ApprovalPage:
     total: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class BatchItem:
+    """What the server said about one approval of a batch decision (``ApprovalDesk.decide_batch``)."""
+
+    approval_id: str
+    decided: bool
+    """Decided by this call (the server said so)."""
+    status: str | None = None
+    """The approval's status after the call as far as the server said (a refused one: what it already
+    was, e.g. ``approved``, ``expired``); None when it did not say."""
+    error: ClientError | None = None
+    """Why it was not decided: the server's sentence for this id (``NotFound``, ``BadRequest`` "Request
+    already approved"), or the failure of the request that carried it (a 403, a lost connection)."""
+    approval: Approval | None = None
+    """The approval's row when the server sent it (ours, a Dendrux app); Preloop's batch answer has
+    none."""
+
+
 class SessionDesk(Protocol):
     """Sessions: list, look up, end. Every method raises ``client.errors.ClientError`` subclasses."""
 
@@ -111,7 +161,9 @@ class SessionDesk(Protocol):
 
     async def get_session(self, session_id: str) -> Session: ...
 
-    async def resolve_session_id(self, id_or_prefix: str, *, page_size: int = 100) -> str: ...
+    def session_ids(self, *, page_size: int = 100) -> AsyncIterator[str]:
+        """The ids a short session id is matched against (``client.ids.resolve_session``)."""
+        ...
 
     async def session_activity(self, session_id: str) -> list[ActivityItem]: ...
 
@@ -166,6 +218,43 @@ class ApprovalDesk(Protocol):
 
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval: ...
 
+    async def decide_batch(
+        self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None
+    ) -> list[BatchItem]:
+        """One decision (and comment) for many approvals, as the server can take it (Preloop and ours:
+        ``decide-batch`` per 100 ids; a Dendrux app: one call per id): one :class:`BatchItem` per id, in
+        order. It never fails as a whole once a request has left: a request that fails makes each of its
+        ids a failed item (``client.steering.Steering.decide_many`` reads what came of those). It raises
+        only when nothing was sent (an id that is not one, a comment the server cannot take)."""
+        ...
+
+
+class RuleDesk(Protocol):
+    """Time-boxed allow rules and what decides on the operator's behalf (see ``Capabilities.rules``; a
+    server without rules raises ``client.errors.Unsupported`` for every change and has nothing standing)."""
+
+    async def list_rules(self) -> list[AllowRule]:
+        """The rules (Preloop: approval bypasses) that hold now, the soonest to end first."""
+        ...
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        """Make a rule (checked first with ``client.rules.check_spec``); the server may still refuse it
+        (a 403 without the permission, a 422 for a duration it will not take)."""
+        ...
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        """End one rule now; the answer is the rule as it now is."""
+        ...
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        """End every rule that holds; the answer lists those ended."""
+        ...
+
+    async def standing(self) -> Standing:
+        """What decides or silences for the operator now (active rules, the account's kill switch): the
+        banner's one cheap read."""
+        ...
+
 
 class LiveFeed(Protocol):
     """One session's events as they happen, in order, once each, with connection states between them.
@@ -200,7 +289,7 @@ class AttentionFeed(Protocol):
     ) -> AsyncIterator[AttentionSnapshot | Event | StreamStatus]: ...
 
 
-class Backend(SessionDesk, NoteDesk, ApprovalDesk, LiveFeed, HistoryDesk, AttentionFeed, Protocol):
+class Backend(SessionDesk, NoteDesk, ApprovalDesk, RuleDesk, LiveFeed, HistoryDesk, AttentionFeed, Protocol):
     """Everything the TUI and the CLI talk to; one class per server kind implements it."""
 
     @property

@@ -2,7 +2,8 @@
 
 * :class:`RestBackend`: what a backend's REST side is whatever the server's routes: one
   :class:`~client.connection.Connection` (closed with the backend, ``async with``), a repr that never shows
-  the token, and sessions paged across ``list_sessions`` pages. Every backend class derives from it.
+  the token, sessions paged across ``list_sessions`` pages, and the ids a short session id is matched
+  against. Every backend class derives from it.
 * :class:`PreloopRestApi`: the Preloop-shaped REST (``/api/v1``) that a Preloop server and our local
   control plane both speak; the local and the Preloop backend differ only where the servers do (the live
   channel, a few quirks). A Dendrux app has other routes (``client.backends.dendrux``).
@@ -14,14 +15,14 @@ Every answer is validated by a pydantic model, and every failure is a :mod:`clie
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
-from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
+from client.backends.base import API_PREFIX, ApprovalPage, BatchItem, SessionFilter
 from client.connection import Connection
 from client.errors import (
     ClientError,
@@ -30,13 +31,21 @@ from client.errors import (
     SessionEnded,
     Timeout,
     TransportError,
+    Unsupported,
     UsageError,
+    error_for_status,
 )
-from client.ids import match_id, normalise_prefix, require_note_id, require_uuid, short_id
+from client.ids import require_note_id, require_uuid, short_id
+from client.listing import session_pages
 from client.models import (
+    BATCH_MAX_IDS,
     ActivityItem,
     ActivityList,
+    AllowRule,
     Approval,
+    ApprovalBatchAnswer,
+    ApprovalBatchDecision,
+    ApprovalBatchResult,
     ApprovalDecision,
     Health,
     Note,
@@ -45,16 +54,19 @@ from client.models import (
     Session,
     SessionDetail,
     SessionList,
+    Standing,
 )
 from client.notetext import require_sendable
+from client.rules import RuleSpec
 
 __all__ = ["API_PREFIX", "PreloopRestApi", "RestBackend"]
 
 _approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
+rules_adapter: TypeAdapter[list[AllowRule]] = TypeAdapter(list[AllowRule])
+"""A JSON array of rules (our server's listing and revoke-all answer)."""
 
 # Counters a Preloop session *detail* leaves empty although the list row has them.
 _LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", "cwd")
-_RESOLVE_LIMIT = 10_000
 
 
 class RestBackend:
@@ -87,22 +99,57 @@ class RestBackend:
         """One page of sessions (each backend reads its server's own listing)."""
         raise NotImplementedError
 
-    async def iter_sessions(
+    # --------------------------------------------------------------------------- allow rules (none here)
+
+    def _rules(self, response: httpx.Response) -> list[AllowRule]:
+        """A JSON array of rules, or InvalidResponse."""
+        try:
+            return rules_adapter.validate_json(response.content)
+        except ValidationError as exc:
+            raise self.conn.invalid(response, exc) from None
+
+    def _no_rules(self) -> Unsupported:
+        kind = getattr(self, "server_kind", "")
+        return Unsupported(f"a {kind or 'this'} server keeps no allow rules: decide each call on its own")
+
+    async def list_rules(self) -> list[AllowRule]:
+        """The rules that hold now: a server without rules has none."""
+        return []
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        """Make an allow rule (a server without rules refuses: ``Unsupported``)."""
+        raise self._no_rules()
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        """End one rule (a server without rules refuses: ``Unsupported``)."""
+        raise self._no_rules()
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        """End every rule (a server without rules refuses: ``Unsupported``)."""
+        raise self._no_rules()
+
+    async def standing(self) -> Standing:
+        """Nothing decides for the operator on a server without rules or a kill switch."""
+        return Standing()
+
+    def iter_sessions(
         self, filters: SessionFilter | None = None, *, max_items: int = 1000, page_size: int = 100
     ) -> AsyncIterator[Session]:
-        """Every session matching ``filters`` across pages, up to ``max_items``, following ``has_more``."""
-        offset = 0
-        seen = 0
-        while seen < max_items:
-            page = await self.list_sessions(filters, limit=min(page_size, max_items - seen), offset=offset)
-            for item in page.items:
-                yield item
-                seen += 1
-                if seen >= max_items:
-                    return
-            if not page.has_more or not page.items:
-                return
-            offset += len(page.items)
+        """Every session matching ``filters`` across pages, each once, up to ``max_items``, following
+        ``has_more`` (``client.listing.session_pages``)."""
+        return session_pages(self, filters, most=max_items, size=page_size)
+
+    session_scan = 10_000
+    """A short session id is matched against at most this many of the newest sessions."""
+
+    async def session_ids(self, *, page_size: int = 100) -> AsyncIterator[str]:
+        """The ids a short session id is matched against (``client.ids.resolve_session``): every
+        session's, of every status, newest first, up to :attr:`session_scan`."""
+        rows = self.iter_sessions(
+            SessionFilter(status="all"), max_items=self.session_scan, page_size=page_size
+        )
+        async for row in rows:
+            yield row.id
 
 
 class PreloopRestApi(RestBackend):
@@ -149,7 +196,7 @@ class PreloopRestApi(RestBackend):
 
     async def _session_detail(self, session_id: str) -> Session:
         sid = require_uuid(session_id)
-        response = await self._request("GET", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}")
+        response = await self._request("GET", f"/runtime-sessions/{sid}", what=f"session {sid}")
         return self.conn.parse(response, SessionDetail).session
 
     async def get_session(self, session_id: str) -> Session:
@@ -169,28 +216,17 @@ class PreloopRestApi(RestBackend):
             pass  # the detail itself is fine; the counters just stay unknown
         return session
 
-    async def resolve_session_id(self, id_or_prefix: str, *, page_size: int = 100) -> str:
-        """Turn a full UUID or a short id (≥ 4 hex characters) into a full id, looking across all pages."""
-        text = id_or_prefix.strip()
-        if len(text) == 36:
-            return require_uuid(text)
-        prefix = normalise_prefix(text)
-        rows = self.iter_sessions(SessionFilter(status="all"), max_items=_RESOLVE_LIMIT, page_size=page_size)
-        return match_id(prefix, [row.id.lower() async for row in rows])
-
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         """What happened in a session, newest first (Preloop's history; no total)."""
         sid = require_uuid(session_id)
-        response = await self._request(
-            "GET", f"/runtime-sessions/{sid}/activity", what=f"session {short_id(sid)}"
-        )
+        response = await self._request("GET", f"/runtime-sessions/{sid}/activity", what=f"session {sid}")
         return self.conn.parse(response, ActivityList).items
 
     async def end_session(self, session_id: str) -> Session:
         """Ask the server to end a session; pending notes become undeliverable."""
         sid = require_uuid(session_id)
         response = await self._request(
-            "PATCH", f"/runtime-sessions/{sid}", what=f"session {short_id(sid)}", json={"action": "end"}
+            "PATCH", f"/runtime-sessions/{sid}", what=f"session {sid}", json={"action": "end"}
         )
         return self.conn.parse(response, Session)
 
@@ -225,7 +261,7 @@ class PreloopRestApi(RestBackend):
         if body.runtime_session_id:
             await self._before_note(body.runtime_session_id)
         url = API_PREFIX + "/operator-notes"
-        what = f"session {short_id(session_id)}" if session_id else "the note's target"
+        what = f"session {session_id}" if session_id else "the note's target"  # a 404 names it in full
         try:
             response = await self.conn.send("POST", url, json=body.model_dump(exclude_none=True))
         except TransportError as err:
@@ -240,7 +276,7 @@ class PreloopRestApi(RestBackend):
             error = self.conn.api_error(response, what)
             if error.status == 409 and session_id:
                 # the only 409 of this route: the session has ended (our server; docs/protocol.md)
-                raise SessionEnded(what, error.detail)
+                raise SessionEnded(f"session {short_id(session_id)}", error.detail)
             raise error
         try:
             note = self.conn.parse(response, Note)
@@ -268,7 +304,10 @@ class PreloopRestApi(RestBackend):
             "limit": limit,
             "offset": offset,
         }
-        response = await self._request("GET", "/operator-notes", params=params)
+        target = session_id or agent_id or execution_id
+        kind = "session" if session_id else "agent" if agent_id else "execution"
+        what = f"{kind} {target}" if target else ""
+        response = await self._request("GET", "/operator-notes", what=what, params=params)
         return self.conn.parse(response, NoteList)
 
     async def get_note(self, note_id: str) -> Note:
@@ -314,7 +353,7 @@ class PreloopRestApi(RestBackend):
     async def get_approval(self, approval_id: str) -> Approval:
         """One approval request with its tool arguments and current status."""
         aid = require_uuid(approval_id, "approval id")
-        response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {short_id(aid)}")
+        response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {aid}")
         return self.conn.parse(response, Approval)
 
     async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
@@ -329,8 +368,59 @@ class PreloopRestApi(RestBackend):
         aid = require_uuid(approval_id, "approval id")
         body = ApprovalDecision(comment=comment).model_dump(exclude_none=True)
         response = await self._request(
-            "POST", f"/approval-requests/{aid}/{verb}", what=f"approval {short_id(aid)}", json=body
+            "POST", f"/approval-requests/{aid}/{verb}", what=f"approval {aid}", json=body
         )
         approval = self.conn.parse(response, Approval)
         self._changed(approval.runtime_session_id)
         return approval
+
+    async def decide_batch(
+        self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None
+    ) -> list[BatchItem]:
+        """One decision for many approvals: ``POST /approval-requests/decide-batch`` per
+        :data:`~client.models.BATCH_MAX_IDS` ids, one after another, each answering one result per id
+        (Preloop 0.17.1 and our server alike). A request that fails makes its ids failed items, and the
+        next request is still sent: the batch never fails as a whole."""
+        ids = list(dict.fromkeys(require_uuid(a, "approval id") for a in approval_ids))
+        items: list[BatchItem] = []
+        for start in range(0, len(ids), BATCH_MAX_IDS):
+            chunk = ids[start : start + BATCH_MAX_IDS]
+            body = ApprovalBatchDecision(ids=chunk, approved=approve, comment=comment)
+            try:
+                response = await self._request(
+                    "POST",
+                    "/approval-requests/decide-batch",
+                    what="the approvals",
+                    json=body.model_dump(exclude_none=True),
+                )
+                answer = self.conn.parse(response, ApprovalBatchAnswer)
+            except ClientError as exc:
+                items.extend(BatchItem(aid, decided=False, error=exc) for aid in chunk)
+                continue
+            items.extend(_batch_items(chunk, answer.results))
+        for session_id in {i.approval.runtime_session_id for i in items if i.approval is not None}:
+            self._changed(session_id)
+        return items
+
+
+def _batch_items(sent: list[str], results: list[ApprovalBatchResult]) -> list[BatchItem]:
+    """The server's results for the ids ``sent``, one item per id in that order; an id the answer left
+    out is a failed item (the answer did not say: never counted as decided)."""
+    by_id = {r.id.lower(): r for r in results}
+    items: list[BatchItem] = []
+    for aid in sent:
+        result = by_id.get(aid)
+        what = f"approval {short_id(aid)}"
+        if result is None:
+            error: ClientError = InvalidResponse(f"the server's answer says nothing about {what}")
+            items.append(BatchItem(aid, decided=False, error=error))
+            continue
+        row = result.approval
+        if result.ok:
+            items.append(BatchItem(aid, decided=True, status=result.status, approval=row))
+            continue
+        said = {"detail": result.error or "not decided"}
+        gone = (result.error or "").lower().endswith("not found")
+        error = error_for_status(404 if gone else 400, said, what=what)
+        items.append(BatchItem(aid, decided=False, status=result.status, error=error, approval=row))
+    return items

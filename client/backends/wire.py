@@ -6,7 +6,8 @@ A server that does not speak our event vocabulary (Preloop, a Dendrux app) is re
 that job has in common on every server live here, once:
 
 * reading JSON that may hold anything: :func:`parse_time` (ISO with ``Z``, an offset, both, or no zone
-  at all = UTC), :func:`as_str`, :func:`as_int`, :func:`as_dict`, and :func:`iso` to write a time back;
+  at all = UTC), :func:`as_str`, :func:`as_int`, :func:`as_dict` (``client.models.iso`` writes a time
+  back);
 * :func:`event_body`: the fields every event body carries (``type``, ``session_id``, ``at``);
 * :class:`Sequencer`: numbers bodies with a contiguous local ``seq`` from 1, stamps each with the server's
   own identity of the fact it came from (``server_id`` / ``server_seq``), and validates them into
@@ -24,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from client.events import Event, EventDecodeError, event_from_dict
+from client.models import iso
 
 __all__ = [
     "RESERVED_FIELDS",
@@ -32,7 +34,6 @@ __all__ = [
     "as_int",
     "as_str",
     "event_body",
-    "iso",
     "now",
     "parse_time",
 ]
@@ -63,11 +64,6 @@ def parse_time(value: Any) -> datetime | None:
     else:
         return None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-def iso(value: datetime) -> str:
-    """A time as our events write it: UTC, ``Z``."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def now() -> datetime:

@@ -16,8 +16,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP, preloop

@@ -18,6 +18,7 @@ import pytest
 
 from cli.main import main
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP
@@ -97,6 +98,29 @@ async def test_plain_lines_one_per_event_safe_and_without_colour(
     assert not any(k == "text" for k, _ in kinds)  # deltas are folded into their step's line
 
 
+async def test_text_that_never_ended_is_shown_as_cut_off(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A step whose run failed before it ended still shows its text, once, marked as cut off; a step that
+    ended shows its text on the step's line only."""
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        await _work(agent)
+        await agent.run_started("Try again")
+        await agent.delta("Half a ", 3)
+        await agent.delta("thought", 3)
+        await agent.run_failed("the model went away")
+        await agent.end()
+        code = await asyncio.to_thread(
+            main, ["sessions", "attach", agent.session_id, "--plain", "--since", "1h"]
+        )
+    assert code == 0
+    kinds = [(m.group(1), m.group(2)) for m in map(LINE.match, capsys.readouterr().out.splitlines()) if m]
+    cut = kinds.index(("text", "Half a thought (cut off)"))
+    assert kinds[cut + 1] == ("failed", "the model went away")
+    assert [k for k, _ in kinds].count("text") == 1
+
+
 async def test_ended_session_replays_everything_without_since(
     live_server, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,15 +190,15 @@ async def test_typed_lines_steer_and_unknown_commands_are_never_sent(live_server
         await _read_until(proc.stderr, "unknown command /aprove: not sent")
         await _read_until(proc.stderr, "note ")
 
-        verdict = asyncio.create_task(agent.permission_check("Bash", {"command": "git push"}))
+        verdict = asyncio.create_task(agent.permission_check("Read", {"file_path": "README.md"}))
         await _read_until(proc.stdout, "approval   requested")
-        proc.stdin.write(b"/approve\n")
+        proc.stdin.write(b"/approve\n")  # the one shown, of low risk: no id needed
         await proc.stdin.drain()
         assert (await asyncio.wait_for(verdict, 30)).decision == "allow"
 
         decline = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf /"}))
-        await _read_until(proc.stdout, "approval   requested")
-        proc.stdin.write(b"/decline absolutely not\n")
+        sid = _requested_id((await _read_until(proc.stdout, "approval   requested"))[-1])
+        proc.stdin.write(f"/decline {sid} absolutely not\n".encode())
         await proc.stdin.drain()
         assert (await asyncio.wait_for(decline, 30)).decision == "deny"
 
@@ -279,10 +303,11 @@ async def test_an_approval_already_waiting_is_named_on_attach_and_can_be_approve
         assert any(
             line.startswith(f"-- approval {sid} is waiting: ")
             and "git push origin main" in line
+            and "[risk danger]" in line
             and f"(/approve {sid} or /decline {sid})" in line
             for line in lines
         ), lines
-        proc.stdin.write(b"/approve\n")
+        proc.stdin.write(f"/approve {sid}\ny\n".encode())  # a danger call: its id, then a yes
         await proc.stdin.drain()
         assert (await asyncio.wait_for(verdict, 30)).decision == "allow"
         await _read_until(proc.stderr, f"approval {sid} approved")
@@ -386,5 +411,206 @@ async def test_a_plain_line_over_the_limit_is_not_sent_and_is_printed_back(live_
         assert "w" * 5000 in (await proc.stderr.readline()).decode()
         await _read_until(proc.stderr, "sent (pending)")
         assert [n.text for n in (await client.list_notes(session_id=agent.session_id)).notes] == ["short one"]
+        await agent.end()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+
+
+async def test_plain_attach_says_a_lost_stream_in_words_once_not_at_every_retry(live_server) -> None:
+    """The trial: "connection lost (RemoteProtocolError); reconnecting in 2.0s (attempt 3)" and a
+    "connecting" line at every retry. Now: the loss in words, once (again only if why changes), and
+    live again, each line short enough for 80 columns."""
+    import io
+
+    from cli.plain import follow_plain
+    from client.config import resolve_settings
+
+    out, err = io.StringIO(), io.StringIO()
+    backend = await connect(resolve_settings(), server_kind="local", backoff_initial=0.05, backoff_max=0.2)
+    async with live_server.harness() as harness, backend:
+        agent = await harness.start_session(agent_name="night-shift")
+        attach = asyncio.create_task(
+            follow_plain(
+                backend, agent.session_id, since=None, json_lines=False, read_only=True, out=out, err=err
+            )
+        )
+
+        async def wait_for(check: Callable[[], bool]) -> None:
+            async with asyncio.timeout(30):
+                while True:
+                    if check():
+                        return
+                    await asyncio.sleep(0.02)
+
+        await wait_for(lambda: "-- live" in err.getvalue())
+        await asyncio.to_thread(live_server.stop)
+        await asyncio.sleep(2.0)  # retries every 0.2 s: about ten of them
+        await asyncio.to_thread(live_server.start)
+        await agent.run_started("after the outage")
+        await wait_for(lambda: "after the outage" in out.getvalue())
+        await agent.end()
+        assert await asyncio.wait_for(attach, 20) == 0
+    notices = err.getvalue().splitlines()
+    assert "Error" not in err.getvalue()  # no exception's name
+    lost = [line for line in notices if line.startswith("-- reconnecting")]
+    assert 1 <= len(lost) <= 2, notices  # the loss, and maybe once more when why changed
+    assert not [line for line in notices if line.startswith("-- connecting (attempt")], notices
+    assert [line for line in notices if line.startswith("-- live again")], notices
+    assert all(len(line) <= 80 for line in notices), notices
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 23 section 3: a typed decision names the approval it decides
+
+
+async def _pending_ids(client: Backend, session_id: str) -> list[str]:
+    return [a.id for a in (await client.list_approvals(session_id=session_id, status="pending")).items]
+
+
+def _requested_id(line: str) -> str:
+    """The short id a printed "approval requested" line names."""
+    found = re.search(r"approval +requested (\w+):", line)
+    assert found, line
+    return found.group(1)
+
+
+async def _say(proc: asyncio.subprocess.Process, line: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(f"{line}\n".encode())
+    await proc.stdin.drain()
+
+
+async def test_a_danger_call_is_approved_only_by_its_id_and_a_yes_to_a_question_naming_it(
+    live_server,
+) -> None:
+    """`/approve` alone approved a danger call at once (the trial): now it is refused, saying what to type;
+    `/approve ID` asks "approve Bash rm -rf build/? [y/N]" on the next line and anything but y approves
+    nothing; y approves it."""
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--since", "0s", stdin=True)
+        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+        await _read_until(proc.stderr, "-- live")
+        verdict = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf build/\nls"}))
+        requested = (await _read_until(proc.stdout, "approval   requested"))[-1]
+        (approval_id,) = await _pending_ids(client, agent.session_id)
+        sid = approval_id[:8]
+        assert "[risk danger]" in requested and f"(/approve {sid} or /decline {sid})" in requested
+
+        await _say(proc, "/approve")
+        refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
+        assert f"approval {sid} is a danger-risk Bash call (rm -rf build/ …)" in refused
+        assert refused.rstrip().endswith(f"decided by its id: /approve {sid}"), refused
+        await _say(proc, "/decline not like this")
+        refused = (await _read_until(proc.stderr, "nothing declined"))[-1]
+        assert refused.rstrip().endswith(f"/decline {sid} not like this"), refused
+        assert await _pending_ids(client, agent.session_id) == [approval_id]
+
+        await _say(proc, f"/approve {approval_id[:5]}")
+        assert (await proc.stderr.readline()).decode() == "approve Bash rm -rf build/ …? [y/N]\n"
+        await _say(proc, "sure go ahead")  # not y: nothing approved, and the words are not lost silently
+        await _read_until(proc.stderr, f"-- not approved: approval {sid} (Bash) still waits")
+        said = (await proc.stderr.readline()).decode()
+        assert said == "-- the line 'sure go ahead' answered the question; not sent as a note\n"
+        await _say(proc, f"/approve {sid}")
+        await _read_until(proc.stderr, "[y/N]")
+        await _say(proc, "")  # Enter alone: the default, no
+        await _read_until(proc.stderr, f"-- not approved: approval {sid} (Bash) still waits")
+        assert await _pending_ids(client, agent.session_id) == [approval_id]
+        assert (await client.list_notes(session_id=agent.session_id)).notes == []
+
+        await _say(proc, f"/approve {sid}")
+        await _read_until(proc.stderr, "[y/N]")
+        await _say(proc, "Y")
+        await _read_until(proc.stderr, f"-- approval {sid} approved")
+        assert (await asyncio.wait_for(verdict, 30)).decision == "allow"
+        await agent.end()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+
+
+async def test_once_two_approvals_were_shown_a_decision_names_its_id(live_server) -> None:
+    """Two calls shown: `/approve` alone is refused and lists what is pending with ids, tools and first
+    lines, even after one of them was decided (the other may not be the one the operator meant); an id
+    decides a low-risk call at once, without a question."""
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--since", "0s", stdin=True)
+        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+        await _read_until(proc.stderr, "-- live")
+        first = asyncio.create_task(agent.permission_check("Read", {"file_path": "notes/a.md"}))
+        a = _requested_id((await _read_until(proc.stdout, "approval   requested"))[-1])
+        second = asyncio.create_task(agent.permission_check("Read", {"file_path": "notes/b.md"}))
+        b = _requested_id((await _read_until(proc.stdout, "approval   requested"))[-1])
+
+        await _say(proc, "/approve")
+        refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
+        assert "2 approvals have been shown in this attach: name the one to approve" in refused
+        assert f"Pending now: {a[:8]} Read [risk caution]: file_path: notes/a.md; {b[:8]} Read" in refused
+        assert refused.rstrip().endswith(f"Type e.g. /approve {a[:8]}"), refused
+        assert sorted(i[:8] for i in await _pending_ids(client, agent.session_id)) == sorted([a, b])
+
+        await _say(proc, f"/decline {b[:6]} not that one")
+        await _read_until(proc.stderr, f"-- approval {b[:8]} declined")
+        assert (await asyncio.wait_for(second, 30)).decision == "deny"
+        await _say(proc, "/approve")
+        refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
+        assert (
+            f"Pending now: {a[:8]} Read [risk caution]: file_path: notes/a.md. Type e.g. /approve {a[:8]}"
+            in refused
+        )
+        await _say(proc, f"/approve {a[:8]}")
+        await _read_until(proc.stderr, f"-- approval {a[:8]} approved")
+        assert (await asyncio.wait_for(first, 30)).decision == "allow"
+        await agent.end()
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+
+
+async def test_an_approval_no_longer_pending_is_refused_by_name_and_never_swapped_for_another(
+    live_server,
+) -> None:
+    """The trial: the approval read expired and another replaced it; `/approve` must not approve the
+    unseen one. The expired one is refused by name (alone, and by its id), and what waits is named."""
+    async with (
+        live_server.harness() as harness,
+        await connect(Settings(live_server.url, live_server.token)) as client,
+    ):
+        agent = await harness.start_session(agent_name="builder")
+        proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--since", "0s", stdin=True)
+        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+        await _read_until(proc.stderr, "-- live")
+        expiring = asyncio.create_task(agent.permission_check("Read", {"file_path": "a.md"}))
+        await _read_until(proc.stdout, "approval   requested")
+        (old,) = await _pending_ids(client, agent.session_id)
+        await live_server.expire_approval(old)
+        await _read_until(proc.stdout, f"expired {old[:8]}")  # the server's expiry, as printed
+        assert (await asyncio.wait_for(expiring, 30)).decision != "allow"
+
+        await _say(proc, "/approve")
+        refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
+        assert f"-- approval {old[:8]} (Read) expired before anyone decided at " in refused
+        assert "No approval is pending in this session now." in refused
+
+        replacement = asyncio.create_task(agent.permission_check("Read", {"file_path": "b.md"}))
+        await _read_until(proc.stdout, "approval   requested")
+        (new,) = await _pending_ids(client, agent.session_id)
+        await _say(proc, "/approve")  # two shown now: the new one is named, not approved
+        refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
+        assert f"Type e.g. /approve {new[:8]}" in refused
+        await _say(proc, f"/approve {old[:6]}")
+        refused = (await _read_until(proc.stderr, "nothing approved"))[-1]
+        assert f"approval {old[:8]} (Read) expired before anyone decided" in refused
+        assert f"Pending now: {new[:8]} Read [risk caution]: file_path: b.md" in refused
+        assert await _pending_ids(client, agent.session_id) == [new]
+
+        await client.approve(new, None)  # decided elsewhere, then asked for here
+        await _say(proc, f"/decline {new[:8]} too late")
+        refused = (await _read_until(proc.stderr, "nothing declined"))[-1]
+        assert f"-- approval {new[:8]} (Read) was approved by an operator" in refused
+        assert (await asyncio.wait_for(replacement, 30)).decision == "allow"
         await agent.end()
         assert await asyncio.wait_for(proc.wait(), 30) == 0

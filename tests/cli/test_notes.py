@@ -158,9 +158,10 @@ def test_withdraw_pending_then_again_and_delivered(live_server, capsys: pytest.C
     delivered, pending = result
     assert main(["notes", "withdraw", pending]) == 0
     assert "is withdrawn (cancelled)" in capsys.readouterr().out
-    # Withdrawn before: nothing changed now, exit 1, as --help says (issue 18: it exited 0).
-    assert main(["notes", "withdraw", pending]) == 1
-    assert "nothing changed, because it was already withdrawn" in capsys.readouterr().out
+    # Withdrawn before: the state the operator wants holds, so it says so and exits 0 (issue 23), as
+    # --help says; a note that reached the agent could not be withdrawn: exit 1.
+    assert main(["notes", "withdraw", pending]) == 0
+    assert "was already withdrawn: the agent will not see it" in capsys.readouterr().out
     assert main(["notes", "withdraw", delivered]) == 1
     out = capsys.readouterr().out
     assert "is delivered: nothing changed, because it was already delivered at turn 3" in out
@@ -208,8 +209,8 @@ def test_withdraw_and_list_accept_the_short_ids_the_cli_prints(
     printed = capsys.readouterr().out
     assert printed == f"Note {first[:8]} is withdrawn (cancelled): the agent will not see it.\n"
     # The short id it printed works again, narrowed to a session too; the note is already cancelled.
-    assert main(["notes", "withdraw", first[:8], "--session", sid[:8]]) == 1
-    assert "it was already withdrawn" in capsys.readouterr().out
+    assert main(["notes", "withdraw", first[:8], "--session", sid[:8]]) == 0
+    assert "was already withdrawn" in capsys.readouterr().out
     assert [n["state"] for n in _notes(live_server, sid)] == ["cancelled"]
     assert [n["state"] for n in _notes(live_server, other)] == ["pending"]
     assert main(["notes", "withdraw", "0000"]) == 1
@@ -236,3 +237,21 @@ def test_a_note_for_an_ended_session_exits_1_and_says_so(
         "reach a live session): `preloop sessions list` shows which sessions are still running\n"
     )
     assert _notes(live_server, sid) == []
+
+
+def test_a_full_session_id_that_does_not_exist_is_named_in_full(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The trial: the error named the unknown id's first 8 characters, which are a live session's short id."""
+    sid = _one_session(live_server)
+    unknown = sid[:8] + "-0000-4000-8000-000000000000"
+    for argv in (
+        ["notes", "send", "--session", unknown, "hello"],
+        ["notes", "list", "--session", unknown],
+        ["sessions", "export", unknown, "-o", "-"],
+        ["sessions", "digest", unknown, "--since", "1h"],
+        ["sessions", "attach", unknown, "--plain"],
+    ):
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert f"session {unknown} does not exist" in err, (argv, err)

@@ -124,6 +124,8 @@ def test_the_shift_handoff_puts_what_needs_a_human_first(live_server) -> None:
     # both need a person (an approval waits in one, a tool call failed in the other): the waiting one first
     assert need.index(f"{waiting_id[:8]} deployer") < need.index(f"{session_id[:8]} builder")
     assert "⚑ 1 waiting now (Write)" in need
+    # each session's "Since" is its own start (a minute ago), not the 8 h window's
+    assert "(8 h 00 min)" not in first and "(7 h 59 min)" not in first
     assert f"{session_id[:8]} ✗ Bash declined by an operator: “not | now”" in decided
     assert f"{session_id[:8]} note “run | the tests first” delivered → then:" in decided
     as_json = json.loads(preloop("sessions", "digest", "--all", "--since", "8h", "--json").stdout)

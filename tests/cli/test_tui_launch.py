@@ -112,13 +112,14 @@ def test_sessions_screen_with_the_server_down_opens_with_a_banner_and_quits(live
 def test_ctrl_c_in_the_note_box_quits_keeping_the_draft(live_server) -> None:
     """The real key on a real terminal: Ctrl+C (byte 0x03, read as a key, not a signal) with nothing
     selected quits from the note box, the terminal restored, the draft kept, the session left running."""
+    from client.drafts import DraftStore
     from client.paths import state_dir
 
     ids, _ = with_sessions(live_server.url, live_server.token, [{"agent_name": "a", "title": "Ctrl C title"}])
     code, screen = _run_in_pty(
         ["sessions", "attach", ids[0]], b"Ctrl C title", (b"half a note", b"half a note"), b"\x03"
     )
-    assert code == 0
+    assert code == 130  # Ctrl+C, as the README says
     assert b"\x1b[?1049l" in screen  # back on the shell's own screen
     assert b"Detached from " + ids[0][:8].encode() + b"; the session keeps running." in screen
-    assert (state_dir() / "drafts" / f"{ids[0]}.txt").read_text(encoding="utf-8") == "half a note"
+    assert DraftStore(state_dir() / "drafts").get(ids[0]) == "half a note"

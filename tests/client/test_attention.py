@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.attention_live import AttentionItem, poll_attention
-from client.backend import Backend
 from client.backends import connect
+from client.backends.attention import AttentionItem, poll_attention
+from client.backends.base import Backend
 from client.config import Settings
 from client.events import ApprovalDecided, ApprovalRequested, NoteEvent
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, NoteFailed
@@ -346,6 +346,43 @@ async def test_polling_starts_a_round_every_interval_however_long_the_rounds_tak
     # 5 (approvals, then notes), 6 (slow), 7 (slow, at once; approvals first)
     assert shown == pytest.approx([1.6, 3.4, 6.4, 7.6, 9.4, 12.4, 13.6, 18.5, 22.0])
     assert min(waits) == 0.0
+
+
+async def test_a_polled_feed_says_its_connection_states_as_every_feed_does() -> None:
+    """Polling runs on the one reconnect loop: a failed round is "reconnecting", each new attempt
+    "connecting (attempt n)" as on a session's stream (the poller's own loop went from reconnecting
+    straight to live), a refused token waits for a login, a 403 stops the feed."""
+    answers = iter([503, 401, 200, 200, 403])
+    asked: list[str] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/runtime-sessions"):  # the notes round: no session has notes
+            return httpx.Response(200, json={"items": [], "total": 0, "has_more": False})
+        status = next(answers)
+        asked.append(f"{request.url.path.rsplit('/', 1)[-1]} {status}")
+        if status == 200:
+            return httpx.Response(200, json=[], headers={"X-Total-Count": "0"})
+        return httpx.Response(status, json={"detail": "no"})
+
+    settings = Settings("http://poll.test", "tok", server_kind="preloop")
+    seen: list[str] = []
+    async with await connect(settings, transport=httpx.MockTransport(server)) as backend:
+        feed = poll_attention(backend, timedelta(hours=1), interval=0.01, backoff_max=0.02)
+        async with aclosing(feed):
+            async for item in feed:
+                seen.append(type(item).__name__ + (f" {item.attempt}" if hasattr(item, "attempt") else ""))
+    assert seen == [
+        "Connecting 1",
+        "Reconnecting 1",
+        "Connecting 2",
+        "LoginNeeded 2",
+        "Connecting 3",
+        "Live",
+        "AttentionSnapshot",
+        "AttentionSnapshot",
+        "Refused",
+    ]
+    assert asked == [f"approval-requests {s}" for s in (503, 401, 200, 200, 403)]
 
 
 def test_an_approval_crossing_the_last_minute_is_reported_once_and_an_arrival_that_close_is_not() -> None:

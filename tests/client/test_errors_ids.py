@@ -22,7 +22,7 @@ from client.errors import (
     ValidationFailed,
     error_for_status,
 )
-from client.ids import is_uuid, match_prefix, normalise_prefix, require_note_id, require_uuid, short_id
+from client.ids import check_prefix, is_uuid, match_id, require_note_id, require_uuid, short_id
 
 CAPTURES = Path("/work/shared/preloop-0.17.1/captures")
 
@@ -119,18 +119,18 @@ def test_note_ids_cannot_change_the_path() -> None:
             require_note_id(bad)
 
 
-def test_prefix_matching() -> None:
-    ids = ["abcd1234-0000-4000-8000-000000000001", "abcd9999-0000-4000-8000-000000000002"]
+def test_one_prefix_rule_and_matching() -> None:
+    ids = ["abcd1234-0000-4000-8000-000000000001", "ABCD9999-0000-4000-8000-000000000002"]
     assert short_id(ids[0]) == "abcd1234"
-    assert match_prefix("ABCD1", ids) == ids[0]
+    assert match_id(check_prefix(" ABCD1 "), ids) == ids[0]
+    assert match_id("abcd9", ids) == ids[1].lower()  # a UUID comes back as servers write it
     with pytest.raises(AmbiguousId, match="matches 2 sessions"):
-        match_prefix("abcd", ids)
+        match_id("abcd", ids)
     with pytest.raises(NoMatchingId, match="no session starts with 'ffff'"):
-        match_prefix("ffff", ids)
-    with pytest.raises(UsageError, match="at least 4 hex"):
-        normalise_prefix("abc")
-    with pytest.raises(UsageError):
-        normalise_prefix("zzzz")
+        match_id("ffff", ids)
+    for bad in ("abc", "zzzz", "Needs", "ab cd", "01M"):
+        with pytest.raises(UsageError, match="at least 4 of its first characters"):
+            check_prefix(bad)
 
 
 async def test_a_token_that_cannot_be_a_header_is_refused_without_echoing_it() -> None:

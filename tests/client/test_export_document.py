@@ -148,6 +148,9 @@ def test_export_json_validates_and_holds_every_fact() -> None:
     assert "\x1b" not in json.dumps(doc)  # the escape sequence in the arguments is neutralised
     assert doc["final_answer"] == "Stopped.\n\n````\nno build"
     assert doc["tool_calls"] == {"count": 1, "failed": 1, "total_duration_ms": 3125}
+    # the Markdown says a duration as the timeline's tool line does (``client.entry_words``)
+    md = to_markdown(doc)
+    assert "3.1s in total" in md and "| denied | 3.1s |" in md and "3.1 s" not in md
 
 
 def test_server_lists_win_over_the_timeline_and_fill_what_it_missed() -> None:
@@ -269,3 +272,17 @@ def test_a_server_with_one_operator_per_account_names_them_for_every_human_decis
     doc = build_export(SID, bare, exported_at=NOW, sole_operator=True)
     assert doc["notes"] == []
     assert doc["approvals"][0]["decided_by"] == {"kind": "human", "detail": "the operator"}
+
+
+def test_an_expiry_reads_as_one_in_the_timeline_and_the_table() -> None:
+    """The trial: "Approval for Bash expired by nobody decided before it expired"."""
+    ev, timeline = Feed(), Timeline()
+    asked = approval("e1", tool_name="Bash", summary="rm -rf dist")
+    timeline.apply(ev("approval.requested", at="2026-03-01T10:00:01Z", approval=asked))
+    gone = approval("e1", "expired", tool_name="Bash", resolved_at="2026-03-01T10:01:01Z")
+    timeline.apply(ev("approval.decided", at="2026-03-01T10:01:01Z", approval=gone))
+    md = to_markdown(build_export(SID, timeline, exported_at=NOW))
+    assert "by nobody" not in md
+    assert "Approval for **Bash** expired before anyone decided" in md
+    [row] = [line for line in md.splitlines() if line.startswith("|") and "expired" in line]
+    assert "nobody decided before it expired" not in row and "| nobody |" in row

@@ -6,7 +6,7 @@ from typing import Any
 
 from client.events import Event, event_from_dict
 from client.find import Finder, FindStatus, find, find_spans, fold, searchable_text
-from client.timeline import Timeline, TimelineEntry
+from client.timeline import TextEntry, Timeline, TimelineEntry
 from client.views import View, is_problem
 
 SID = "0b8f1c9e-5a8f-4c3e-9d7a-1f2e3d4c5b6a"
@@ -162,3 +162,35 @@ def test_searchable_text_of_a_decision_carries_its_comment_the_request_does_not(
     timeline = incident()
     assert "not today" not in searchable_text(by_id(timeline, 10))
     assert "not today" in searchable_text(by_id(timeline, 11))
+
+
+def test_find_matches_the_state_words_the_operator_reads() -> None:
+    # The trial: each of these was on screen and find said "no match".
+    ev = Feed()
+    timeline = incident()
+    ev.seq = timeline.last_seq
+    timeline.apply_many(
+        [
+            ev("tool.started", call_id="c8", name="Read", args_summary="a.py"),
+            ev("tool.completed", call_id="c8", name="Read", status="ok", duration_ms=1300),
+        ]
+    )
+    quick = max(e.id for e in timeline)
+    assert find(timeline, "note delivered").entry_ids == (7,)
+    assert find(timeline, "approval requested").entry_ids == (10, 12)
+    assert find(timeline, "run started").entry_ids == (1,)
+    assert find(timeline, "denied").entry_ids == (5,)
+    assert find(timeline, "ok 1.3s").entry_ids == (quick,)
+    assert find(timeline, "approval declined").entry_ids == (11,)
+    assert find(timeline, "note undeliverable").entry_ids == (9,)
+    assert find(timeline, "run failed").entry_ids == (14,)
+    # Every word a rendered line shows (glyphs aside) is found in its entry: one vocabulary for both.
+    from widgets.timeline_render import line_plain, render_entry
+
+    for entry in timeline:
+        if isinstance(entry, TextEntry):  # model text: searched as written (gutters are not words)
+            continue
+        for line in render_entry(entry, 400, whole=True):
+            for word in line_plain(line).replace("“", " ").replace("”", " ").split():
+                if any(ch.isalnum() for ch in word):  # glyphs and separators are not words
+                    assert entry.id in find(timeline, word).entry_ids, (entry, word)

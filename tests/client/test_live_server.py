@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from client.backend import Backend, SessionFilter
 from client.backends import connect
+from client.backends.base import Backend, SessionFilter
 from client.config import Settings
 from client.errors import (
     AuthError,
@@ -27,6 +27,7 @@ from client.errors import (
     ValidationFailed,
 )
 from client.events import Event, ModelDelta, SessionEnded, SessionStarted
+from client.ids import resolve_session
 from client.status import (
     Connecting,
     Ended,
@@ -152,14 +153,14 @@ async def test_short_ids_resolve_across_pages(
 ) -> None:
     sessions = [await new_session(harness, f"agent-{n}") for n in range(3)]
     for s in sessions:
-        assert await client.resolve_session_id(s.session_id[:8], page_size=1) == s.session_id
-    assert await client.resolve_session_id(sessions[0].session_id) == sessions[0].session_id
+        assert await resolve_session(client, s.session_id[:8], page_size=1) == s.session_id
+    assert await resolve_session(client, sessions[0].session_id) == sessions[0].session_id
     taken = {s.session_id[:4] for s in sessions}
     free = next(p for p in (f"{n:04x}" for n in range(65536)) if p not in taken)
     with pytest.raises(NoMatchingId, match=f"no session starts with '{free}'"):
-        await client.resolve_session_id(free)
-    with pytest.raises(UsageError, match="at least 4 hex"):
-        await client.resolve_session_id("ab")
+        await resolve_session(client, free)
+    with pytest.raises(UsageError, match="at least 4 of its first characters"):
+        await resolve_session(client, "ab")
 
 
 async def test_activity_shows_tool_calls(
@@ -294,7 +295,7 @@ async def test_bad_or_missing_token_is_an_auth_error_without_the_token(live_serv
 async def test_unknown_and_foreign_sessions_are_not_found(
     harness: HarnessClient, client: Backend, live_server: LiveServer
 ) -> None:
-    with pytest.raises(NotFound, match="session 00000000 does not exist"):
+    with pytest.raises(NotFound, match="session 00000000-0000-4000-8000-000000000000 does not exist"):
         await client.get_session("00000000-0000-4000-8000-000000000000")
     agent = await new_session(harness)
     async with await connect(Settings(live_server.url, live_server.other_token)) as other:

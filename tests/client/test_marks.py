@@ -60,7 +60,7 @@ def test_a_mark_older_than_the_loaded_tail_puts_the_rule_on_top_and_counts_what_
     timeline.apply_many([event(n, n) for n in range(901, 911)])  # a tail: 900 events were not loaded
     back = find_return(timeline, Mark(Place("120", T0, 120), T0))
     assert back.earlier_than_loaded and back.between == 780 and back.entry_id == timeline.first_id
-    assert back.new == 790
+    assert back.new == 10  # the entries held below the rule; the rule says the 780 between (issue 23)
     # Where the server does not number its events (Preloop: only time orders them), it cannot say.
     named = Timeline(max_entries=4)
     named.apply_many([event(n, n, server_id=f"tool:{n}") for n in range(1, 11)])
@@ -133,3 +133,31 @@ def test_a_mark_moves_only_forward_and_is_written_when_due(tmp_path: Path) -> No
     assert looking.mark == Mark(Place("5", T0, 5), now[0])  # but the operator was looking until now
     looking.save()  # the terminal lost the focus
     assert MarkStore(tmp_path / "marks").get(SID) == Mark(Place("5", T0, 5), now[0])
+
+
+def test_new_counts_entries_as_the_timeline_shows_them_not_events() -> None:
+    """The list's "+N", the inbox's "N new" and the entries below the timeline's rule are one count: a
+    reply streamed in twenty chunks is one new entry, not twenty."""
+    timeline = Timeline()
+    timeline.apply(event(1, 1, "tool.started", call_id="c1", name="Read"))
+    mark = Mark(Place("1", T0 + timedelta(seconds=1), 1), T0)
+    chunks = [event(n, n, iteration=9, text=f"word {n} ") for n in range(2, 22)]  # one streamed step
+    timeline.apply_many([*chunks, event(22, 22, "tool.started", call_id="c2", name="Bash")])
+    back = find_return(timeline, mark)
+    below = [entry for entry in timeline if back.entry_id is not None and entry.id >= back.entry_id]
+    assert new_since(timeline, mark) == back.new == len(below) == 2
+
+
+def test_after_a_restart_a_session_looked_at_before_says_whether_something_is_new() -> None:
+    """Not followed yet in this process (no timeline): the mark on disk and the list's row still tell
+    whether anything happened since the operator looked; the count comes once it is followed."""
+    from client.marks import news_of
+    from client.models import Session
+
+    mark = Mark(Place("6", T0 + timedelta(seconds=6), 6), T0 + timedelta(seconds=10))
+    quiet = Session(id=SID, last_activity_at=T0 + timedelta(seconds=6))
+    busy = Session(id=SID, last_activity_at=T0 + timedelta(minutes=3))
+    assert news_of(quiet, mark=mark).has_news and not news_of(quiet, mark=mark).changed
+    assert news_of(busy, mark=mark).has_news and news_of(busy, mark=mark).changed
+    assert news_of(busy, mark=mark).new is None  # how many: unknown until followed
+    assert not news_of(busy).has_news  # never looked at here: nothing to say

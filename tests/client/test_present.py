@@ -7,20 +7,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from client.events import parse_event
+from client.ids import is_prefix, is_uuid, short_id
 from client.models import Session
 from client.present import (
     cell,
     event_line,
     format_duration,
-    is_uuid,
     kind_label,
-    looks_like_id_prefix,
     normalize_kind,
     parse_duration,
     relative_time,
     session_state,
     session_title,
-    short_id,
     unique_titles,
 )
 
@@ -108,9 +106,7 @@ def test_ids() -> None:
     full = "f7303a36-18c9-406b-825f-6a43b492ec5e"
     assert short_id(full) == "f7303a36" and short_id(None) == "-"
     assert is_uuid(full) and not is_uuid("f7303a36")
-    assert (
-        looks_like_id_prefix("f730") and not looks_like_id_prefix("f73") and not looks_like_id_prefix("xyz1")
-    )
+    assert is_prefix("f730") and not is_prefix("f73") and not is_prefix("xyz1")
 
 
 def test_event_lines_are_one_safe_line() -> None:
@@ -131,3 +127,15 @@ def test_event_lines_are_one_safe_line() -> None:
     kind, text = event_line(said)
     assert kind == "unknown" and text.startswith("preloop.session_warning: This token allows no MCP tools")
     assert "\x1b" not in text
+
+
+def test_a_requested_approval_line_names_its_risk_and_both_commands_with_its_id() -> None:
+    requested = parse_event(
+        '{"seq": 6, "type": "approval.requested", "session_id": "s", "at": "2026-11-30T12:00:00Z",'
+        ' "approval": {"id": "f98ccce3-0000-4000-8000-000000000000", "tool_name": "Bash",'
+        ' "summary": "Allow Bash?", "risk_level": "danger"}}'
+    )
+    assert event_line(requested) == (
+        "approval",
+        "requested f98ccce3: Allow Bash? [risk danger] (/approve f98ccce3 or /decline f98ccce3)",
+    )

@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.errors import AmbiguousId, NoMatchingId, NotFound, SessionEnded, UsageError
-from client.ids import match_id, resolve_id
+from client.ids import match_id, resolve_approval, resolve_id, resolve_note
 from client.steering import (
     AlreadyDeciding,
     AlreadySettled,
@@ -23,8 +23,7 @@ from client.steering import (
     TooLate,
     WithdrawFailed,
     Withdrawn,
-    resolve_approval,
-    resolve_note,
+    final_record,
 )
 from server.harness_client import HarnessClient
 from tests.conftest import LiveServer
@@ -98,8 +97,8 @@ async def test_an_approval_that_vanished_is_read_once_for_its_real_status(
     await _pending(client, 1)
     (stale,) = (await client.list_approvals(status="pending")).items
     await client.decline(stale.id, "not on a Friday")
-    final = await Steering(client).final_record(stale)
-    assert (final.status, final.approver_comment) == ("declined", "not on a Friday")
+    final = await final_record(client, stale.id)
+    assert final is not None and (final.status, final.approver_comment) == ("declined", "not on a Friday")
     assert (await call).decision == "deny"
 
 

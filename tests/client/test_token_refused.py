@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import read_local_server, resolve_settings, token_reader
 from client.errors import AuthError
 from client.events import ModelDelta

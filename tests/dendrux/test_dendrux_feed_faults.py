@@ -17,6 +17,7 @@ from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
 from client.errors import NotFound
 from client.events import Event, ModelStep, NoteEvent, RunCompleted, SessionEnded
+from client.ids import resolve_session
 from client.status import Ended, Reconnecting, Skipped, StreamStatus
 from tests.client.faults import Hang, Script, ScriptedBody
 
@@ -143,16 +144,18 @@ class RunAppearsLate(httpx.AsyncBaseTransport):
 
 async def test_a_full_run_id_not_visible_yet_is_waited_for_then_refused_as_not_found() -> None:
     """`sessions attach <full run id>` right after the run started exited 2 with "no run id starts with":
-    the full id's 404 fell through to prefix matching. It is retried for the grace period, then refused as
-    not found (exit 1), never as a typo."""
+    the full id's 404 fell through to prefix matching. A full id is used as given (any case) and its run
+    is waited for the grace period when it is read, then refused as not found (exit 1), never as a typo."""
     late = RunAppearsLate(misses=3)
     async with DendruxBackend(Connection("http://dendrux.test", "tok", transport=late), run_grace=5) as b:
-        assert await b.resolve_session_id(RUN_ID) == RUN_ID
+        assert await resolve_session(b, RUN_ID.lower()) == RUN_ID
+        assert late.asked == 0  # a full id is not looked up to be resolved
+        assert (await b.get_session(RUN_ID)).id == RUN_ID
         assert late.asked == 4
     never = RunAppearsLate(misses=10**6)
     async with DendruxBackend(Connection("http://dendrux.test", "tok", transport=never), run_grace=0.3) as b:
         with pytest.raises(NotFound) as refused:
-            await b.resolve_session_id(RUN_ID.lower())
+            await b.get_session(await resolve_session(b, RUN_ID.lower()))
     assert f"run {RUN_ID}" in refused.value.hint and "does not exist" in refused.value.hint
     assert never.asked > 2
 

@@ -220,14 +220,13 @@ def test_run_rows_become_sessions() -> None:
 
 
 def test_dendrux_ulids_are_ids_and_their_starts_are_short_ids_but_words_are_not() -> None:
-    from client.ids import is_ulid, is_ulid_prefix
-    from client.present import looks_like_id_prefix
+    from client.ids import is_prefix, is_ulid
 
     assert is_ulid("01M8P3TR0QRQVHABBEDAPX4Y8X") and not is_ulid("01M8P3TR0QRQVHABBEDAPX4Y8")
     assert not is_ulid("01M8P3TR0QRQVHABBEDAPX4Y8U")  # U is not Crockford base32
-    assert is_ulid_prefix("01M8") and looks_like_id_prefix("01M8P3TR")
-    assert not looks_like_id_prefix("Needs") and not looks_like_id_prefix("01M")
-    assert looks_like_id_prefix("1a2b3c4d")  # short UUIDs still are
+    assert is_prefix("01M8") and is_prefix("01m8p3tr") and is_prefix("01M8P3TR")
+    assert not is_prefix("Needs") and not is_prefix("01M")
+    assert is_prefix("1a2b3c4d")  # short UUIDs still are
     from client.ids import short_id
 
     # a ULID's first 10 characters are its millisecond timestamp: runs started together differ after them

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from cli.main import main
-from client.attention_live import failed_notes
+from client.backends.attention import failed_notes
 from client.backends.base import SessionFilter
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection

@@ -10,7 +10,18 @@ test can drive a live scenario:
 * :meth:`FakePreloop.end_session` ends a session (pushed, or silently as Preloop's idle sweep does);
 * :meth:`FakePreloop.model_call` pushes a model gateway call (shape not recorded: see docs/preloop.md);
 * :meth:`FakePreloop.play` pushes the recorded frames of one phase (``during:``/``after:`` a capture);
-* :meth:`FakePreloop.drop_sockets` / :meth:`hold_connections` force a reconnect with missed events.
+* :meth:`FakePreloop.drop_sockets` / :meth:`hold_connections` force a reconnect with missed events;
+* the account-wide websocket ``/api/v1/ws/unified`` gets the approval frames Preloop broadcasts
+  (``approval_created`` / ``approved`` / ``declined`` / ``expired`` / ``vote_received`` / ``escalated``:
+  :meth:`FakePreloop.vote`, :meth:`escalate`, :meth:`expire_approval`; ``unified_muted`` stops them, so
+  only polling finds an approval);
+* many approvals at once (``POST /api/v1/approval-requests/decide-batch``: up to 100 ids, one result each,
+  captures 141-142; ``can_decide = False`` refuses it 403 as a whole);
+* approval bypasses (``/api/v1/approval-bypasses``: create, list, status, revoke, revoke-all; an
+  ``auto_approve`` one approves a matching request at once, pushing ``approval_approved`` only) and the
+  kill switch's status (``/api/v1/account/kill-switch/status``: :meth:`FakePreloop.halt`), shaped as
+  Preloop 0.17.1's source says (captures 130-140, ``ws_unified_approval_progress``); ``can_decide =
+  False`` refuses bypass changes with the recorded 403 sentence.
 
 The REST quirks are reproduced: naive UTC datetimes, ``total`` null while ``has_more`` (``null_total``),
 500 + dropped connection for a non-UUID session id, session detail counters left empty, cancel answering
@@ -28,7 +39,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Body, FastAPI, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, Response
@@ -109,6 +120,24 @@ class Decision(BaseModel):
     comment: str | None = None
 
 
+class BatchDecisionIn(BaseModel):
+    """Preloop's ``ApprovalBatchDecision`` (1..100 UUIDs; more is its 422)."""
+
+    ids: list[uuid.UUID] = Field(min_length=1, max_length=100)
+    approved: bool
+    comment: str | None = None
+
+
+class BypassCreateIn(BaseModel):
+    """Preloop's ``ApprovalBypassCreate`` (its validation produces the 422 of capture 136)."""
+
+    mode: Literal["mute_notifications", "auto_approve"]
+    duration_minutes: int = Field(ge=1, le=480)
+    managed_agent_id: uuid.UUID | None = None
+    reason: str | None = Field(default=None, max_length=500)
+    created_via: str | None = None
+
+
 class RawText(str):
     """A frame sent exactly as given (not JSON-encoded): for malformed-frame tests."""
 
@@ -159,6 +188,17 @@ class FakePreloop:
             )
         )
         self._approval_template = load_capture("070_approvals_list_pending_for_session")["body"][0]
+        unified = json.loads((CAPTURES / "ws_unified_account.json").read_text())
+        self._unified_frame = copy.deepcopy(
+            next(m["data"] for m in unified["messages"] if m["data"].get("type") == "approval_created")
+        )
+        self._unified: list[_Socket] = []
+        self.unified_muted = False  # True: approval frames are not broadcast (only polling finds them)
+        self.unified_upgrades: list[str | None] = []  # the Authorization header of each unified attach
+        self.bypasses: dict[str, dict[str, Any]] = {}
+        self.can_decide = True  # False: bypasses and batch decisions are refused 403 (no decide_approvals)
+        self.halted: dict[str, Any] = copy.deepcopy(load_capture("140_kill_switch_status_clear")["body"])
+        self.user_id = load_capture("006_auth_users_me_alice")["body"]["id"]
         self._note_template = load_capture("027_note_create_to_deliver")["body"]
 
     # ------------------------------------------------------------------ helpers
@@ -317,9 +357,152 @@ class FakePreloop:
         )
         approval["session"]["id"] = sid
         with self.lock:
+            bypass = self._bypass_for(approval)
+            if bypass is not None:  # services/approval_service.py: _auto_approve_via_bypass
+                scope = "all agents" if bypass["managed_agent_id"] is None else "this agent"
+                approval.update(
+                    status="approved",
+                    resolved_at=naive(_now()),
+                    approver_comment=(
+                        f"Auto-approved without review: an approval bypass for {scope} is active until "
+                        f"{bypass['expires_at']}Z"
+                    ),
+                    auto_approved_reason="bypass",
+                    auto_approval_bypass_id=bypass["id"],
+                    was_bypassed=True,
+                )
+                bypass["auto_approved_count"] += 1
             self.approvals[approval_id] = approval
             self.sessions[sid]["pending_approval_count"] = self._pending_count(sid)
+            snapshot = copy.deepcopy(approval)
+        # Broadcast after the row is stored, as Preloop does after its commit (a bypass: approved only).
+        kind = "approval_approved" if bypass is not None else "approval_created"
+        self.push_unified(self.approval_frame(kind, snapshot))
+        if bypass is not None:
+            self.tool_call("Bash", sid=sid, status="approved", approval_request_id=approval_id)
         return approval_id
+
+    # ------------------------------------------------------------------ the account-wide socket
+
+    def unified_attached(self) -> int:
+        """How many authenticated unified sockets are open (tests wait on this)."""
+        with self.lock:
+            return len(self._unified)
+
+    def push_unified(self, frame: dict[str, Any] | str) -> int:
+        """Send a frame to every authenticated unified socket (the account topic); returns how many."""
+        with self.lock:
+            sockets = list(self._unified)
+        if self.unified_muted and isinstance(frame, dict):
+            return 0
+        for sock in sockets:
+            sock.put(frame)
+        return len(sockets)
+
+    def approval_frame(self, kind: str, approval: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        """What ``_broadcast_approval_update`` sends for one approval: flat, redacted args, no decider."""
+        frame = copy.deepcopy(self._unified_frame)
+        for key in (
+            "tool_name", "summary", "tool_args", "agent_reasoning", "managed_agent_name", "managed_agent_id",
+            "runtime_session_id", "api_key_id", "status", "requested_at", "resolved_at", "expires_at",
+        ):  # fmt: skip
+            frame[key] = copy.deepcopy(approval.get(key))
+        frame.update(type=kind, approval_request_id=approval["id"], timestamp=naive(_now()), **extra)
+        return frame
+
+    def vote(self, approval_id: str, approvals: int, required: int) -> None:
+        """A quorum vote: the request stays pending; Preloop broadcasts the progress."""
+        with self.lock:
+            approval = copy.deepcopy(self.approvals[approval_id])
+        self.push_unified(
+            self.approval_frame(
+                "approval_vote_received", approval, approval_count=approvals, approvals_required=required
+            )
+        )
+
+    def escalate(self, approval_id: str, minutes: float = 5) -> str:
+        """Nobody answered in time: the deadline is extended once and the escalation broadcast."""
+        with self.lock:
+            approval = self.approvals[approval_id]
+            approval["expires_at"] = naive(_now() + timedelta(minutes=minutes))
+            snapshot = copy.deepcopy(approval)
+        self.push_unified(
+            self.approval_frame("approval_escalated", snapshot, new_expires_at=snapshot["expires_at"])
+        )
+        return str(snapshot["expires_at"])
+
+    def expire_approval(self, approval_id: str) -> None:
+        """The request timed out with no escalation left: expired, broadcast."""
+        with self.lock:
+            approval = self.approvals[approval_id]
+            approval.update(status="expired", resolved_at=naive(_now()))
+            snapshot = copy.deepcopy(approval)
+            sid = approval["runtime_session_id"]
+            self.sessions[sid]["pending_approval_count"] = self._pending_count(sid)
+        self.push_unified(self.approval_frame("approval_expired", snapshot))
+
+    def halt(self, scopes: tuple[str, ...] = ("tools", "gateway"), reason: str | None = None) -> None:
+        """Turn the account's kill switch on (``scopes``) or off (none)."""
+        body = copy.deepcopy(load_capture("139_kill_switch_status_halted")["body"])
+        entry = body["scopes"][0]
+        with self.lock:
+            self.halted = {
+                "active": bool(scopes),
+                "scopes": [
+                    {
+                        **entry,
+                        "scope": scope,
+                        "reason": reason or entry["reason"],
+                        "activated_at": naive(_now()),
+                    }
+                    for scope in scopes
+                ],
+            }
+
+    # ------------------------------------------------------------------ approval bypasses
+
+    def _active_bypasses(self) -> list[dict[str, Any]]:
+        now = naive(_now())
+        return [b for b in self.bypasses.values() if b["revoked_at"] is None and b["expires_at"] > now]
+
+    def create_bypass(self, body: BypassCreateIn) -> dict[str, Any]:
+        when = _now()
+        bypass = copy.deepcopy(load_capture("130_approval_bypass_create")["body"])
+        bypass.update(
+            id=str(uuid.uuid4()),
+            user_id=self.user_id,
+            created_by_user_id=self.user_id,
+            managed_agent_id=str(body.managed_agent_id) if body.managed_agent_id else None,
+            mode=body.mode,
+            reason=body.reason,
+            created_via=body.created_via,
+            created_at=naive(when),
+            expires_at=naive(when + timedelta(minutes=body.duration_minutes)),
+            revoked_at=None,
+            revoked_by_user_id=None,
+            auto_approved_count=0,
+            is_account_wide=body.managed_agent_id is None,
+            suppresses_approvals=body.mode == "auto_approve",
+        )
+        with self.lock:
+            self.bypasses[bypass["id"]] = bypass
+            return copy.deepcopy(bypass)
+
+    def revoke_bypass(self, bypass_id: str) -> dict[str, Any] | None:
+        with self.lock:
+            bypass = self.bypasses.get(bypass_id)
+            if bypass is None:
+                return None
+            if bypass["revoked_at"] is None:
+                bypass.update(revoked_at=naive(_now()), revoked_by_user_id=self.user_id)
+            return copy.deepcopy(bypass)
+
+    def _bypass_for(self, approval: dict[str, Any]) -> dict[str, Any] | None:
+        for bypass in self._active_bypasses():
+            agent = bypass["managed_agent_id"]
+            if bypass["mode"] == "auto_approve" and agent in (None, approval.get("managed_agent_id")):
+                return bypass
+        return None
 
     def _pending_count(self, sid: str) -> int:
         return sum(
@@ -471,6 +654,7 @@ class FakePreloop:
             )
             result = copy.deepcopy(approval)
             sid = approval["runtime_session_id"]
+        self.push_unified(self.approval_frame(f"approval_{result['status']}", result))
         # The blocked permission check returns and its tool call is recorded (pushed), as in the capture.
         self.tool_call(
             "Bash",
@@ -659,6 +843,132 @@ def build_app(fake: FakePreloop) -> FastAPI:
             fake.decide, str(approval_id), "decline", body.comment if body else None
         )
         return JSONResponse(payload, status)
+
+    @app.post("/api/v1/approval-requests/decide-batch")
+    async def decide_batch(body: BatchDecisionIn) -> Response:
+        """Each id decided on its own, in order, duplicates dropped (capture 141); 403 before any id is read
+        without ``decide_approvals`` (capture 142)."""
+        if not fake.can_decide:
+            return JSONResponse(load_capture("142_err_403_approvals_decide_batch_no_permission")["body"], 403)
+        verb = "approve" if body.approved else "decline"
+        results: list[dict[str, Any]] = []
+        for approval_id in dict.fromkeys(str(i) for i in body.ids):
+            status, payload = await asyncio.to_thread(fake.decide, approval_id, verb, body.comment)
+            if status == 200:
+                results.append({"id": approval_id, "ok": True, "status": payload["status"], "error": None})
+                continue
+            with fake.lock:
+                current = fake.approvals.get(approval_id)
+                now = current["status"] if current is not None else None
+            results.append({"id": approval_id, "ok": False, "status": now, "error": payload["detail"]})
+        succeeded = sum(1 for r in results if r["ok"])
+        return JSONResponse({"results": results, "succeeded": succeeded, "failed": len(results) - succeeded})
+
+    def _may_decide() -> JSONResponse | None:
+        if fake.can_decide:
+            return None
+        return JSONResponse(load_capture("137_err_403_approval_bypass_no_permission")["body"], 403)
+
+    @app.get("/api/v1/approval-bypasses/status")
+    async def bypass_status() -> Response:
+        with fake.lock:
+            active = sorted(
+                (copy.deepcopy(b) for b in fake._active_bypasses()), key=lambda b: b["expires_at"]
+            )
+        return JSONResponse(
+            {
+                "active": bool(active),
+                "auto_approve_active": any(b["mode"] == "auto_approve" for b in active),
+                "bypasses": active,
+                "soonest_expiry": active[0]["expires_at"] if active else None,
+            }
+        )
+
+    @app.get("/api/v1/approval-bypasses")
+    async def list_bypasses() -> Response:
+        with fake.lock:
+            active = [copy.deepcopy(b) for b in fake._active_bypasses()]
+        return JSONResponse(sorted(active, key=lambda b: b["expires_at"], reverse=True))
+
+    @app.post("/api/v1/approval-bypasses", status_code=201)
+    async def create_bypass(body: BypassCreateIn) -> Response:
+        refused = _may_decide()
+        return refused or JSONResponse(fake.create_bypass(body), 201)
+
+    @app.post("/api/v1/approval-bypasses/revoke-all")
+    async def revoke_all_bypasses() -> Response:
+        refused = _may_decide()
+        if refused is not None:
+            return refused
+        with fake.lock:
+            ids = [b["id"] for b in fake._active_bypasses()]
+        return JSONResponse([fake.revoke_bypass(bid) for bid in ids])
+
+    @app.delete("/api/v1/approval-bypasses/{bypass_id}")
+    async def revoke_bypass(bypass_id: uuid.UUID) -> Response:
+        refused = _may_decide()
+        if refused is not None:
+            return refused
+        revoked = fake.revoke_bypass(str(bypass_id))
+        return JSONResponse(revoked) if revoked else _not_found("Approval bypass")
+
+    @app.get("/api/v1/account/kill-switch/status")
+    async def kill_switch_status() -> Response:
+        with fake.lock:
+            return JSONResponse(copy.deepcopy(fake.halted))
+
+    @app.websocket("/api/v1/ws/unified")
+    async def unified_socket(websocket: WebSocket) -> None:
+        """Anonymous without a valid token (handshake ``authenticated: false``, nothing of the account)."""
+        await websocket.accept()
+        auth_header = websocket.headers.get("authorization")
+        fake.unified_upgrades.append(auth_header)
+        authenticated = auth_header == f"Bearer {TOKEN}"
+        sock = _Socket(asyncio.get_running_loop())
+        if authenticated:
+            with fake.lock:
+                fake._unified.append(sock)
+        try:
+            await websocket.send_json(
+                {
+                    "type": "handshake",
+                    "session_id": str(uuid.uuid4()),
+                    "authenticated": authenticated,
+                    "message": "Connected to unified WebSocket",
+                }
+            )
+
+            async def reader() -> None:
+                while True:
+                    message = await websocket.receive_json()
+                    fake.ws_received.append(message)
+                    if isinstance(message, dict) and message.get("type") == "ping" and not fake.muted:
+                        sock.put({"type": "pong"})
+
+            reading = asyncio.create_task(reader())
+            try:
+                while True:
+                    getter = asyncio.create_task(sock.queue.get())
+                    done, _ = await asyncio.wait({getter, reading}, return_when=asyncio.FIRST_COMPLETED)
+                    if reading in done:
+                        getter.cancel()
+                        return
+                    item = getter.result()
+                    if isinstance(item, RawText):
+                        await websocket.send_text(str(item))
+                    elif item == "__drop__":
+                        await websocket.close(code=1012, reason="service restart")
+                        return
+                    else:
+                        await websocket.send_json(item)
+            finally:
+                reading.cancel()
+        except (WebSocketDisconnect, RuntimeError):
+            return
+        finally:
+            with fake.lock:
+                if sock in fake._unified:
+                    fake._unified.remove(sock)
 
     @app.websocket("/api/v1/ws/runtime-sessions/{sid}")
     async def session_socket(websocket: WebSocket, sid: str) -> None:

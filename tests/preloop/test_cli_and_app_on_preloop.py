@@ -279,7 +279,9 @@ def test_plain_attach_names_the_approvals_already_waiting_oldest_first_at_most_f
         ["sessions", "attach", MAIN_SESSION[:8], "--plain", "--read-only", "--since", "0s", *flags]
     )  # no history: every waiting approval is older than what is shown, so each is named up front
     output.wait_for(lambda: "-- live" in output.err, "the attach to go live")
-    named = re.findall(r"-- approval (\w+) is waiting: .*branch-(\d)\?$", output.err, re.MULTILINE)
+    named = re.findall(
+        r"-- approval (\w+) is waiting: .*branch-(\d)\? \[risk danger\]$", output.err, re.MULTILINE
+    )
     assert named == [(approval_id[:8], str(i)) for i, approval_id in enumerate(waiting[:5])]
     assert f"-- and 2 more waiting: preloop approvals list --session {MAIN_SESSION[:8]}" in output.err
     assert "/approve" not in output.err  # read-only: nothing to type
@@ -320,7 +322,13 @@ async def test_typed_note_and_approve_in_plain_attach_reach_preloop(
         approval_id = fake.request_approval("git push origin main")  # never pushed: found by polling
         requested = await read_until(proc.stdout, "approval   requested")
         assert approval_id[:8] in requested and "git push origin main" in requested
-        proc.stdin.write(b"/approve\n")
+        proc.stdin.write(b"/approve\n")  # a danger call (as Preloop rates Bash): its id is asked for
+        await proc.stdin.drain()
+        await read_until(proc.stderr, f"decided by its id: /approve {approval_id[:8]}")
+        proc.stdin.write(f"/approve {approval_id[:8]}\n".encode())
+        await proc.stdin.drain()
+        await read_until(proc.stderr, "approve Bash git push origin main? [y/N]")
+        proc.stdin.write(b"y\n")
         await proc.stdin.drain()
         await read_until(proc.stderr, f"approval {approval_id[:8]} approved")
         assert fake.approvals[approval_id]["status"] == "approved"

@@ -8,10 +8,11 @@ from datetime import UTC
 import httpx
 import pytest
 
-from client.backend import Backend, SessionFilter
 from client.backends import connect
+from client.backends.base import Backend, SessionFilter
 from client.config import Settings
 from client.errors import AuthError, NoMatchingId, RateLimited, UsageError, ValidationFailed
+from client.ids import resolve_session
 from server.embedded import EmbeddedServer
 from tests.fake_preloop import MAIN_SESSION, RATE_SESSION, TOKEN, FakePreloop, running_fake_preloop
 
@@ -20,10 +21,10 @@ async def test_sessions_list_and_short_id_resolve(client: Backend) -> None:
     page = await client.list_sessions()
     assert [s.id for s in page.items] == [MAIN_SESSION, RATE_SESSION]
     assert page.items[0].agent_label == "demo-agent-main"
-    assert await client.resolve_session_id("f7303a36") == MAIN_SESSION
-    assert await client.resolve_session_id("D81BCE9C") == RATE_SESSION
+    assert await resolve_session(client, "f7303a36") == MAIN_SESSION
+    assert await resolve_session(client, "D81BCE9C") == RATE_SESSION
     with pytest.raises(NoMatchingId):
-        await client.resolve_session_id("abcd1234")
+        await resolve_session(client, "abcd1234")
 
 
 async def test_datetimes_without_zone_are_utc(client: Backend) -> None:

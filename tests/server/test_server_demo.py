@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 from srv_helpers import auth, read_stream
 
-from server.demo import start_demo_agents
+from server.demo import MIGRATOR, MIN_PATIENCE, start_demo_agents
 
 
 async def _sessions(http: httpx.AsyncClient) -> list[dict[str, Any]]:
@@ -130,8 +130,9 @@ async def test_unanswered_approvals_expire_by_the_demos_policy_and_the_agent_say
     [decided] = [f.data["approval"] for f in stream.frames if f.event == "approval.decided"]
     assert decided["status"] == "expired"
     narration = [f.data["text"] for f in stream.frames if f.event == "model.step"]
+    limit = f"{max(MIN_PATIENCE, MIGRATOR.patience / 40.0):.0f}s"  # minutes at pace 1, seconds here
     assert any(
-        t.startswith("Approval expired (nobody answered within 3s, the demo's limit). Changing plan:")
+        t.startswith(f"Approval expired (nobody answered within {limit}, the demo's limit). Changing plan:")
         for t in narration
     ), narration
     answers = [f.data["answer"] for f in stream.frames if f.event == "run.completed"]
@@ -158,3 +159,69 @@ async def test_demo_agents_take_turns_at_the_approval_desk(live_server) -> None:
         handle.stop()
     assert most == 1
     assert {s["agent_name"] for s in sessions} == {"builder", "reviewer", "migrator"}
+
+
+def test_an_approval_waits_minutes_for_a_newcomer_at_the_demos_own_pace() -> None:
+    """Issue 23: 40-60 s was too short to find the approval and read it; it waits minutes now (the
+    other agents keep doing side work meanwhile: test_demo_agents_take_turns_at_the_approval_desk)."""
+    import random
+
+    from server.demo import SPECS, DemoAgent
+
+    for spec in SPECS:
+        patience = DemoAgent(None, spec, pace=1.0, rng=random.Random(1)).patience  # type: ignore[arg-type]
+        assert 120 <= patience < 300, (spec.name, patience)  # under the server's 300 s cap
+
+
+async def test_a_restarted_demo_resumes_its_sessions_where_they_were(tmp_path) -> None:
+    """Issue 23: a restarted demo ended every open session ("the demo stopped before this session
+    finished") and started its agents over, titles from the first again. Now each agent carries on in
+    its open session (the same id, its notes still waiting for it), and a new session of an agent that
+    ends its shifts goes on with the next number."""
+    from server.demo import start_demo
+
+    db = tmp_path / "demo.sqlite3"
+    first = await asyncio.to_thread(start_demo, db, port=0, pace=40.0, seed=3)
+    try:
+        async with httpx.AsyncClient(base_url=first.url, headers=auth(first.token)) as http:
+            for _ in range(1200):
+                before = await _sessions(http)
+                shifts = [s for s in before if s["agent_name"] == "migrator"]
+                if len(shifts) >= 2 and {s["agent_name"] for s in before} >= {"builder", "reviewer"}:
+                    break
+                await asyncio.sleep(0.05)
+            builder = next(s for s in before if s["agent_name"] == "builder")
+            note = await http.post(
+                "/api/v1/operator-notes",
+                json={"text": "still there after the restart?", "runtime_session_id": builder["id"]},
+            )
+            assert note.status_code == 201
+            before = await _sessions(http)
+    finally:
+        await asyncio.to_thread(first.stop)  # (a kill leaves the same rows: a stop ends nothing either)
+    open_before = {s["id"] for s in before if s["ended_at"] is None}
+    assert builder["id"] in open_before
+    second = await asyncio.to_thread(start_demo, db, port=0, pace=40.0, seed=3)
+    try:
+        async with httpx.AsyncClient(base_url=second.url, headers=auth(second.token)) as http:
+            grown: set[str] = set()
+            for _ in range(1200):
+                after = await _sessions(http)
+                grown = {s["id"] for s in after if s["tool_call_count"] > _tools(before, s["id"])}
+                if open_before <= grown:
+                    break
+                await asyncio.sleep(0.05)
+            assert open_before <= grown, (open_before, grown)  # every open session carries on
+            titles = [s["title"] for s in after]
+            assert len(titles) == len(set(titles)), titles  # the numbering goes on: no title twice
+            notes = (
+                await http.get("/api/v1/operator-notes", params={"runtime_session_id": builder["id"]})
+            ).json()["notes"]
+            assert [n["text"] for n in notes] == ["still there after the restart?"]
+            assert notes[0]["state"] != "undeliverable"  # read by the resumed agent, or still waiting
+    finally:
+        await asyncio.to_thread(second.stop)
+
+
+def _tools(rows: list[dict[str, Any]], session_id: str) -> int:
+    return next((int(s["tool_call_count"] or 0) for s in rows if s["id"] == session_id), 0)

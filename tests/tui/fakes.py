@@ -11,11 +11,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from client.backend import ApprovalPage, Capabilities, ServerKind, SessionFilter
+from client.backends.base import ApprovalPage, BatchItem, Capabilities, ServerKind, SessionFilter
 from client.errors import ClientError, NotFound
 from client.events import Event, event_from_dict
 from client.models import (
     ActivityItem,
+    AllowRule,
     Approval,
     AttentionSnapshot,
     Health,
@@ -23,7 +24,9 @@ from client.models import (
     NoteList,
     Session,
     SessionList,
+    Standing,
 )
+from client.rules import RuleSpec
 from client.status import StreamStatus
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -50,6 +53,8 @@ class FakeBackend:
         script: Sequence[Event | StreamStatus] = (),
         fail: ClientError | None = None,
         attention: Sequence[AttentionSnapshot | Event | StreamStatus] = (),
+        standing: Standing | None = None,
+        capabilities: Capabilities | None = None,
     ) -> None:
         self.sessions = list(sessions)
         self.notes = list(notes)
@@ -59,6 +64,17 @@ class FakeBackend:
         self.attention = list(attention)
         """What ``watch_attention`` yields (an empty snapshot when nothing is given), then it waits."""
         self.attention_consumed = False
+        self.standing_now = standing or Standing()
+        """What ``standing()`` answers (the banner's rules and kill switch)."""
+        if capabilities is not None:
+            self.capabilities = capabilities
+        self.made: list[RuleSpec] = []
+        self.settled_first: dict[str, Approval] = {}
+        """Approvals a batch finds settled already (their row as the server has it now)."""
+        self.refused: dict[str, ClientError] = {}
+        """Approvals a batch cannot decide, and why."""
+        self.batches: list[tuple[list[str], bool, str | None]] = []
+        """Every ``decide_batch`` asked: the ids, approve or not, the comment."""
         self.sent: list[str] = []
         self.script_consumed = False
         """True once the follower has taken every scripted item (the screen has handled the last one)."""
@@ -91,8 +107,10 @@ class FakeBackend:
                 return session
         raise NotFound(404, f"no session {session_id}")
 
-    async def resolve_session_id(self, id_or_prefix: str) -> str:
-        return (await self.get_session(id_or_prefix)).id
+    async def session_ids(self, *, page_size: int = 100) -> AsyncIterator[str]:
+        self._check()
+        for session in self.sessions:
+            yield session.id
 
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         return []
@@ -129,6 +147,25 @@ class FakeBackend:
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
         return (await self.get_approval(approval_id)).model_copy(update={"status": "declined"})
 
+    async def decide_batch(
+        self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None
+    ) -> list[BatchItem]:
+        self.batches.append((list(approval_ids), approve, comment))
+        status = "approved" if approve else "declined"
+        items: list[BatchItem] = []
+        for approval_id in approval_ids:
+            if approval_id in self.settled_first:
+                row = self.settled_first[approval_id]
+                items.append(BatchItem(approval_id, decided=False, status=row.status, approval=row))
+            elif approval_id in self.refused:
+                items.append(BatchItem(approval_id, decided=False, error=self.refused[approval_id]))
+            else:
+                row = (await self.get_approval(approval_id)).model_copy(
+                    update={"status": status, "approver_comment": comment, "resolved_at": NOW}
+                )
+                items.append(BatchItem(approval_id, decided=True, status=status, approval=row))
+        return items
+
     async def follow(
         self, session_id: str, *, after: int = 0, tail: int | None = None
     ) -> AsyncIterator[Event | StreamStatus]:
@@ -144,6 +181,22 @@ class FakeBackend:
             yield item
         self.attention_consumed = True
         await asyncio.Event().wait()
+
+    async def list_rules(self) -> list[AllowRule]:
+        return list(self.standing_now.rules)
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        self.made.append(spec)
+        return AllowRule(id=f"r{len(self.made)}", mode=spec.mode, scope=spec.scope, expires_at=NOW)
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        return next(r for r in self.standing_now.rules if r.id == rule_id)
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        return list(self.standing_now.rules)
+
+    async def standing(self) -> Standing:
+        return self.standing_now
 
     async def aclose(self) -> None:
         return None

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.status import Live, Missed
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import attach_screen, until

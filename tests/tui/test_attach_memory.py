@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.views import View
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import attached, footer_actions, until
-from tests.tui.test_type_ahead import PERSON, SLOW, TypingClock, type_keys
+from tests.tui.test_type_ahead import PERSON, SLOW, TypingClock, on_top, press_alone, type_keys
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from tui.screens.decline_comment import DeclineCommentScreen
@@ -246,9 +246,13 @@ async def test_problem_jumps_in_any_view_and_say_when_there_is_none(
         await until(pilot, lambda: "make migrate" in cursor_text(screen), "the failure among the tools")
 
 
-async def test_y_copies_the_highlighted_entry(client: Backend, agent: HarnessSession) -> None:
+async def test_y_copies_the_highlighted_entry(
+    client: Backend, agent: HarnessSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``y`` puts the highlighted entry, as read and whole, on the clipboard (``copy_to_clipboard``: OSC 52)
-    and says so; it is offered only while the timeline has the focus."""
+    and says so; it is offered only while the timeline has the focus. (Outside tmux: inside, the notice
+    says where it went, tests/tui/test_copy_in_tmux.py.)"""
+    monkeypatch.delenv("TMUX", raising=False)
     app = PreloopApp(client, start_session_id=agent.session_id)
     copied: list[str] = []
     original = app.copy_to_clipboard
@@ -341,7 +345,7 @@ async def test_a_decision_key_right_after_leaving_the_find_line_decides_nothing(
     client: Backend, agent: HarnessSession
 ) -> None:
     """The operator types "deploy" into the find line, Escape, and a ``d`` at typing pace (the query's
-    rhythm): no decline box opens; a ``d`` pressed after a pause does."""
+    rhythm): no decline box opens (the ``d`` is text); a ``d`` pressed alone after a pause does."""
     call = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}, ask=True))
     clock = TypingClock()
     app = PreloopApp(client, start_session_id=agent.session_id, monotonic=clock)
@@ -355,8 +359,10 @@ async def test_a_decision_key_right_after_leaving_the_find_line_decides_nothing(
         await type_keys(pilot, clock, ["escape", "d"], PERSON)
         await pilot.pause(0.3)
         assert not isinstance(app.screen, DeclineCommentScreen) and not call.done()
-        await type_keys(pilot, clock, "d", SLOW)
-        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment box")
+        assert screen.composer.has_focus and screen.composer.text.endswith("d")  # a letter of the typing
+        await type_keys(pilot, clock, ["escape"], SLOW)
+        await press_alone(pilot, clock, "d")
+        await until(pilot, lambda: on_top(app, DeclineCommentScreen), "the comment box")
         await pilot.press("escape")
     await agent.end()
     await asyncio.wait_for(call, 10)

@@ -11,7 +11,7 @@ from typing import Any
 from textual import events
 from textual.widgets import DataTable, Static
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
@@ -148,9 +148,8 @@ async def test_a_long_draft_survives_leaving_and_reattaching(
         assert again is not screen
         assert again.composer.text == DRAFT
         assert (await client.list_notes(session_id=agent.session_id)).notes == []  # nothing was sent
-    path = tmp_path / "drafts" / f"{agent.session_id}.txt"
-    assert path.read_text(encoding="utf-8") == DRAFT
-    assert path.stat().st_mode & 0o777 == 0o600
+    (saved,) = DraftStore(tmp_path / "drafts").saved(agent.session_id)
+    assert saved.text == DRAFT and saved.path.stat().st_mode & 0o777 == 0o600
     # A fresh store (a new process) reads it back; sending the note forgets it.
     assert DraftStore(tmp_path / "drafts").get(agent.session_id) == DRAFT
     app = PreloopApp(client, start_session_id=agent.session_id, drafts=DraftStore(tmp_path / "drafts"))
@@ -160,7 +159,8 @@ async def test_a_long_draft_survives_leaving_and_reattaching(
         screen.composer.load_text("short now")
         await pilot.press("enter")
         await until(pilot, lambda: note_states(screen) == ["pending"], "the sent note")
-        await until(pilot, lambda: not path.exists(), "the draft file removed once sent")
+        gone = DraftStore(tmp_path / "drafts")
+        await until(pilot, lambda: gone.saved(agent.session_id) == [], "the draft file removed once sent")
 
 
 async def test_risky_approvals_ask_first_and_low_risk_stays_one_key(
@@ -253,7 +253,7 @@ async def test_narrow_terminals_stack_the_panels_and_too_small_says_so(
         assert panel.width >= 58 and panel.y >= view.bottom, (view, panel)  # under it, full width
         assert view.width >= 58
         for button in screen.approvals_panel.query("Button"):
-            assert str(button.label) in ("Approve", "Decline", "Args")
+            assert str(button.label) in ("Approve", "Decline", "Show all")
             assert button.region.width >= len(str(button.label)), button.region
         hint = screen.query_one("#notes-hint", Static)
         assert not screen.notes_panel.display or screen.notes_panel.region.height == 0

@@ -11,6 +11,7 @@ import time
 
 from client.backends import connect
 from client.config import Settings
+from client.drafts import DraftStore
 from client.paths import state_dir
 from tests.conftest import LiveServer
 from tests.tui.test_terminal_keys import Pty
@@ -34,7 +35,7 @@ async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> Non
     assert len(DRAFT) == 4200
     async with live_server.harness() as harness:
         agent = await harness.start_session(agent_name="crash", title="Crash test")
-    path = state_dir() / "drafts" / f"{agent.session_id}.txt"
+    drafts = state_dir() / "drafts"
     term = Pty(["sessions", "attach", agent.session_id])
     try:
         assert await asyncio.to_thread(term.pump, 30, b"Crash test"), term.screen[-2000:]
@@ -42,7 +43,7 @@ async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> Non
         await asyncio.to_thread(term.type, b"\x1b[200~" + DRAFT.encode() + b"\x1b[201~")
 
         def saved() -> bool:
-            return path.exists() and path.read_text(encoding="utf-8") == DRAFT
+            return DraftStore(drafts).get(agent.session_id) == DRAFT
 
         assert await asyncio.to_thread(_wait_for, saved), "the draft was never written to the state dir"
         mark = len(term.screen)
@@ -54,14 +55,14 @@ async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> Non
         os.kill(term.pid, signal.SIGKILL)
     finally:
         await asyncio.to_thread(term.close)
-    assert path.read_text(encoding="utf-8") == DRAFT + "ok!"
+    assert DraftStore(drafts).get(agent.session_id) == DRAFT + "ok!"
     again = Pty(["sessions", "attach", agent.session_id])
     try:
         assert await asyncio.to_thread(again.pump, 30, b"ZQXJ-END.ok!"), again.screen[-3000:]
         os.kill(again.pid, signal.SIGKILL)
     finally:
         await asyncio.to_thread(again.close)
-    assert path.read_text(encoding="utf-8") == DRAFT + "ok!"
+    assert DraftStore(drafts).get(agent.session_id) == DRAFT + "ok!"
     async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as client:
         assert (await client.list_notes(session_id=agent.session_id)).notes == []
 
@@ -89,7 +90,7 @@ async def _signal_restores_the_terminal(live_server: LiveServer, signum: int) ->
     assert LEAVE_ALT_SCREEN in after, after[-2000:]  # back on the shell's own screen, like htop/lazygit
     assert b"\x1b[?1000l" in after or b"\x1b[?1003l" in after  # mouse reporting switched off again
     assert code == 128 + signum
-    assert (state_dir() / "drafts" / f"{agent.session_id}.txt").read_text(encoding="utf-8") == "half a note"
+    assert DraftStore(state_dir() / "drafts").get(agent.session_id) == "half a note"
 
 
 async def test_sigterm_leaves_the_alternate_screen(live_server: LiveServer) -> None:

@@ -4,11 +4,17 @@ narrow layouts, risky approvals, restored drafts. Same deterministic fake backen
 
 from __future__ import annotations
 
+import json
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
+from client.drafts import DraftStore
 from client.events import Event
 from client.status import Live
 from tests.tui import data
@@ -42,8 +48,9 @@ def test_attach_following_paused_with_new_events(snap_compare: Any, size: tuple[
         await _wait_quiet(pilot)
         screen = pilot.app.screen
         assert isinstance(screen, AttachScreen)
-        screen.view.feed(later)
-        screen.view.flush()
+        change = screen.core.apply_events(later)  # as the stream does, the frame drawn at once
+        assert change.timeline is not None
+        screen.view.show(change.timeline)
         await _wait_quiet(pilot)
 
     app = _attach_app([Live(), *first])
@@ -110,10 +117,37 @@ def test_attach_long_tool_lines_wrapped(snap_compare: Any, size: tuple[int, int]
         await _settle(pilot)
         await pilot.press("escape", "l")
         await _wait_quiet(pilot)
-        screen = pilot.app.screen
-        assert isinstance(screen, AttachScreen)
-        screen.view.flush()
         await pilot.pause()
 
     app = _attach_app([Live(), *script])
     assert snap_compare(app, run_before=_wrap, terminal_size=size)
+
+
+def test_attach_drafts_from_two_windows(
+    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 section 4: re-attached, the box holds this window's draft, then the one another window
+    (pid 4242 on laptop) left, under a line naming it; the line above the box says to keep what is meant
+    to be sent."""
+    monkeypatch.setenv("TZ", "UTC")  # the marker says when the other draft was saved, in local time
+    time.tzset()
+    try:
+        other = tmp_path / data.SID / "laptop-4242-a1b2c3.json"
+        other.parent.mkdir()
+        draft = {
+            "format": 1,
+            "host": "laptop",
+            "pid": 4242,
+            "text": "Hold the deploy: canary red.",
+            "offered": [],
+        }
+        other.write_text(json.dumps(draft), encoding="utf-8")
+        saved = datetime(2026, 11, 30, 11, 58, tzinfo=UTC).timestamp()
+        os.utime(other, (saved, saved))
+        drafts = DraftStore(tmp_path)
+        drafts.put(data.SID, "Run the migration on staging first.")
+        app = _attach_app([Live(), *data.streaming_script()], drafts=drafts)
+        assert snap_compare(app, run_before=_settle, terminal_size=(80, 24))
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -14,7 +14,7 @@ import pytest
 from textual.widgets import Input
 from textual.widgets.text_area import Selection
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.drafts import DraftStore
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
@@ -40,15 +40,16 @@ async def test_ctrl_c_quits_from_the_sessions_list(client: Backend, agent: Harne
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
         await pilot.press("ctrl+c")
         await until(pilot, lambda: not app.is_running, "Ctrl+C to quit")
-    assert app.return_code == 0
+    assert app.return_code == 130  # Ctrl+C: the README's exit status for an interrupt
     assert app.return_value is None  # nothing was followed: nothing to tell
 
 
 async def test_ctrl_c_with_text_selected_in_the_note_box_copies_then_quits_keeping_the_draft(
-    client: Backend, agent: HarnessSession, tmp_path: Path
+    client: Backend, agent: HarnessSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first Ctrl+C copies the selected words and lets go of the selection (the draft untouched); the
-    second quits, the draft on disk and the shell told the session keeps running."""
+    second quits, the draft on disk and the shell told the session keeps running (outside tmux)."""
+    monkeypatch.delenv("TMUX", raising=False)
     drafts = tmp_path / "drafts"
     app = PreloopApp(client, start_session_id=agent.session_id, drafts=DraftStore(drafts))
     async with app.run_test(size=SIZE) as pilot:
@@ -64,9 +65,9 @@ async def test_ctrl_c_with_text_selected_in_the_note_box_copies_then_quits_keepi
         assert any("Copied 6 characters" in n.message for n in app._notifications)
         await pilot.press("ctrl+c")
         await until(pilot, lambda: not app.is_running, "the second Ctrl+C to quit")
-    assert app.return_code == 0
+    assert app.return_code == 130  # Ctrl+C: the README's exit status for an interrupt
     assert app.return_value == f"Detached from {agent.session_id[:8]}; the session keeps running."
-    assert (drafts / f"{agent.session_id}.txt").read_text(encoding="utf-8") == "deploy after the canary"
+    assert DraftStore(drafts).get(agent.session_id) == "deploy after the canary"
 
 
 async def test_ctrl_c_in_the_decline_dialog_quits_and_decides_nothing(
@@ -87,8 +88,8 @@ async def test_ctrl_c_in_the_decline_dialog_quits_and_decides_nothing(
             assert app.screen.query_one(Input).value == "too risky"
             await pilot.press("ctrl+c")
             await until(pilot, lambda: not app.is_running, "Ctrl+C to quit from the dialog")
-        assert app.return_code == 0
-        assert (drafts / f"{agent.session_id}.txt").read_text(encoding="utf-8") == "half a note"
+        assert app.return_code == 130  # Ctrl+C: the README's exit status for an interrupt
+        assert DraftStore(drafts).get(agent.session_id) == "half a note"
         assert not waiting.done()  # the agent still waits: nothing was declined
         pending = await client.list_approvals(session_id=agent.session_id, status="pending")
         assert [a.tool_name for a in pending.items] == ["Bash"]
@@ -106,4 +107,4 @@ async def test_ctrl_c_in_the_inbox_quits(client: Backend, agent: HarnessSession)
         await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
         await pilot.press("ctrl+c")
         await until(pilot, lambda: not app.is_running, "Ctrl+C to quit from the inbox")
-    assert app.return_code == 0
+    assert app.return_code == 130  # Ctrl+C: the README's exit status for an interrupt

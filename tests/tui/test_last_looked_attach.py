@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from textual import events
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.marks import LIVE_SKEW, Mark, MarkStore
 from server.harness_client import HarnessSession
@@ -156,7 +156,7 @@ async def test_what_arrives_while_the_operator_watches_gets_no_rule(
             await agent.narrate(i, [f"Seen as it came, step {i}."])
         await until(pilot, lambda: any("step 29." in line for line in view.lines_text), "the new steps")
         await pilot.pause(0.3)
-        assert rule_row(view) is None and view.since_rule_entry is None
+        assert rule_row(view) is None and view.reader.rule_at is None
         assert view.following  # still at the end, as before
 
 

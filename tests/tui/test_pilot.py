@@ -20,8 +20,8 @@ from textual.command import Command, CommandList, CommandPalette
 from textual.widgets import Button, DataTable, Static
 from textual.worker import WorkerState
 
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
 from client.models import NoteState
 from client.status import Live, Reconnecting
@@ -29,6 +29,7 @@ from server.harness_client import HarnessSession
 from tests.conftest import LiveServer, until
 from tests.conftest import client as client  # the one fixture; other test modules used to take it from here
 from tui.app import PreloopApp
+from tui.screens.arguments import ArgumentsScreen
 from tui.screens.attach import AttachScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
@@ -154,6 +155,29 @@ async def test_sessions_list_then_attach_and_back(client: Backend, agent: Harnes
         await until(pilot, lambda: stream[0].state == WorkerState.CANCELLED, "the stream worker to stop")
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_escape_from_an_attach_opened_by_id_highlights_that_session_on_the_list(
+    live_server: LiveServer, client: Backend, agent: HarnessSession
+) -> None:
+    """``preloop sessions attach ID`` then Escape: the list opens with that session highlighted, not the
+    newest one (the trial lost its place among the sessions)."""
+    async with live_server.harness() as harness:
+        for name in ("reviewer", "migrator"):  # newer: listed above the one attached
+            await harness.start_session(agent_name=name, title=f"{name} work")
+    app = PreloopApp(client, start_session_id=agent.session_id, refresh_interval=0)
+    async with app.run_test(size=SIZE) as pilot:
+        await attached(pilot, app)
+        await pilot.press("escape", "escape")  # out of the note box, then back to the list
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
+        table = app.screen.query_one("#sessions-table", DataTable)
+        await until(pilot, lambda: table.row_count == 3, "the three sessions")
+
+        def highlighted() -> str | None:
+            return str(table.coordinate_to_cell_key(table.cursor_coordinate)[0].value)
+
+        await until(pilot, lambda: highlighted() == agent.session_id, "the attached session highlighted")
+        assert table.cursor_row == 2  # the oldest of three: newest first
 
 
 async def test_sessions_server_down_banner_and_retry(live_server: LiveServer) -> None:
@@ -403,7 +427,8 @@ async def test_session_end_closes_the_composer_and_q_detaches(client: Backend, a
 
 
 async def test_approve_and_expand_by_mouse(client: Backend, agent: HarnessSession) -> None:
-    """The panel's buttons work with a mouse: expand shows every argument, Approve lets the call run."""
+    """The panel's buttons work with a mouse: "Show all" opens the whole call (Escape closes it), Approve
+    lets the call run."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
@@ -413,7 +438,12 @@ async def test_approve_and_expand_by_mouse(client: Backend, agent: HarnessSessio
         await until(pilot, lambda: panel.count == 1, "the approval")
         approval = panel.selected
         assert approval is not None
-        await click_until(pilot, "#expand", lambda: approval.id in panel.expanded, "the arguments shown")
+        await click_until(pilot, "#expand", lambda: isinstance(app.screen, ArgumentsScreen), "the whole call")
+        whole = app.screen
+        assert isinstance(whole, ArgumentsScreen) and whole.approval.id == approval.id
+        assert "notes: " + "x" * 300 in [line.plain() for line in whole.preview.lines()]
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "back on the session")
         await click_until(
             pilot, "#approve", lambda: isinstance(app.screen, ConfirmScreen), "Bash is danger: asked first"
         )

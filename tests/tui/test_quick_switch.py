@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import DataTable, OptionList
 from textual.worker import WorkerState
 
-from client.backend import Backend
+from client.backends.base import Backend
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import SIZE, footer_actions, until

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.paths import exports_dir
 from server.harness_client import HarnessSession
 from tests.tui import test_pilot

@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import DataTable
 
 from client.alerts import AlertSettings
-from client.backend import Backend
+from client.backends.base import Backend
 from client.marks import MarkStore
 from server.harness_client import HarnessSession
 from tests.conftest import WAIT_SECONDS, LiveServer
@@ -128,3 +128,46 @@ async def test_the_list_and_the_inbox_say_what_is_new_in_a_followed_session(
         assert "✗ something went wrong since you looked" in alpha_line
         assert "✉ the agent read a note" in alpha_line
         assert "beta" not in text  # followed sessions only
+
+
+async def test_after_a_restart_the_list_shows_new_from_the_marks_on_disk_and_counts_agree(
+    client: Backend, agents: list[HarnessSession], tmp_path: Path
+) -> None:
+    """The trial: restarted, the app showed no NEW column until a session was opened again. The mark on
+    disk says the operator looked at alpha; what came since shows at once, and once alpha is followed the
+    list shows the count (entries, as the inbox and the timeline's rule count them)."""
+    from client.marks import Mark
+    from client.timeline import Place
+
+    alpha, beta = agents
+    events = await client.history(alpha.session_id)
+    seen = events[1]  # the operator had looked as far as the run's start, in an earlier run of the app
+    marks = MarkStore(tmp_path / "marks")
+    marks.put(alpha.session_id, Mark(Place.of(seen.seq, seen.at, seen.origin), seen.at), durable=True)
+
+    app = PreloopApp(
+        client,
+        refresh_interval=0,
+        marks=MarkStore(tmp_path / "marks"),  # a new process reads what the last one wrote
+        attention_poll_interval=0.5,
+        alert_settings=AlertSettings(enabled=False),
+    )
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the list")
+        table = app.screen.query_one("#sessions-table", DataTable)
+        await until(pilot, lambda: table.row_count == 2, "both rows")
+        await until(pilot, lambda: new_cell(app, alpha.session_id) == "new", "alpha's NEW from its mark")
+        assert new_cell(app, beta.session_id) == "-"  # never looked at here
+
+        # Followed now: the count itself, the one the inbox and the timeline's rule share (entries:
+        # tests/client/test_marks.py), in place of "new".
+        sessions = app.screen
+        table.move_cursor(row=table.get_row_index(alpha.session_id))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, AttachScreen), "alpha's screen")
+        view = app.screen.query_one(TimelineView)
+        await until(pilot, lambda: view.reader.rule_from is not None, "the rule above what is new")
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: app.screen is sessions, "the list again")
+        cell = new_cell(app, alpha.session_id)
+        assert cell == "·" or cell.startswith("+"), cell

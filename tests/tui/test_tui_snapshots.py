@@ -22,7 +22,6 @@ from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from widgets.composer import Composer
 from widgets.keys_line import KeysLine
-from widgets.timeline_view import TimelineView
 
 
 def _app(backend: FakeBackend, **kwargs: Any) -> PreloopApp:
@@ -32,7 +31,11 @@ def _app(backend: FakeBackend, **kwargs: Any) -> PreloopApp:
 def _quiet(app: PreloopApp) -> bool:
     """Nothing left that would still change the picture: loads done, the script taken and applied, and no
     deferred key re-check waiting (the stream worker itself never finishes: it waits for more)."""
-    if any(w.group not in ("attach-stream", "attention") and not w.is_finished for w in app.workers):
+    if any(
+        w.group not in ("attach-stream", "attention", "standing") and not w.is_finished for w in app.workers
+    ):
+        return False
+    if app.key_pace.holding:  # a letter command still waits for its quiet window
         return False
     fake = app.backend
     if isinstance(fake, FakeBackend) and app.attention and not fake.attention_consumed:
@@ -45,8 +48,7 @@ def _quiet(app: PreloopApp) -> bool:
     streamed = not following or not isinstance(backend, FakeBackend) or backend.script_consumed
     return (
         streamed
-        and not screen._buffer
-        and not screen._flush_scheduled
+        and not screen.unpainted
         and not any(keys.checking for keys in screen.query(KeysLine))
         and bool(screen.query(Footer))  # the keys line is mounted after the first frame
     )
@@ -64,9 +66,6 @@ async def _wait_quiet(pilot: Pilot[Any]) -> None:
 async def _settle(pilot: Pilot[Any]) -> None:
     """Let the load and stream workers run, then paint the timeline now."""
     await _wait_quiet(pilot)
-    screen = pilot.app.screen
-    if isinstance(screen, AttachScreen):
-        screen.query_one(TimelineView).flush()
     await pilot.pause()
 
 
@@ -176,7 +175,8 @@ def test_attach_final_answer(snap_compare: Any) -> None:
 
 
 def test_attach_pending_approval(snap_compare: Any) -> None:
-    """A pending approval: tool, summary, risk, arguments, and the approve/decline buttons."""
+    """A pending approval: tool, summary, risk, the command it runs (with its cwd and timeout), and the
+    approve/decline buttons."""
     app = _attach_app([Live(), *data.streaming_script()], approvals=[data.approval()])
     assert snap_compare(app, run_before=_settle)
 
@@ -291,8 +291,8 @@ def test_decline_comment_dialog(snap_compare: Any) -> None:
 
 
 def test_attach_expanded_arguments(snap_compare: Any) -> None:
-    """x expands the approval's arguments: the panel takes most of the side column, with a scrollbar when
-    they do not fit, and the buttons stay in view."""
+    """x shows the whole call (the card shows its first lines): the session, tool, risk and summary, then
+    every line of the command and its fields, a long one scrolling sideways; nothing is decided there."""
 
     async def _expand(pilot: Pilot[Any]) -> None:
         await _settle(pilot)

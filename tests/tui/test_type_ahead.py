@@ -1,10 +1,12 @@
 """Operator safety: text typed for the note box never acts as a key command, and nothing decides an
 approval on a key typed before the operator could see the question.
 
-The app runs against the real local control plane over loopback. The type-ahead guards run on a clock the
-test moves (``TypingClock``): keys are typed at a person's pace (80 ms apart) or at a slow typist's (0.8 s
-between two keys). These tests are marked ``type_ahead``: the guard keeps its real half second here (the
-other tests press keys faster than any person and run without it, see ``tests/conftest.py``).
+The app runs against the real local control plane over loopback. The type-ahead guards and the key pace
+(``tui.keypace``) run on a clock the test moves (``TypingClock``): keys are typed at a person's pace (80 ms
+apart) or at a slow typist's (0.8 s between two keys), and a letter command is pressed alone
+(``press_alone``: nothing typed just before or after it, so its quiet window passes and it runs). These
+tests are marked ``type_ahead``: the guard keeps its real half second and bursts of typing are text here
+(the other tests press every key alone, see ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ import pytest
 from textual.widgets import Static
 
 from client.alerts import AlertSettings
-from client.backend import Backend
 from client.backends import connect
+from client.backends.base import Backend
 from client.config import Settings
-from client.present import short_id
+from client.ids import short_id
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import SIZE, attached, plain, until
@@ -57,10 +59,22 @@ class TypingClock:
 
 
 async def type_keys(pilot: Any, clock: TypingClock, keys: str | list[str], pace: float = PERSON) -> None:
-    """Type ``keys`` one by one, ``pace`` seconds apart on the guards' clock."""
+    """Type ``keys`` one by one, ``pace`` seconds apart on the guards' clock (the clock stays at the last
+    key: a letter command typed last still waits for its quiet window, see ``press_alone``)."""
     for key in keys:
         clock.advance(pace)
         await pilot.press(key)
+
+
+async def press_alone(
+    pilot: Any, clock: TypingClock, key: str, after: float = SLOW, wait: float = 1.0
+) -> None:
+    """Press ``key`` as one deliberate key: ``after`` seconds after the last key, and nothing typed for
+    ``wait`` seconds after it, so a letter command's quiet window passes and it runs (``tui.keypace``)."""
+    clock.advance(after)
+    await pilot.press(key)
+    clock.advance(wait)
+    await until(pilot, lambda: not pilot.app.key_pace.holding, f"{key!r} pressed alone to run")
 
 
 async def start(harness: HarnessClient, name: str) -> HarnessSession:
@@ -77,6 +91,11 @@ def ask(session: HarnessSession, tool: str, args: dict[str, Any], **kwargs: Any)
 async def statuses(client: Backend, session: HarnessSession) -> list[str]:
     page = await client.list_approvals(session_id=session.session_id, status=None)
     return sorted(a.status for a in page.items)
+
+
+def on_top(app: PreloopApp, kind: type[Any]) -> bool:
+    """A screen of ``kind`` is on top and mounted (its guard armed: the keys typed next count from there)."""
+    return isinstance(app.screen, kind) and app.screen.is_mounted
 
 
 def messages(app: PreloopApp) -> list[str]:
@@ -122,8 +141,9 @@ async def test_typing_on_after_the_session_ends_decides_nothing_anywhere(
 async def test_the_inbox_ignores_a_decision_key_typed_as_it_opens(
     client: Backend, harness: HarnessClient
 ) -> None:
-    """``i`` then ``a`` at a person's pace does not approve the low-risk call on top of the inbox (one
-    notice says why); an ``a`` typed 0.8 s later, after the operator could read it, does."""
+    """``i`` then, 80 ms after the inbox appeared, ``a`` (pressed alone) does not approve the low-risk call
+    on top of the inbox (one notice says why); an ``a`` pressed later, after the operator could read it,
+    does."""
     other = await start(harness, "releaser")
     one_key = ask(other, "Read", {"path": "README.md"})
     clock = TypingClock()
@@ -131,13 +151,13 @@ async def test_the_inbox_ignores_a_decision_key_typed_as_it_opens(
     async with app.run_test(size=(140, 30), notifications=True) as pilot:
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
         await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
-        await type_keys(pilot, clock, "ia")
-        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
-        await type_keys(pilot, clock, "a")
+        await press_alone(pilot, clock, "i")
+        await until(pilot, lambda: on_top(app, InboxScreen), "the inbox")
+        await press_alone(pilot, clock, "a", after=PERSON)
         await pilot.pause(0.3)
         assert not one_key.done() and await statuses(client, other) == ["pending"]
         assert sum("only just opened" in m for m in messages(app)) == 1
-        await type_keys(pilot, clock, "a", SLOW)
+        await press_alone(pilot, clock, "a")
         assert (await asyncio.wait_for(one_key, 10)).decision == "allow"
     await other.end()
 
@@ -146,23 +166,21 @@ async def test_the_inbox_ignores_a_decision_key_typed_as_it_opens(
 async def test_the_attach_screen_ignores_a_and_d_right_after_the_note_box_is_left(
     client: Backend, agent: HarnessSession, pace: float
 ) -> None:
-    """Escape (leaving the note box) then ``a`` at a person's pace approves nothing; typed after a
-    moment, it approves. The same holds for the screen being shown again."""
+    """Escape (leaving the note box) then ``a`` pressed alone 80 ms later approves nothing (one notice says
+    why); pressed after a moment, it approves."""
     one_key = ask(agent, "Read", {"path": "README.md"})
     clock = TypingClock()
     app = PreloopApp(client, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         screen = await attached(pilot, app)
         await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
-        await type_keys(pilot, clock, ["escape", "a", "d"])
-        await pilot.pause(0.3)
-        assert app.screen is screen and not one_key.done()
-        assert any("only just changed" in m for m in messages(app))
-        await type_keys(pilot, clock, "a", pace)
+        await type_keys(pilot, clock, ["escape"])
+        await press_alone(pilot, clock, "a", after=pace)
         if pace < 0.5:
             await pilot.pause(0.3)
-            assert not one_key.done()
-            await type_keys(pilot, clock, "a", SLOW)
+            assert app.screen is screen and not one_key.done()
+            assert any("only just changed" in m for m in messages(app))
+            await press_alone(pilot, clock, "a")
         assert (await asyncio.wait_for(one_key, 10)).decision == "allow"
 
 
@@ -170,8 +188,8 @@ async def test_the_attach_screen_ignores_a_and_d_right_after_the_note_box_is_lef
 async def test_are_you_sure_names_what_it_decides_and_ignores_a_yes_typed_as_it_opens(
     client: Backend, agent: HarnessSession, pace: float
 ) -> None:
-    """``a`` on a danger call asks, naming the session, the tool and the arguments; a ``y`` typed right
-    after the ``a`` answers nothing; a ``y`` typed 0.8 s after it approves."""
+    """``a`` on a danger call asks, naming the session, the tool and the arguments; a ``y`` pressed right
+    after the question appeared answers nothing; a ``y`` pressed 0.8 s after it approves."""
     danger = ask(agent, "Bash", {"command": "git push origin hotfix/discount-order"})
     clock = TypingClock()
     app = PreloopApp(client, start_session_id=agent.session_id, monotonic=clock, alert_settings=QUIET)
@@ -179,18 +197,18 @@ async def test_are_you_sure_names_what_it_decides_and_ignores_a_yes_typed_as_it_
         screen = await attached(pilot, app)
         await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
         await type_keys(pilot, clock, ["escape"])
-        await type_keys(pilot, clock, "a", SLOW)
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await press_alone(pilot, clock, "a")
+        await until(pilot, lambda: on_top(app, ConfirmScreen), "the question")
         confirm = app.screen
         assert isinstance(confirm, ConfirmScreen)
-        shown = plain(confirm.detail)
+        shown = plain(confirm.query_one("#question", Static).content) + plain(confirm.detail)
         assert short_id(agent.session_id) in shown and "builder" in shown
         assert "Bash" in shown and "git push origin hotfix/discount-order" in shown
-        await type_keys(pilot, clock, "y", pace)
+        await press_alone(pilot, clock, "y", after=pace)
         await pilot.pause(0.3)
         if pace < 0.5:
             assert app.screen is confirm and not danger.done()
-            await type_keys(pilot, clock, "y", SLOW)
+            await press_alone(pilot, clock, "y")
         assert (await asyncio.wait_for(danger, 10)).decision == "allow"
 
 
@@ -206,8 +224,8 @@ async def test_the_decline_box_ignores_enter_typed_as_it_opens(
         screen = await attached(pilot, app)
         await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
         await type_keys(pilot, clock, ["escape"])
-        await type_keys(pilot, clock, "d", SLOW)
-        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment box")
+        await press_alone(pilot, clock, "d")
+        await until(pilot, lambda: on_top(app, DeclineCommentScreen), "the comment box")
         dialog = app.screen
         assert isinstance(dialog, DeclineCommentScreen)
         assert "make deploy" in plain(dialog.query_one("#detail", Static).content)
@@ -232,8 +250,8 @@ async def test_a_decline_comment_whose_approval_was_decided_elsewhere_becomes_a_
         screen = await attached(pilot, app)
         await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
         await type_keys(pilot, clock, ["escape"])
-        await type_keys(pilot, clock, "d", SLOW)
-        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment box")
+        await press_alone(pilot, clock, "d")
+        await until(pilot, lambda: on_top(app, DeclineCommentScreen), "the comment box")
         dialog = app.screen
         assert isinstance(dialog, DeclineCommentScreen)
         await type_keys(pilot, clock, "not on prod")
@@ -264,10 +282,10 @@ async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_a
     app = PreloopApp(client, refresh_interval=0, monotonic=clock, alert_settings=QUIET)
     async with app.run_test(size=(140, 30)) as pilot:
         await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
-        await type_keys(pilot, clock, "i")
-        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
-        await type_keys(pilot, clock, "d", SLOW)
-        await until(pilot, lambda: isinstance(app.screen, DeclineCommentScreen), "the comment box")
+        await press_alone(pilot, clock, "i")
+        await until(pilot, lambda: on_top(app, InboxScreen), "the inbox")
+        await press_alone(pilot, clock, "d")
+        await until(pilot, lambda: on_top(app, DeclineCommentScreen), "the comment box")
         dialog = app.screen
         assert isinstance(dialog, DeclineCommentScreen)
         await type_keys(pilot, clock, "too risky")
@@ -279,7 +297,7 @@ async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_a
         assert "expired" in (dialog.settled or "")
         await type_keys(pilot, clock, "a")  # lands in the box, approves nothing
         await type_keys(pilot, clock, ["escape"], SLOW)
-        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "back in the inbox")
+        await until(pilot, lambda: on_top(app, InboxScreen), "back in the inbox")
         assert app.drafts.get(other.session_id) == "too riskya"
     await other.end()
 
@@ -367,6 +385,7 @@ async def test_letters_typed_while_a_note_is_on_its_way_stay_text(
         async with app.run_test(size=SIZE) as pilot:
             screen = await attached(pilot, app)
             await until(pilot, lambda: screen.approvals_panel.count == 1, "the approval")
+            clock.advance(1.0)  # the operator looks at the box before typing (Enter sends what they read)
             await type_keys(pilot, clock, [*"run the tests", "enter"])
             await asyncio.wait_for(transport.held.wait(), 10)
             await type_keys(pilot, clock, "and add a dq", SLOW)

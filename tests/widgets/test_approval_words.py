@@ -10,9 +10,9 @@ from widgets.approvals_panel import approval_prompt
 from widgets.inbox_view import args_cell, decided_elsewhere_text
 
 
-def _plain(approval: Approval, *, expanded: bool) -> str:
+def _plain(approval: Approval) -> str:
     console = Console(width=100, record=True, color_system=None)
-    console.print(approval_prompt(approval, expanded=expanded))
+    console.print(approval_prompt(approval))
     return console.export_text()
 
 
@@ -23,10 +23,9 @@ def test_internal_fields_are_not_shown_as_arguments() -> None:
         status="pending",
         tool_args={"command": "git push", "cwd": "/srv/app", "_preloop_source": "claude_code"},
     )
-    for expanded in (False, True):
-        text = _plain(approval, expanded=expanded)
-        assert "git push" in text and "/srv/app" in text
-        assert "_preloop_source" not in text and "claude_code" not in text
+    text = _plain(approval)
+    assert "git push" in text and "/srv/app" in text
+    assert "_preloop_source" not in text and "claude_code" not in text
 
 
 def test_an_expiry_is_not_told_as_a_decision_made_elsewhere() -> None:
@@ -47,5 +46,12 @@ def test_the_inbox_arguments_end_in_an_ellipsis_where_they_are_cut() -> None:
     """Issue 18: at 60-80 columns the ARGUMENTS cell read `{ "co`, cut with no sign of it."""
     approval = Approval(id="a1", tool_name="Bash", tool_args={"command": "git push origin hotfix/discount"})
     cell = args_cell(approval, 14)
-    assert cell.plain == '{ "command": …' and cell.cell_len == 14
-    assert args_cell(approval, 80).plain == '{ "command": "git push origin hotfix/discount" }'
+    assert cell.plain == "git push orig…" and cell.cell_len == 14
+    assert args_cell(approval, 80).plain == "git push origin hotfix/discount"  # the call's first line
+
+
+def test_the_inbox_row_names_the_file_an_edit_changes() -> None:
+    """Issue 24: the row shows the call's first line, an edit's file and its +/− counts, not its JSON."""
+    args = {"file_path": "src/app.py", "old_string": "a = 1", "new_string": "a = 2"}
+    approval = Approval(id="a2", tool_name="Edit", tool_args=args)
+    assert args_cell(approval, 80).plain == "src/app.py +1 −1"

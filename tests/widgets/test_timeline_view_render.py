@@ -8,6 +8,7 @@ import pytest
 from rich.cells import cell_len
 from textual.strip import Strip
 
+from client.entry_words import duration_words
 from client.models import Approval, Note
 from client.timeline import (
     ApprovalEntry,
@@ -18,7 +19,7 @@ from client.timeline import (
     ToolState,
     UnknownEntry,
 )
-from widgets.timeline_render import format_duration, line_plain, render_entry, wrap_plain
+from widgets.timeline_render import line_plain, render_entry, wrap_plain
 
 AT = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -118,8 +119,8 @@ def test_markdown_answer_is_sanitised_and_links_are_not_live() -> None:
             assert segment.style is None or not segment.style.link
 
 
-def test_format_duration() -> None:
-    assert [format_duration(v) for v in (None, 5, 999, 1000, 61_500, 3_600_000)] == [
+def test_durations_read_the_same_in_the_timeline_and_the_export() -> None:
+    assert [duration_words(v) for v in (None, 5, 999, 1000, 61_500, 3_600_000)] == [
         "",
         "5ms",
         "999ms",

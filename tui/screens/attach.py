@@ -8,16 +8,25 @@ Layout: header, a banner for states that must not be missed (reconnecting, refus
 The session's state is a ``client.session.SessionCore`` (timeline, notes, pending approvals, row, status,
 the REST/stream merge); steering goes through ``client.steering`` (approvals through a ``Decider``, as in
 the inbox). This screen times and draws: as soon as it is composed one worker asks for the row and both
-lists and another takes the stream; events go to the core at most once per frame (``FRAME``), the first
-at once (the operator sees the session, then it catches up), and each ``SessionChange`` is drawn as is.
+lists and another takes the stream (``SessionCore.follow``: the core applies each event as it arrives and
+says what changed). What changed is painted at most once per frame (``FRAME``: the one throttle between
+the stream and the screen; the changes of a frame are joined), the first at once (the operator sees the
+session, then it catches up); a stream status is drawn at once.
 The app keeps the screen of every followed session (``tui.following``); ``q`` removes it. "New since you
 last looked" (the mark, the rule, the digest) is ``widgets.last_looked``'s, told of each change.
 
 Focus. The note box has the focus on attach, so what the user types becomes a note, never a key action
 (``a`` approves!); Escape leaves it. A box being typed into when the session ends stays, with the focus
-and the draft, until Escape. Nothing else moves the focus by itself. ``a`` / ``d`` are ignored for half a
-second after the screen is shown, the terminal gets the focus back, or the focus leaves the note box (or
-the find line: its letters are text too).
+and the draft, until Escape. Nothing else moves the focus by itself, except typing: a burst of keys that
+reaches no text box (``tui.keypace``) is given to the note box (:meth:`AttachScreen.take_typing`), which
+takes the focus and says "Typing goes to the note box — Enter sends". ``a`` / ``d`` are ignored for half
+a second after the screen is shown, the terminal gets the focus back, or the focus leaves the note box (or
+the find line: its letters are text too), counted to when the key was pressed.
+
+Enter sends only what the operator could read: the note box has its own guard, armed whenever it gets
+the focus (attach, shown again, a dialog closed, typing given to it, the terminal focused again), and an
+Enter (or Ctrl+S) that ends typing begun less than half a second after that sends nothing; the line
+above the box says so, and the next Enter sends.
 """
 
 from __future__ import annotations
@@ -26,7 +35,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
 from typing import ClassVar
 
 from textual import on, work
@@ -34,26 +42,28 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import MountError, Widget
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.errors import AuthError
-from client.events import Event
 from client.marks import MarkStore
 from client.models import Approval, Note
 from client.paths import exports_dir
 from client.session import SessionChange, SessionCore
-from client.status import Connecting, Ended, Live, Refused, StreamStatus
-from client.steering import DecideOutcome, Steering
+from client.status import Connecting, Live, Refused
+from client.steering import DecideOutcome, SendOutcome, Steering
 from client.streaming.policy import login_reason
+from tui.keypace import pace_of
+from tui.screens.arguments import ArgumentsScreen
 from tui.screens.decide import CONFIRM_RISKS, Decider
 from tui.screens.decline_comment import KeptComment
 from tui.screens.withdraw_pick import ask_withdraw
-from tui.typeahead import Monotonic
+from tui.typeahead import Monotonic, TypeAheadGuard
 from widgets.approvals_panel import ApprovalsPanel
 from widgets.banner import Banner, status_notice
-from widgets.composer import Composer, NoteBox
+from widgets.composer import ENTER_KEPT, TYPING_GOES, Composer, NoteBox
 from widgets.inbox_view import InboxBadge
 from widgets.keys_line import KeysLine
 from widgets.last_looked import LastLooked
@@ -61,16 +71,17 @@ from widgets.notes_panel import NotesPanel
 from widgets.notices import nothing_to_withdraw, steering_notice, tell
 from widgets.session_body import SessionBody
 from widgets.session_header import SessionHeader
+from widgets.standing import StandingBanner
 from widgets.timeline_view import TimelineView
 from widgets.too_small import TooSmall
 
 __all__ = ["CONFIRM_RISKS", "HISTORY_EVENTS", "AttachScreen"]
 
-FRAME = 1 / 60  # events are applied and the view synced at most this often
+FRAME = 1 / 60  # what the stream changed is painted at most this often
 HISTORY_EVENTS = 5_000  # the newest stored events read on attach: a session of 100,000 opens at once
 FIRST_PAINT_WAIT = 0.25  # after the first event, the backlog waits (at most this) for its frame to paint
 FOOTER_AT_THE_LATEST = 0.5  # the keys line comes after the first events, or this long after the mount
-YIELD_EVERY = 100  # while a backlog streams in, the screen runs after this many events
+PAINT_BACKLOG = 1_000  # changes waiting for a frame beyond this many are joined (memory stays bounded)
 SIDE_PANEL_BELOW = 90  # narrower: the side column goes under the timeline, the notes list a toggle (p)
 MIN_SIZE = (50, 14)  # below this many columns × rows one notice replaces a crushed layout
 
@@ -89,7 +100,14 @@ class AttachScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         _key("a", "approve", "Approve", "Approve the highlighted approval"),
         _key("d", "decline", "Decline", "Decline (with an optional comment)"),
-        _key("x", "expand_args", "Args", "Expand or collapse tool arguments", show=False),
+        _key(
+            "A",
+            "allow_like",
+            "Allow like this",
+            "Allow (or mute) calls like this one for a while",
+            show=False,
+        ),
+        _key("x", "expand_args", "Whole call", "The highlighted approval's call in full", show=False),
         _key("w", "withdraw", "Withdraw", "Withdraw a pending note"),
         _key("w", "withdraw_none", "Withdraw", "Why nothing can be withdrawn", show=False),
         _key("n", "focus_composer", "Note", "Write a note to the agent"),
@@ -129,10 +147,13 @@ class AttachScreen(Screen[None]):
             just_shown="the screen had only just changed", keep=self._kept, decided=self._decided,
         )  # fmt: skip
         self.guard = self.decider.guard
+        self.box_guard = TypeAheadGuard(monotonic)
+        """Enter sends typing begun at least half a second after the note box got the focus."""
         self._monotonic, self._leave, self._clock, self._follow = monotonic, leave, clock, follow
         self._drafts, self.marks = drafts if drafts is not None else DraftStore(), marks or MarkStore()
-        self._buffer: list[Event] = []
-        self._flush_scheduled = self._flushed_once = False
+        self._unpainted: list[SessionChange] = []  # what the stream changed since the last frame
+        self._frame: Timer | None = None
+        self._painted_once = False
         self._reshown = self._loading_started = False
         self._mounted = asyncio.Event()  # answers that arrive before the mount wait for it
 
@@ -152,6 +173,7 @@ class AttachScreen(Screen[None]):
         self.view = TimelineView(core.timeline, id="timeline")
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
         self.notes_panel = NotesPanel(core.notes, core.thens, clock=clock, id="notes")
+        self._show_lists()  # until the lists answer, the panels and the header say they are loading
         self.body = SessionBody(self.view, self.approvals_panel, self.notes_panel, id="body")
         self.last_looked = LastLooked(self.view, core, self.marks, clock=clock, can=self.backend.capabilities)
         self.note_box = NoteBox(drafts=None if read_only else self._drafts, draft_key=self.session_id)
@@ -162,6 +184,7 @@ class AttachScreen(Screen[None]):
         with Horizontal(id="header-row"):  # the inbox count (all sessions) sits at the header's right
             yield self.header
             yield InboxBadge(id="inbox-badge")
+        yield StandingBanner(id="standing")  # what decides or silences for the operator, while it holds
         yield from (self.banner, self.body, self.note_box, self._too_small)
         # The keys line comes a frame later: it is composed again each time the keys change, three times
         # while the screen opens, and the events go first.
@@ -190,7 +213,9 @@ class AttachScreen(Screen[None]):
         if self.status is not None:
             self.header.set_status(self.status)  # "connecting": the stream started before the mount
         self.guard.arm()
+        self.box_guard.arm()
         self.decider.arm_on_app_focus()
+        self.watch(self.app, "app_focus", self._app_focus, init=False)
         self.watch(self, "focused", self._focus_moved, init=False)
         self._mounted.set()
         self.last_looked.start()  # the first visit: the rule and the digest if something is new
@@ -199,6 +224,12 @@ class AttachScreen(Screen[None]):
     def _focus_moved(self, old: Widget | None, new: Widget | None) -> None:
         if old in (self.composer, self.body.pane.find_bar.input) and new is not old:
             self.guard.arm()  # the operator was typing a note (or a query) a moment ago
+        if new is self.composer and old is not new:
+            self.box_guard.arm()  # what is typed from now on, the operator sees in the box
+
+    def _app_focus(self, focused: bool) -> None:
+        if focused:
+            self.box_guard.arm()  # back from another window: the box may not be what they expect
 
     async def _mount_footer(self) -> None:
         if self._footer.parent is None and self.is_attached:
@@ -224,50 +255,56 @@ class AttachScreen(Screen[None]):
 
     @work(exclusive=True, group="attach-stream")
     async def follow_stream(self) -> None:
-        """Take the stream until the session ends, the server refuses, or the screen goes away."""
-        since_yield = 0
-        async for item in self.core.follow(self.backend, tail=HISTORY_EVENTS):
+        """Take the stream until the session ends, the server refuses, or the screen goes away: the core
+        applies each event and status; what they changed is painted once per frame."""
+        async for change in self.core.follow(self.backend, tail=HISTORY_EVENTS):
+            if not change:
+                continue  # (an event seen before)
             if not self._mounted.is_set():
-                if isinstance(item, Connecting):  # the request goes out now; the header shows it once mounted
-                    self.core.apply_status(item)
+                if isinstance(change.status, Connecting):  # the header shows it once mounted
                     continue
                 await self._mounted.wait()
-            if isinstance(item, StreamStatus):
-                if isinstance(item, Ended):
-                    self._flush()
-                self._draw(self.core.apply_status(item))
+            if change.status is not None:
+                self._paint()  # what came before it first
+                self._draw(change)
                 continue
-            self._buffer.append(item)
-            if not self._flushed_once:
+            self._unpainted.append(change)
+            if len(self._unpainted) >= PAINT_BACKLOG:  # a screen not painted for long (in the background)
+                self._unpainted = [SessionChange.join(self._unpainted)]
+            if not self._painted_once:
                 # The first event is shown at once, and the screen gets a frame to paint it before the
                 # rest of a backlog is read: the operator sees the session, then it catches up.
-                self._flush()
+                self._paint()
                 await self._painted()
                 await self._mount_footer()
                 continue
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                self.set_timer(FRAME, self._flush)  # then at most once per frame
-            since_yield += 1
-            if since_yield >= YIELD_EVERY:  # a backlog arrives faster than it is read: let it paint
-                since_yield = 0
-                await asyncio.sleep(0)
+            if self._frame is None:
+                self._frame = self.set_timer(FRAME, self._paint)  # then at most once per frame
+
+    @property
+    def unpainted(self) -> int:
+        """What the stream brought that the screen does not show yet: items the core has still to apply,
+        and changes waiting for the next frame (0: the screen shows all that came)."""
+        return self.core.behind + len(self._unpainted)
 
     async def _painted(self) -> None:
-        """Wait until the app has painted what was just applied (at most ``FIRST_PAINT_WAIT``: a screen
+        """Wait until the app has painted what was just drawn (at most ``FIRST_PAINT_WAIT``: a screen
         followed in the background is not painted at all)."""
         painted = asyncio.get_running_loop().create_future()
         self.app.call_after_refresh(lambda: None if painted.done() else painted.set_result(None))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(painted, FIRST_PAINT_WAIT)
 
-    def _flush(self) -> None:
-        self._flush_scheduled = False
+    def _paint(self) -> None:
+        """Draw what the stream changed since the last frame, joined into one change."""
+        if self._frame is not None:
+            self._frame.stop()
+            self._frame = None
         # The view, not the screen: when the screen is taken apart its widgets go first.
-        if self._buffer and self.view.is_attached:
-            self._flushed_once = True
-            batch, self._buffer = self._buffer, []
-            self._draw(self.core.apply_events(batch))
+        if self._unpainted and self.view.is_attached:
+            self._painted_once = True
+            changes, self._unpainted = self._unpainted, []
+            self._draw(SessionChange.join(changes))
 
     def _draw(self, change: SessionChange, *, announce: bool = True) -> None:
         """Draw what the core says changed (``announce``: tell approvals settled elsewhere)."""
@@ -281,6 +318,8 @@ class AttachScreen(Screen[None]):
             auth = isinstance(change.failed, AuthError)
             why = login_reason(401) if auth else f"Could not load the session: {change.failed}"
             self.banner.show(why, "warning" if auth else "error")
+        if change.lists:
+            self._show_lists()
         if change.notes:
             self.notes_panel.show(change.notes)
             self._footer.keys_changed()  # withdraw depends on the highlighted note's state
@@ -305,9 +344,16 @@ class AttachScreen(Screen[None]):
             self.banner.session_ended(change.ended.reason)
             self.note_box.clear()  # the box itself says why nothing is sent now
             self._box_closed()
-        if change.timeline:
-            self.view.sync()
+        if change.timeline is not None:
+            self.view.show(change.timeline)
         self.last_looked.changed()
+
+    def _show_lists(self) -> None:
+        """The panels and the header say whether the session's notes and approvals are known yet (a
+        session the server refuses has none to load: its banner says why, the panels stay empty)."""
+        lists = "loaded" if self.core.refused is not None else self.core.lists
+        for widget in (self.approvals_panel, self.notes_panel, self.header):
+            widget.set_lists(lists)
 
     def _box_closed(self) -> None:
         """Nothing can be sent any more: the note box closes or goes (``NoteBox.session_over``)."""
@@ -324,6 +370,10 @@ class AttachScreen(Screen[None]):
         """Ask for an optional comment, then decline."""
         self.decider.decline(self.approvals_panel.selected, self.core.describe())
 
+    def action_allow_like(self) -> None:
+        """``A``: allow (or mute) calls like the highlighted one for a while (a rule; it asks first)."""
+        self.decider.allow_like(self.approvals_panel.selected, self.core.describe())
+
     @on(ApprovalsPanel.Decide)
     def _panel_decide(self, event: ApprovalsPanel.Decide) -> None:
         event.stop()
@@ -339,18 +389,62 @@ class AttachScreen(Screen[None]):
         self.note_box.keep(kept.text, kept.line)  # a comment that decides nothing now: send it as a note
 
     def action_expand_args(self) -> None:
-        """Show all of the highlighted approval's arguments (or collapse them)."""
-        self.approvals_panel.toggle_expanded()
+        """Show the whole of the highlighted approval's call (the card shows its first lines)."""
+        self.approvals_panel.show_call()
+
+    @on(ApprovalsPanel.ShowCall)
+    def _show_call(self, event: ApprovalsPanel.ShowCall) -> None:
+        event.stop()
+        where = None if self.read_only else "from the approvals panel"
+        self.app.push_screen(ArgumentsScreen(event.approval, self.core.describe(), where=where))
 
     @on(Composer.Submitted)
     def _composer_submitted(self, event: Composer.Submitted) -> None:
+        """Send, unless the typing this Enter ends began before the box could be read (then say so)."""
         event.stop()
+        pace = pace_of(self.app)
+        if pace is not None and not self.box_guard.ready(pace.run_began()):
+            self.note_box.hint(ENTER_KEPT)
+            return
         self.send_note(event.text)
+
+    def take_typing(self, text: str) -> bool:
+        """Typing that reached no text box (``tui.keypace``): into the note box, which takes the focus and
+        says so. False when no note box is on screen to take it."""
+        box = self.note_box
+        if self.read_only or not box.display or not self.composer.can_focus or self.has_class("-too-small"):
+            return False
+        if not self.composer.has_focus:
+            self.set_focus(self.composer)
+        self.composer.type_in(text)
+        box.hint(TYPING_GOES)
+        return True
+
+    def keep_typing(self, text: str) -> bool:
+        """Typing meant for this session while its note box is not on screen: into its draft. False when
+        it keeps none (read-only)."""
+        if self.read_only or not self.composer.is_mounted:
+            return False
+        self.composer.type_in(text)
+        return True
+
+    def enter_kept(self) -> bool:
+        """An Enter that ended typing given to the note box was not taken: the line says so. False when
+        the box is not on screen to say it."""
+        if not self.note_box.display or self.has_class("-too-small"):
+            return False
+        self.note_box.hint(ENTER_KEPT)
+        return True
 
     @work(exclusive=True, group="attach-send")
     async def send_note(self, text: str) -> None:
         """Send the composer's text; on failure it stays in the box with the server's reason above it."""
-        outcome = await self.note_box.send(text, partial(self.steering.send_note, session_id=self.session_id))
+        outcome: SendOutcome | None = None
+        self.note_box.sending()
+        try:
+            outcome = await self.steering.send_note(text, session_id=self.session_id)
+        finally:
+            self.note_box.answered(text, outcome)
         self._draw(self.core.record(outcome))
         tell(self, steering_notice(outcome))
 
@@ -405,6 +499,7 @@ class AttachScreen(Screen[None]):
         can no longer send goes away now: the operator has seen that it is closed)."""
         self.view.focus()
         self.note_box.leave()
+        self.note_box.hint("")
 
     async def action_help_from_box(self) -> None:
         """F1 from the note box, where ``?`` is just a character: the same help screen."""
@@ -425,6 +520,7 @@ class AttachScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.guard.arm()  # shown again, or a dialog above it closed: the next keys were typed for that
+        self.box_guard.arm()
         if self._reshown:
             self._reshown = False
             if self.check_action("focus_composer", ()):
@@ -434,7 +530,7 @@ class AttachScreen(Screen[None]):
         """Offer a key (footer, palette) only when it can do something in the screen's current state."""
         can, typing, decidable = self.backend.capabilities, self.composer.has_focus, bool(self.core.pending)
         notes = bool(self.notes_panel.pending_notes)
-        if action in ("approve", "decline"):  # not while too small to show what would be decided
+        if action in ("approve", "decline", "allow_like"):  # not while too small to show the call
             return can.approvals and not self.read_only and decidable and not self.has_class("-too-small")
         if action in ("withdraw", "withdraw_none"):  # withdraw_none (hidden) answers w with why not
             return not self.read_only and (can.withdraw_notes and notes) == (action == "withdraw")

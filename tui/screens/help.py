@@ -28,11 +28,16 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         "Attached session",
         [
             ("(typing)", "goes into the note box, which has the focus when you attach (its title says so)"),
-            ("Enter", "send the note in the composer"),
+            ("", "typed anywhere else in a burst, it goes there too: typing is never a command"),
+            (
+                "Enter",
+                "send the note in the composer (typing begun before the box could be read: press again)",
+            ),
             ("Shift+Enter, Ctrl+J", "new line in the note (inside tmux only Ctrl+J)"),
             ("Ctrl+S", "send the note"),
             ("a / d", "approve / decline the highlighted approval (d asks for a comment); also by mouse"),
             ("", "a high/danger-risk call asks first (PRELOOP_CONFIRM_RISK sets the levels)"),
+            ("A", "allow (or mute) calls like the highlighted one for a while: a time-boxed rule"),
             ("x", "expand or collapse the approval's arguments"),
             ("w", "withdraw a pending note (asks which when several are pending)"),
             ("c", "collapse or show the agent's commentary"),
@@ -59,9 +64,14 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "Everywhere",
         [
+            ("letters", "a letter command acts on its own, 0.3 s after the key; moving keys act at once"),
             ("? or F1", "this help (F1 also while typing a note)"),
             ("i or F2", "inbox: every session's approvals and undelivered notes (a / d / Enter there)"),
+            ("", "typing in the inbox is kept in the draft of the session you came from"),
             ("", "x in the inbox: the highlighted call's whole arguments (its column is cut to fit)"),
+            ("", "A in the inbox: a rule for calls like the highlighted one (as on the card)"),
+            ("", "space in the inbox marks a row (M: all): a / d then decide the marked ones together"),
+            ("R", "the allow rules that hold (the banner on every screen names them): x / X end them"),
             ("Ctrl+P", "command palette"),
             ("Ctrl+C, Ctrl+Q", "quit, drafts kept (Ctrl+C with text selected copies it first)"),
         ],

@@ -2,17 +2,32 @@
 
 The app keeps one :class:`client.inbox.Inbox` fed by ``Backend.watch_attention()`` (pushed by our
 server, polled elsewhere) for as long as it runs; this screen only draws it and acts on it. Approvals
-are oldest first with their session, tool, risk, arguments (cut to the column, with an ellipsis: ``x``
-shows all of them) and expiry countdown; ``a`` approves, ``d`` declines with an optional comment (the same
-``tui.screens.decide.Decider`` as the attach screen), Enter opens the session.
+are oldest first with their session, tool, risk, call in one line (the command, the file edited and its
++/− counts, ...; cut to the column with an ellipsis: ``x`` shows the whole call) and expiry countdown; a
+terminal 120 columns wide or more shows the highlighted call's preview (``client.preview``: a diff, a
+command, the arguments) beside the list; ``a`` approves, ``d`` declines with an optional comment (the
+same ``tui.screens.decide.Decider`` as the attach screen), Enter opens the session.
 Below them: the notes that ended expired, failed or undeliverable in the last hours, the approvals that
 were settled elsewhere while the inbox was open, and the sessions followed in the app, each with how many
 events are new since the operator last looked there and what needs them (``client.marks.News``).
 Opening the inbox marks its notes as seen.
 
+Many at once: space marks (or unmarks) the highlighted approval and ``M`` marks every one (or, all marked,
+none); the title counts the marked ones and each marked row shows ● before its waiting time. With rows
+marked, ``a`` and ``d`` decide the marked set, never only the highlighted row: one dialog names how many,
+which tools, which sessions, the highest risk and every risky call (``tui.screens.decide.Decider``), and
+a decline's comment goes with each. The rows being decided show …; then each marked approval's result is
+listed under the table (decided; already decided, by whom and when as far as the server says; expired;
+not decided and why): those decided or settled leave the list, those not decided stay, still marked.
+
 ``a`` and ``d`` are ignored for half a second after the inbox opens, comes back from a dialog, or the
-terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``), and the letters typed
-right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
+terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``, F2), and the letters
+typed right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
+``A`` opens "allow calls like this for …" for the highlighted approval (``tui.screens.allow``), a key
+guarded like ``a`` and ``d``; the banner under the title says which allow rules (or a Preloop kill
+switch) hold. Its letters (``a``, ``d``, ``A``, ``o``, ``x``, ``i``) act only when pressed alone
+(``tui.keypace``); a burst of typing here is text, kept in the draft of the session the inbox was opened
+from, and the Enter ending it opens nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +37,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
@@ -33,13 +49,17 @@ from client.marks import News
 from client.models import Approval
 from client.present import describe_session
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
-from client.steering import AlreadySettled, Decided, DecideOutcome, Steering
-from client.textsafe import safe_line
+from client.steering import AlreadySettled, BatchDecision, Decided, DecideOutcome, Steering
+from client.stream_words import status_line, status_words
 from tui.screens.arguments import ArgumentsScreen
 from tui.screens.decide import Decider
 from tui.screens.decline_comment import KeptComment
 from tui.typeahead import Monotonic
+from widgets.batch_view import batch_results, marked_in_order
+from widgets.call_preview import CallPreviewPane
 from widgets.inbox_view import (
+    DECIDING,
+    MARKED,
     InboxApprovals,
     InboxBadge,
     agent_of,
@@ -48,18 +68,21 @@ from widgets.inbox_view import (
     followed_text,
     update_static,
 )
+from widgets.standing import StandingBanner
 
 TICK_SECONDS = 1.0
+PREVIEW_PANE_WIDTH = 120
+"""From this many columns the inbox shows the highlighted approval's call beside the list."""
 
 
 def feed_state(status: StreamStatus | None, synced: bool) -> Text:
     """How fresh the inbox is: live, (re)connecting, or refused."""
     if isinstance(status, Refused):
-        return Text(f"✗ refused: {safe_line(status.reason, 80)}", style="bold red")
+        return Text(f"✗ {status_line(status)}", style="bold red")
     if isinstance(status, Reconnecting):
-        return Text(f"◌ reconnecting in {status.delay:.0f}s ({safe_line(status.reason, 60)})", style="yellow")
+        return Text(f"◌ {status_line(status)}", style="yellow")
     if isinstance(status, LoginNeeded):
-        return Text("⚠ token refused: waiting for a login (`preloop login`)", style="bold yellow")
+        return Text(f"⚠ {status_words(status)} (`preloop login`)", style="bold yellow")
     if isinstance(status, Connecting) or not synced:
         return Text("◌ connecting…", style="yellow")
     if isinstance(status, Live) or synced:
@@ -74,10 +97,32 @@ class InboxScreen(Screen[None]):
         Binding("a", "approve", "Approve", id="inbox.approve", tooltip="Approve the highlighted approval"),
         Binding("d", "decline", "Decline", id="inbox.decline", tooltip="Decline (with an optional comment)"),
         Binding(
-            "o,enter", "open", "Open session", id="inbox.open", tooltip="Attach to this approval's session"
+            "A",
+            "allow_like",
+            "Allow like this",
+            show=False,
+            id="inbox.allow_like",
+            tooltip="Allow (or mute) calls like the highlighted one for a while",
         ),
         Binding(
-            "x", "arguments", "Args", id="inbox.arguments", tooltip="The highlighted call's whole arguments"
+            "o,enter", "open", "Open session", id="inbox.open", tooltip="Attach to this approval's session"
+        ),
+        Binding("x", "arguments", "Args", id="inbox.arguments", tooltip="The highlighted call in full"),
+        Binding(
+            "space",
+            "mark",
+            "Mark",
+            show=False,
+            id="inbox.mark",
+            tooltip="Mark or unmark the highlighted approval: a / d then decide every marked one",
+        ),
+        Binding(
+            "M",
+            "mark_all",
+            "Mark all",
+            show=False,
+            id="inbox.mark_all",
+            tooltip="Mark every approval listed (all marked already: unmark them)",
         ),
         Binding("escape,i", "back", "Back", id="inbox.back", tooltip="Back to where you were"),
         Binding("question_mark", "app.help", "Help", id="inbox.help", tooltip="All keys"),
@@ -89,8 +134,12 @@ class InboxScreen(Screen[None]):
     InboxScreen #inbox-state { width: auto; padding: 0 1; }
     InboxScreen #inbox-empty { padding: 1 2; color: $text-muted; }
     InboxScreen #inbox-recent { padding: 0 1; margin-top: 1; color: $text-muted; }
+    InboxScreen #inbox-batch { padding: 0 1; margin-top: 1; display: none; }
     InboxScreen #inbox-notes { padding: 0 1; margin-top: 1; }
     InboxScreen #inbox-followed { padding: 0 1; margin-top: 1; }
+    InboxScreen #inbox-main { height: 1fr; }
+    InboxScreen #inbox-preview { display: none; width: 40%; max-width: 72; }
+    InboxScreen.-wide #inbox-preview { display: block; }
     """
 
     def __init__(
@@ -133,19 +182,46 @@ class InboxScreen(Screen[None]):
         self._shown_version = -1
         self._can_act: bool | None = None
         """Whether an approval was highlighted when the keys were last checked (the footer follows it)."""
+        self.marked: dict[str, None] = {}
+        """The approvals marked to be decided together (space, M), in the order marked."""
+        self.deciding: set[str] = set()
+        """Marked approvals whose decision is on its way."""
+        self.last_batch: BatchDecision | None = None
+        """What came of the last decision of marked approvals (listed under the table)."""
+        self._batch_rows: dict[str, Approval] = {}
+        """The approvals of the last batch as they were listed when it was decided."""
+        self._batch_drawn: BatchDecision | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="inbox-top"):
             yield Static("", id="inbox-title")
             yield Static("", id="inbox-state")
             yield InboxBadge(id="inbox-badge")
-        with VerticalScroll(id="inbox-body"):
-            yield InboxApprovals(id="inbox-approvals")
-            yield Static("", id="inbox-empty")
-            yield Static("", id="inbox-recent")
-            yield Static("", id="inbox-notes")
-            yield Static("", id="inbox-followed")
+        yield StandingBanner(id="standing")
+        with Horizontal(id="inbox-main"):
+            with VerticalScroll(id="inbox-body"):
+                yield InboxApprovals(id="inbox-approvals")
+                yield Static("", id="inbox-batch")
+                yield Static("", id="inbox-empty")
+                yield Static("", id="inbox-recent")
+                yield Static("", id="inbox-notes")
+                yield Static("", id="inbox-followed")
+            yield CallPreviewPane(id="inbox-preview")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A terminal at least :data:`PREVIEW_PANE_WIDTH` columns wide shows the highlighted call beside
+        the list."""
+        self.set_class(event.size.width >= PREVIEW_PANE_WIDTH, "-wide")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._show_preview()
+
+    def _show_preview(self) -> None:
+        approval = self.query_one(InboxApprovals).selected
+        pane = self.query_one(CallPreviewPane)
+        pane.show(approval, self._session(approval) if approval is not None else "")
 
     def on_mount(self) -> None:
         self.guard.arm()
@@ -176,13 +252,19 @@ class InboxScreen(Screen[None]):
         # The table first: the first widget to report a change starts the next frame, and a new row needs
         # the table's new size (a layout) in that frame to be seen.
         table = self.query_one(InboxApprovals)
+        self._keep_marks(approvals)
         table.show(approvals, now)
+        table.set_marks(self._mark_glyphs(), now)
         self._set_display(table, bool(approvals))
         title = Text("Inbox", style="bold")
+        where = " · " if self.marked else " across all sessions"  # room for the count at 80 columns
         title.append(
-            f"  {len(approvals)} approval{'s' if len(approvals) != 1 else ''} waiting across all sessions",
+            f"  {len(approvals)} approval{'s' if len(approvals) != 1 else ''} waiting{where}",
             style="" if approvals else "dim",
         )
+        if self.marked:
+            title.append(f"{len(self.marked)} marked", style="bold yellow")
+        self._show_batch()
         update_static(self.query_one("#inbox-title", Static), title, fixed_size=True)
         update_static(self.query_one("#inbox-state", Static), feed_state(self.status, self.inbox.synced))
         empty = self.query_one("#inbox-empty", Static)
@@ -202,12 +284,21 @@ class InboxScreen(Screen[None]):
         )
         self._show_followed()
         self._shown_version = self.inbox.version
+        self._show_preview()
         can_act = table.selected is not None
         if can_act != self._can_act:
             # Approve / decline / open apply only with a highlighted approval: the footer (re-composed on
             # every refresh_bindings) changes only when that does, not with every arrival.
             self._can_act = can_act
             self.refresh_bindings()
+
+    def _show_batch(self) -> None:
+        """What came of the last decision of marked rows, drawn once per decision."""
+        shown = self.query_one("#inbox-batch", Static)
+        self._set_display(shown, self.last_batch is not None)
+        if self.last_batch is not None and self._batch_drawn is not self.last_batch:
+            shown.update(batch_results(self.last_batch, self._batch_rows))
+            self._batch_drawn = self.last_batch
 
     @staticmethod
     def _set_display(widget: Static | InboxApprovals, shown: bool) -> None:
@@ -232,13 +323,75 @@ class InboxScreen(Screen[None]):
     # ------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Approve, decline and open only when an approval is highlighted (and not read-only)."""
-        if action in ("approve", "decline", "open", "arguments"):
+        """Approve, decline, mark and open only when an approval is highlighted (and not read-only)."""
+        if action in ("approve", "decline", "open", "arguments", "allow_like", "mark", "mark_all"):
             if not self.is_mounted or self.query_one(InboxApprovals).selected is None:
                 return None
-            if action in ("approve", "decline") and self.read_only:
+            if action in ("approve", "decline", "allow_like", "mark", "mark_all") and self.read_only:
                 return None
         return True
+
+    # ------------------------------------------------------------------ marks
+
+    def _keep_marks(self, approvals: Sequence[Approval]) -> None:
+        """Marks follow what waits: an approval that left (decided, expired) is no longer marked."""
+        waiting = {a.id for a in approvals}
+        for approval_id in [k for k in self.marked if k not in waiting]:
+            del self.marked[approval_id]
+        self.deciding &= waiting
+
+    def _mark_glyphs(self) -> dict[str, str]:
+        glyphs = dict.fromkeys(self.marked, MARKED)
+        glyphs.update(dict.fromkeys(self.deciding, DECIDING))
+        return glyphs
+
+    def action_mark(self) -> None:
+        """Space: mark the highlighted approval to be decided with the others marked, or unmark it."""
+        approval = self.query_one(InboxApprovals).selected
+        if approval is None or approval.id in self.deciding:
+            return
+        if approval.id in self.marked:
+            del self.marked[approval.id]
+        else:
+            self.marked[approval.id] = None
+        self.refresh_view()
+
+    def action_mark_all(self) -> None:
+        """``M``: mark every approval listed; when all are marked already, unmark them."""
+        listed = [a.id for a in self.inbox.approvals if a.id not in self.deciding]
+        if listed and all(a in self.marked for a in listed):
+            self.marked.clear()
+        else:
+            self.marked.update(dict.fromkeys(listed))
+        self.refresh_view()
+
+    def _marked_approvals(self) -> list[Approval]:
+        return marked_in_order(self.inbox.approvals, self.marked)
+
+    def _batch_started(self, approvals: Sequence[Approval]) -> None:
+        for approval in approvals:
+            self.marked.pop(approval.id, None)
+            self.deciding.add(approval.id)
+        self.refresh_view()
+
+    def _batch_decided(self, batch: BatchDecision, approvals: Sequence[Approval]) -> None:
+        """Each approval's result: those decided or settled leave the inbox now (without their echo),
+        those not decided stay, marked again, and the list under the table says what came of each."""
+        self.last_batch = batch
+        self._batch_rows = {a.id: a for a in approvals}
+        ids = {a.id for a in approvals}
+        self.deciding -= ids
+        settled = {a.id for a in batch.settled}
+        for approval in approvals:
+            if approval.id not in settled and self.inbox.get(approval.id) is not None:
+                self.marked[approval.id] = None
+        for approval in batch.settled:
+            self.inbox.decided(approval)
+        sync = getattr(self.app, "inbox_updated", None)
+        if callable(sync):
+            sync()
+        else:
+            self.refresh_view()
 
     def action_back(self) -> None:
         """Back to the screen the inbox was opened from."""
@@ -255,24 +408,48 @@ class InboxScreen(Screen[None]):
         self.action_open()
 
     def action_arguments(self) -> None:
-        """Show the highlighted approval's whole call (its arguments are cut to the table's column)."""
+        """Show the highlighted approval's whole call (its row shows one line of it, cut to the column)."""
         approval = self.query_one(InboxApprovals).selected
         if approval is not None:
-            self.app.push_screen(ArgumentsScreen(approval, self._session(approval)))
+            where = None if self.read_only else "from the list"
+            self.app.push_screen(ArgumentsScreen(approval, self._session(approval), where=where))
 
     @staticmethod
     def _session(approval: Approval) -> str:
         return describe_session(approval.runtime_session_id, agent_of(approval))
 
     def action_approve(self) -> None:
-        """Let the highlighted approval's tool call run; a risky one asks first (as on the attach screen)."""
+        """Let the highlighted approval's tool call run; a risky one asks first (as on the attach screen).
+        With rows marked: the marked ones, after a dialog that names them."""
+        marked = self._marked_approvals()
+        if marked:
+            self.decider.approve_many(
+                marked,
+                started=lambda: self._batch_started(marked),
+                decided=lambda batch: self._batch_decided(batch, marked),
+            )
+            return
         approval = self.query_one(InboxApprovals).selected
         self.decider.approve(approval, self._session(approval) if approval else "")
 
     def action_decline(self) -> None:
-        """Ask for an optional comment, then decline the highlighted approval."""
+        """Ask for an optional comment, then decline the highlighted approval (with rows marked: every
+        marked one, with the one comment)."""
+        marked = self._marked_approvals()
+        if marked:
+            self.decider.decline_many(
+                marked,
+                started=lambda: self._batch_started(marked),
+                decided=lambda batch: self._batch_decided(batch, marked),
+            )
+            return
         approval = self.query_one(InboxApprovals).selected
         self.decider.decline(approval, self._session(approval) if approval else "")
+
+    def action_allow_like(self) -> None:
+        """``A``: allow (or mute) calls like the highlighted one for a while (a rule; it asks first)."""
+        approval = self.query_one(InboxApprovals).selected
+        self.decider.allow_like(approval, self._session(approval) if approval else "")
 
     def _kept(self, approval: Approval, kept: KeptComment) -> None:
         session_id = approval.runtime_session_id

@@ -24,8 +24,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
-from client.backend import Backend
+from client.backends.base import Backend
 from client.errors import ClientError
+from client.ids import short_id
 from client.marks import News
 from client.models import Session
 from client.present import (
@@ -38,7 +39,6 @@ from client.present import (
     last_activity,
     relative_time,
     session_state,
-    short_id,
     sort_sessions,
 )
 from client.present import session_title as title_of
@@ -46,6 +46,7 @@ from client.textsafe import safe_line
 from widgets.badges import session_badge
 from widgets.banner import Banner
 from widgets.inbox_view import InboxBadge
+from widgets.standing import StandingBanner
 
 COLUMNS: list[tuple[str, str, str]] = [
     ("id", "ID", "ID"),
@@ -139,12 +140,17 @@ def session_cells(
 
 
 def news_cell(news: News | None) -> Text:
-    """The NEW column: ``+12`` events new since the operator last looked at a session followed here (``·``
-    when nothing is new), then ``✗`` when something went wrong and ``✉`` when the agent read a note since
-    (glyphs as well as colour: ``NO_COLOR`` loses nothing); ``-`` when there is nothing to say."""
+    """The NEW column: ``+12`` entries new since the operator last looked at a session followed here
+    (``client.marks.new_since``: the count the inbox and the timeline's rule share; ``·`` when nothing is
+    new), ``new`` for one looked at before but not followed yet in this run (after a restart: the mark on
+    disk and the row's last activity say something came, not how much), then ``✗`` when something went
+    wrong and ``✉`` when the agent read a note since (glyphs as well as colour: ``NO_COLOR`` loses
+    nothing); ``-`` when there is nothing to say."""
     out = Text()
     if news is not None and news.new is not None:
         out.append(f"+{news.new:,}" if news.new else "·", style="bold" if news.new else "dim")
+    elif news is not None and news.looked:
+        out.append("new" if news.changed else "·", style="bold" if news.changed else "dim")
     if news is not None and news.problem:
         out.append((" " if out else "") + "✗", style="bold red")
     if news is not None and news.note_read:
@@ -273,8 +279,12 @@ class SessionsScreen(Screen[None]):
         refresh_interval: float = 5.0,
         pending: Callable[[], Mapping[str, int] | None] | None = None,
         news: Callable[[Session], News] | None = None,
+        highlight: str | None = None,
     ) -> None:
         super().__init__()
+        self._highlight = highlight
+        """A session to put the cursor on once its row is listed (the one just left, when the list opens
+        after an attach that ``preloop sessions attach ID`` opened)."""
         self.backend = backend
         self._pending = pending
         """Approvals waiting per session as the live inbox knows them (None until it knows): the PENDING
@@ -299,6 +309,7 @@ class SessionsScreen(Screen[None]):
         with Horizontal(id="top-line"):  # the inbox count (all sessions) sits at the right
             yield Static("", id="status-line")
             yield InboxBadge(id="inbox-badge")
+        yield StandingBanner(id="standing")
         yield Banner(id="banner")
         yield Input(placeholder="filter: id, agent or title (Enter keeps, Escape clears)", id="filter")
         yield SessionTable(cursor_type="row", zebra_stripes=True, id="sessions-table")
@@ -444,7 +455,10 @@ class SessionsScreen(Screen[None]):
         rows = self.visible_sessions()
         wanted = [s.id for s in rows]
         current = [str(key.value) for key in table.rows]
-        cursor_key = self._cursor_key() or self._restore_key
+        highlight = self._highlight if self._highlight in wanted else None
+        if highlight is not None:
+            self._highlight = None
+        cursor_key = highlight or self._cursor_key() or self._restore_key
         self._restore_key = None
         layout = self.columns_layout
         if layout is None:  # not mounted yet
@@ -464,6 +478,8 @@ class SessionsScreen(Screen[None]):
             for session, title, said in zip(rows, titles, told, strict=True):
                 for column, cell in zip(layout.keys, cells(session, title, said), strict=True):
                     table.update_cell(session.id, column, cell, update_width=True)
+            if highlight is not None:
+                table.move_cursor(row=wanted.index(highlight), animate=False)
         else:
             table.clear()
             for session, title, said in zip(rows, titles, told, strict=True):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
+from client.backends.base import ApprovalPage, BatchItem, Capabilities, ServerKind, SessionFilter
 from client.backends.dendrux.mapping import (
     TERMINAL_STATUSES,
     approval_from_row,
@@ -47,7 +47,6 @@ from client.errors import (
     UsageError,
 )
 from client.events import Event
-from client.ids import is_ulid, match_id
 from client.models import (
     ActivityItem,
     Approval,
@@ -286,25 +285,14 @@ class DendruxBackend(RestBackend):
 
         await asyncio.gather(*(one(r) for r in run_ids))
 
+    session_scan = _MAX_RUNS
+
     async def get_session(self, session_id: str) -> Session:
-        """One run as a session row."""
-        session = session_from_run(await self.get_run(session_id))
+        """One run as a session row. A run the app has just started is waited for (``run_grace``): a
+        command given its full id right after the start reads it rather than "not found"."""
+        session = session_from_run(await self.wait_for_run(session_id))
         self._titles[session.id] = session.title
         return session
-
-    async def resolve_session_id(self, id_or_prefix: str, *, page_size: int = 100) -> str:
-        """A full run id from a full id or the first characters of one (ULIDs are upper-case base32)."""
-        text = id_or_prefix.strip().upper()
-        if not text or not text.isalnum():
-            raise UsageError(f"'{safe_line(id_or_prefix, 40)}' is not a Dendrux run id or the start of one")
-        if is_ulid(text):
-            # A full id is that run or none: never a prefix of another. It may not be visible yet.
-            await self.wait_for_run(text)
-            return text
-        if len(text) < 4:
-            raise UsageError("give at least 4 characters of the run id")
-        runs = self.iter_sessions(max_items=_MAX_RUNS, page_size=page_size)
-        return match_id(text, [s.id async for s in runs], "run")
 
     async def session_activity(self, session_id: str) -> list[ActivityItem]:
         """Dendrux has no activity list; the run's events are the timeline (``follow``)."""
@@ -489,6 +477,40 @@ class DendruxBackend(RestBackend):
         """Deny the call; the model reads ``comment`` as the reason."""
         return await self._decide(approval_id, False, comment)
 
+    async def decide_batch(
+        self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None
+    ) -> list[BatchItem]:
+        """One call per approval (the steer router decides the calls of one run's pause, no batch across
+        runs): the calls of one run one after another (the last decision of a pause resumes the run),
+        several runs at a time; each call's answer or failure is its item. An approval's comment is
+        refused before anything is sent, as for one."""
+        if approve and comment and comment.strip():
+            raise Unsupported(NO_APPROVE_COMMENT)
+        ids = list(dict.fromkeys(approval_ids))
+        runs: dict[str | None, list[str]] = {}
+        for approval_id in ids:
+            try:
+                run_id: str | None = await self._run_of_call(approval_id)
+            except ClientError:
+                run_id = None  # its own call says what is wrong with it
+            runs.setdefault(run_id, []).append(approval_id)
+        found: dict[str, BatchItem] = {}
+        gate = asyncio.Semaphore(_PARALLEL)
+
+        async def one_run(calls: list[str]) -> None:
+            async with gate:
+                for approval_id in calls:
+                    try:
+                        row = await self._decide(approval_id, approve, comment)
+                    except ClientError as exc:
+                        found[approval_id] = BatchItem(approval_id, decided=False, error=exc)
+                        continue
+                    status = "approved" if approve else "declined"
+                    found[approval_id] = BatchItem(approval_id, decided=True, status=status, approval=row)
+
+        await asyncio.gather(*(one_run(calls) for calls in runs.values()))
+        return [found[approval_id] for approval_id in ids]
+
     # ----------------------------------------------------------------------------------- live
 
     async def follow(
@@ -512,12 +534,10 @@ class DendruxBackend(RestBackend):
 
         return await feed.history(self, session_id, since=since, after=after)
 
-    async def watch_attention(
+    def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
     ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
-        """Every run's pending approvals and undelivered notes, polled (``client.attention_live``)."""
-        from client.attention_live import poll_attention
+        """Every run's pending approvals and undelivered notes, polled (:mod:`client.backends.attention`)."""
+        from client.backends.attention import poll_attention
 
-        async with aclosing(poll_attention(self, notes_window, interval=poll_interval)) as items:
-            async for item in items:
-                yield item
+        return poll_attention(self, notes_window, interval=poll_interval)

@@ -243,7 +243,7 @@ def follow(
         path = f"/runs/{run_id}/events/stream"
         try:
             async with (
-                conn.event_source(path, what=f"run {run_id[:10]}", headers=headers) as source,
+                conn.event_source(path, what=f"run {run_id}", headers=headers) as source,
                 aclosing(source.aiter_sse()) as frames,
                 aclosing(_frames_or_quiet(frames, quiet_after)) as arrivals,
             ):

@@ -49,12 +49,11 @@ from client.backends.wire import (
     as_int,
     as_str,
     event_body,
-    iso,
     now,
     parse_time,
 )
 from client.events import Event, EventDecodeError
-from client.models import Approval, Note, Session, SessionList, TokenUsage
+from client.models import Approval, Note, Session, SessionList, TokenUsage, iso
 
 __all__ = [
     "TERMINAL_EVENTS",

@@ -1,21 +1,24 @@
 """Our local control plane (``preloop serve``): Preloop-shaped REST plus our own SSE event stream.
 
-Everything is supported; the live feed is :mod:`client.backends.local.feed`.
+Everything is supported; the live feed is :mod:`client.backends.local.feed`, the attention inbox's
+:mod:`client.backends.local.attention`. Allow rules are ours (``/api/v1/allow-rules``): one session, agent
+or the account, one tool, an argument pattern, applied by the server where an approval is raised
+(docs/protocol.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from client.backends.base import Capabilities, ServerKind
+from client.backends.base import Capabilities, RuleSupport, ServerKind
 from client.backends.rest import PreloopRestApi
-from client.ids import require_uuid
-from client.models import AttentionSnapshot, Session
+from client.ids import require_uuid, short_id
+from client.models import AllowRule, AttentionSnapshot, Session, Standing
+from client.rules import RULE_MAX_MINUTES, RuleSpec
 
-if TYPE_CHECKING:  # the event vocabulary is built only by a process that streams (~0.1 s of pydantic)
+if TYPE_CHECKING:  # the event vocabulary (pydantic models) is built only by a process that streams
     from client.events import Event
     from client.status import StreamStatus
     from client.timeline import Place
@@ -27,22 +30,55 @@ class LocalBackend(PreloopRestApi):
     """The backend for our own server: its REST answers are complete and its stream is numbered."""
 
     server_kind: ServerKind = "local"
-    capabilities: Capabilities = Capabilities()
+    capabilities: Capabilities = Capabilities(
+        rules=RuleSupport(
+            name="this server's allow rules",
+            scopes=frozenset({"session", "agent", "account"}),
+            tools=True,
+            patterns=True,
+            max_minutes=RULE_MAX_MINUTES,
+            risk_aware=True,
+            can="a session, an agent or the account, one tool, an argument pattern",
+        )
+    )
+
+    async def list_rules(self) -> list[AllowRule]:
+        """The allow rules that hold now, the soonest to end first."""
+        response = await self._request("GET", "/allow-rules")
+        return self._rules(response)
+
+    async def create_rule(self, spec: RuleSpec) -> AllowRule:
+        """Make an allow rule; the server applies it to every approval raised from now on."""
+        response = await self._request("POST", "/allow-rules", what="the allow rule", json=spec.body())
+        return self.conn.parse(response, AllowRule)
+
+    async def revoke_rule(self, rule_id: str) -> AllowRule:
+        """End one rule now (one that had ended already comes back as it is)."""
+        rid = require_uuid(rule_id, "rule id")
+        response = await self._request("DELETE", f"/allow-rules/{rid}", what=f"rule {short_id(rid)}")
+        return self.conn.parse(response, AllowRule)
+
+    async def revoke_all_rules(self) -> list[AllowRule]:
+        """End every rule that holds."""
+        response = await self._request("POST", "/allow-rules/revoke-all")
+        return self._rules(response)
+
+    async def standing(self) -> Standing:
+        """The rules that hold now (our server has no kill switch)."""
+        return Standing(rules=await self.list_rules())
 
     async def get_session(self, session_id: str) -> Session:
         """The session detail as is: our server fills every counter (no list-row lookup needed)."""
         return await self._session_detail(session_id)
 
-    async def follow(
+    def follow(
         self, session_id: str, *, after: int = 0, tail: int | None = None
     ) -> AsyncGenerator[Event | StreamStatus, None]:
         """Live events after seq ``after`` (or the newest ``tail`` first), in order, exactly once, with
-        connection states between them."""
+        connection states between them (the feed's own generator: no layer of its own per event)."""
         from client.backends.local import feed  # streaming only: scripted commands never load it
 
-        async with aclosing(feed.follow(self, require_uuid(session_id), after=after, tail=tail)) as items:
-            async for item in items:
-                yield item
+        return feed.follow(self, require_uuid(session_id), after=after, tail=tail)
 
     async def history(
         self, session_id: str, *, since: datetime | None = None, after: Place | None = None
@@ -53,12 +89,11 @@ class LocalBackend(PreloopRestApi):
 
         return await feed.history(self, require_uuid(session_id), since=since, after=after)
 
-    async def watch_attention(
+    def watch_attention(
         self, *, notes_window: timedelta = timedelta(hours=6), poll_interval: float = 3.0
     ) -> AsyncGenerator[AttentionSnapshot | Event | StreamStatus, None]:
-        """Every session's pending approvals and failed notes (``client.attention_live``)."""
-        from client.attention_live import follow_attention_local
+        """Every session's pending approvals and failed notes, pushed by the server
+        (:mod:`client.backends.local.attention`)."""
+        from client.backends.local.attention import follow_attention
 
-        async with aclosing(follow_attention_local(self, notes_window, poll_interval=poll_interval)) as items:
-            async for item in items:
-                yield item
+        return follow_attention(self, notes_window, poll_interval=poll_interval)

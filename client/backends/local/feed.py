@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from client.backends.rest import API_PREFIX
 from client.errors import ClientError, ConnectionLost, error_for_status
 from client.events import Event, EventDecodeError, parse_event
-from client.ids import short_id
 from client.status import Ended, Live, StreamStatus
 from client.streaming.intake import SeqIntake
 from client.streaming.reconnect import Link, Refusal, Retry, reconnecting
@@ -78,7 +77,7 @@ def follow(
         params: dict[str, int] | None = {"after": cursor} if cursor > 0 else None
         if cursor == 0 and tail is not None:
             params = {"tail": tail}
-        what = f"session {short_id(session_id)}"
+        what = f"session {session_id}"  # a 404 names it in full
         async with conn.event_source(
             events_path(session_id), what=what, headers=headers, params=params
         ) as source:
@@ -90,7 +89,8 @@ def follow(
             released_here = 0
             async with aclosing(source.aiter_sse()) as frames:
                 async for frame in frames:
-                    link.alive()  # bytes flow again: the next drop starts the backoff afresh
+                    if link.failures or link.token_refused:
+                        link.alive()  # bytes flow again: the next drop starts the backoff afresh
                     if frame.retry is not None:
                         link.retry_hint = frame.retry / 1000
                     if not frame.data:
@@ -125,14 +125,14 @@ async def history(
     ``since`` (``?since=``, our server's extension: one index seek, then only those events), read once up
     to the newest stored when the stream opened (``Preloop-Stored-Through``); a frame that cannot be
     decoded is skipped. An older server without the extension replays everything: the caller filters."""
-    from client.backends.wire import iso
+    from client.models import iso
 
     params: dict[str, Any] | None = None
     if after is not None and after.number is not None:
         params = {"after": after.number}
     elif since is not None:
         params = {"since": iso(since)}
-    what = f"session {short_id(session_id)}"
+    what = f"session {session_id}"  # a 404 names it in full
     events: list[Event] = []
     try:
         async with api.conn.event_source(events_path(session_id), what=what, params=params) as source:

@@ -36,7 +36,6 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
-from client.backends.base import ApprovalPage
 from client.backends.preloop.mapping import (
     Draft,
     PreloopMapper,
@@ -52,8 +51,11 @@ from client.backends.preloop.mapping import (
 from client.errors import ApiError, ClientError
 from client.events import Event
 from client.ids import is_uuid
-from client.models import Approval, NoteList, NoteState, Session
+from client.listing import all_approvals, session_notes
+from client.models import NoteState, Session
 from client.status import Ended, Live, Missed, Refused, Skipped, StreamStatus
+from client.steering import final_record
+from client.stream_words import failure_words
 from client.streaming.policy import BACKOFF_INITIAL, BACKOFF_MAX, refuses
 from client.streaming.reconnect import Link, Refusal, reconnecting
 
@@ -87,8 +89,8 @@ def is_session_id(value: str) -> bool:
     return isinstance(value, str) and is_uuid(value)
 
 
-def websocket_url(base_url: Any, session_id: str) -> str:
-    """``http(s)://host/prefix`` → ``ws(s)://host/prefix/api/v1/ws/runtime-sessions/{id}``."""
+def ws_url(base_url: Any, path: str) -> str:
+    """``http(s)://host/prefix`` → ``ws(s)://host/prefix/api/v1/ws/{path}``."""
     base = str(base_url).rstrip("/")
     if base.startswith("https://"):
         base = "wss://" + base[len("https://") :]
@@ -96,7 +98,12 @@ def websocket_url(base_url: Any, session_id: str) -> str:
         base = "ws://" + base[len("http://") :]
     if base.endswith("/api/v1"):
         base = base[: -len("/api/v1")]
-    return f"{base}/api/v1/ws/runtime-sessions/{session_id}"
+    return f"{base}/api/v1/ws/{path}"
+
+
+def websocket_url(base_url: Any, session_id: str) -> str:
+    """``http(s)://host/prefix`` → ``ws(s)://host/prefix/api/v1/ws/runtime-sessions/{id}``."""
+    return ws_url(base_url, f"runtime-sessions/{session_id}")
 
 
 def _is_rest_error(exc: Exception) -> bool:
@@ -153,44 +160,21 @@ class _Follower:
 
     async def _poll_notes(self) -> list[Draft]:
         drafts: list[Draft] = []
-        offset = 0
-        while True:
-            page: NoteList = await self._rest(
-                self.client.list_notes(session_id=self.session_id, limit=self.timing.page_size, offset=offset)
-            )
-            for note in page.notes:
-                before = self.note_states.get(note.note_id)
-                if before != note.state:
-                    draft = note_draft(self.session_id, note, first_seen=before is None)
-                    if draft is not None:
-                        drafts.append(draft)
-                    self.note_states[note.note_id] = note.state
-            offset += len(page.notes)
-            if not page.notes or len(page.notes) < self.timing.page_size:
-                break
-            if page.total is not None and offset >= page.total:
-                break
+        for note in await self._rest(session_notes(self.client, self.session_id, size=self.timing.page_size)):
+            before = self.note_states.get(note.note_id)
+            if before != note.state:
+                draft = note_draft(self.session_id, note, first_seen=before is None)
+                if draft is not None:
+                    drafts.append(draft)
+                self.note_states[note.note_id] = note.state
         return drafts
 
     def _notes_open(self) -> bool:
         return any(state in (NoteState.PENDING, NoteState.CLAIMED) for state in self.note_states.values())
 
     async def _poll_approvals(self) -> list[Draft]:
-        pending: dict[str, Approval] = {}
-        skip = 0
-        while True:
-            page: ApprovalPage = await self._rest(
-                self.client.list_approvals(
-                    session_id=self.session_id, status="pending", limit=self.timing.page_size, skip=skip
-                )
-            )
-            for approval in page.items:
-                pending[approval.id] = approval
-            skip += len(page.items)
-            if not page.items or len(page.items) < self.timing.page_size:
-                break
-            if page.total is not None and skip >= page.total:
-                break
+        listed = all_approvals(self.client, self.session_id, "pending", size=self.timing.page_size)
+        pending = {approval.id: approval for approval in await self._rest(listed)}
         drafts = [
             approval_requested_draft(self.session_id, approval)
             for approval_id, approval in pending.items()
@@ -198,10 +182,10 @@ class _Follower:
         ]
         for gone in sorted(self.pending_approvals - pending.keys()):
             try:
-                decided = await self._rest(self.client.get_approval(gone))
+                decided = await self._rest(final_record(self.client, gone))
             except Refusal:
-                continue  # deleted or no longer ours: nothing to show
-            if not decided.pending:
+                continue  # no longer ours: nothing to show
+            if decided is not None:
                 drafts.append(approval_decided_draft(self.session_id, decided))
         self.pending_approvals = set(pending)
         return drafts
@@ -395,7 +379,7 @@ class _Follower:
                 self._connect,
                 backoff_initial=self.timing.backoff_initial,
                 backoff_max=self.timing.backoff_max,
-                classify=_classify,
+                classify=classify_failure,
             )
             async with contextlib.aclosing(feed) as items:
                 async for item in items:
@@ -434,7 +418,7 @@ class _Follower:
                 yield item
 
 
-def _classify(exc: Exception) -> str | Refusal | None:
+def classify_failure(exc: Exception) -> str | Refusal | None:
     """What a failed websocket connection means: a reason to retry, a refusal, or a bug (None)."""
     if isinstance(exc, ConnectionClosed):
         code = exc.rcvd.code if exc.rcvd is not None else None
@@ -449,7 +433,7 @@ def _classify(exc: Exception) -> str | Refusal | None:
     if isinstance(exc, InvalidURI):
         return Refusal(f"bad server address: {exc}", None)
     if isinstance(exc, OSError | TimeoutError | InvalidHandshake | ValueError) or _is_rest_error(exc):
-        return str(exc) or type(exc).__name__
+        return str(exc) or failure_words(exc)  # words, never the exception's name
     return None
 
 

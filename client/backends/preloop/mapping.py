@@ -46,12 +46,11 @@ from client.backends.wire import (
     as_int,
     as_str,
     event_body,
-    iso,
     now,
     parse_time,
 )
 from client.events import NOTE_EVENT_TYPES, Event
-from client.models import ActivityItem, Approval, Note, NoteAuthor, Session
+from client.models import ActivityItem, Approval, Note, NoteAuthor, Session, iso
 
 __all__ = [
     "Draft",
