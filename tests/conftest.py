@@ -39,10 +39,12 @@ import os
 import signal
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from textual.app import App
 
 from client.backends import connect
 from client.backends.base import Backend
@@ -174,6 +176,46 @@ async def until(
             await pilot.pause(0.05)
         else:
             await asyncio.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A notice (toast) the app showed: what it said, its title and severity."""
+
+    message: str
+    title: str
+    severity: str
+
+
+SHOWN = "_notices_shown_to_tests"
+"""The attribute of an app holding what :func:`notices` returns: on the app itself, since pytest's copy
+of this module (``conftest``) and a test's (``tests.conftest``) are two modules with two globals."""
+
+
+def notices(app: App[Any]) -> list[Notice]:
+    """Every notice ``app`` has shown since it started, in order, including those whose toast has
+    already gone: a toast's timeout runs on the real clock, so on a busy machine one can expire before a
+    test looks at the screen. A test asks what the operator was told, not whether a toast is still up."""
+    return list(vars(app).get(SHOWN, ()))
+
+
+def said(app: App[Any]) -> list[str]:
+    """The messages of :func:`notices`."""
+    return [notice.message for notice in notices(app)]
+
+
+@pytest.fixture(autouse=True)
+def _notices_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``App.notify`` is noted for :func:`notices` before the toast is shown as usual."""
+    shown = App.notify
+
+    def notify(self: App[Any], message: str, **options: Any) -> None:
+        vars(self).setdefault(SHOWN, []).append(
+            Notice(str(message), str(options.get("title", "")), str(options.get("severity", "information")))
+        )
+        shown(self, message, **options)
+
+    monkeypatch.setattr(App, "notify", notify)
 
 
 @pytest.fixture(autouse=True)

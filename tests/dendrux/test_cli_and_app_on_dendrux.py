@@ -19,7 +19,7 @@ from cli.main import main
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
 from client.status import Live
-from tests.conftest import until
+from tests.conftest import said, until
 from tests.dendrux.conftest import run_status, wait_for
 from tests.dendrux_app.server import DendruxAppServer
 from tui.app import PreloopApp
@@ -187,7 +187,7 @@ async def test_the_app_attached_to_a_dendrux_run_shows_commentary_tools_and_the_
             await pilot.press("w")  # not offered, but pressed anyway: the screen says why
             await until(
                 pilot,
-                lambda: any("cannot withdraw a note" in str(n.message) for n in app._notifications),
+                lambda: any("cannot withdraw a note" in m for m in said(app)),
                 "the reason w does nothing",
             )
 

@@ -12,7 +12,7 @@ from client.connection import Connection
 from client.errors import Unsupported
 from client.rules import RuleSpec
 from tests.cli.helpers import preloop
-from tests.conftest import until
+from tests.conftest import said, until
 from tests.dendrux_app.server import DendruxAppServer
 from tui.app import PreloopApp
 from tui.screens.allow import AllowScreen
@@ -56,7 +56,7 @@ async def test_A_on_a_dendrux_approval_says_the_app_keeps_no_rules(dendrux_app: 
             await pilot.press("escape", "A")  # out of the note box, then "allow calls like this"
             await until(
                 pilot,
-                lambda: any("keeps no allow rules" in str(n.message) for n in app._notifications),
+                lambda: any("keeps no allow rules" in m for m in said(app)),
                 "the reason A opens nothing",
             )
             assert not isinstance(app.screen, AllowScreen)

@@ -17,7 +17,7 @@ from textual.widgets import Static
 from client.backends.base import Backend
 from client.views import View
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, said
 from tests.tui.test_pilot import attached, footer_actions, until
 from tests.tui.test_type_ahead import PERSON, SLOW, TypingClock, on_top, press_alone, type_keys
 from tui.app import PreloopApp
@@ -50,7 +50,7 @@ async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
 
 
 def messages(app: PreloopApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return said(app)
 
 
 def bound(app: PreloopApp) -> set[str]:

@@ -15,7 +15,7 @@ from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, notices, said
 from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, attached, note_states, plain, until
 from tui.app import PreloopApp, confirm_risks_from_env
@@ -27,7 +27,7 @@ agent = test_pilot.agent
 
 
 def _messages(app: PreloopApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return said(app)
 
 
 async def test_withdraw_targets_the_newest_pending_note(client: Backend, agent: HarnessSession) -> None:
@@ -331,7 +331,7 @@ async def test_notices_are_not_stacked_twice_and_leave_the_panels_alone(
             await pilot.press("escape", *"eeeee")
             await until(pilot, lambda: bool(screen.query("Toast")), "the export notice")  # noqa: B023
             await pilot.pause(0.5)
-            exported = [n for n in app._notifications if n.title == "Session exported"]
+            exported = [n for n in notices(app) if n.title == "Session exported"]
             assert len(exported) == 1 and len(screen.query("Toast")) == 1, exported
             for n in range(6):  # different notices, as many as fit and more
                 screen.notify(f"notice {n}: " + "words " * 12, markup=False)

@@ -26,8 +26,7 @@ from client.config import Settings
 from client.models import NoteState
 from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer, until
-from tests.conftest import client as client  # the one fixture; other test modules used to take it from here
+from tests.conftest import LiveServer, notices, said, until
 from tui.app import PreloopApp
 from tui.screens.arguments import ArgumentsScreen
 from tui.screens.attach import AttachScreen
@@ -334,7 +333,7 @@ async def test_refused_withdraw_says_why(client: Backend, agent: HarnessSession)
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
         await until(pilot, lambda: note_states(screen) == [NoteState.DELIVERED], "the real state")
-        messages = [n.message for n in app._notifications]
+        messages = said(app)
         assert any("already delivered" in m for m in messages), messages
 
 
@@ -384,9 +383,7 @@ async def test_approval_decided_elsewhere_disappears_with_a_notice(
         await client.approve(approval.id)
         await asyncio.wait_for(task, 30)
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
-        await until(
-            pilot, lambda: any("elsewhere" in n.message for n in app._notifications), "the elsewhere notice"
-        )
+        await until(pilot, lambda: any("elsewhere" in m for m in said(app)), "the elsewhere notice")
 
 
 async def test_read_only_hides_composer_and_refuses_decisions(client: Backend, agent: HarnessSession) -> None:
@@ -607,7 +604,7 @@ async def test_unknown_session_is_refused_plainly(client: Backend, agent: Harnes
 
         await until(pilot, lambda: not streaming(), "the stream stopped")
         assert "withdraw" not in footer_actions(app) and "focus_composer" not in footer_actions(app)
-        assert not app._notifications  # the banner says it once, no toast on top
+        assert not notices(app)  # the banner says it once, no toast on top
         await pilot.press("q")
     assert app.return_value is not None
     assert "not found" in app.return_value and "keeps running" not in app.return_value
@@ -755,7 +752,7 @@ async def test_notices_show_an_agents_tool_name_literally(client: Backend, agent
         await until(pilot, lambda: panel.count == 1, "the approval")
         await pilot.press("escape", "a")
         assert (await asyncio.wait_for(task, 30)).decision == "allow"
-        await until(pilot, lambda: any("Approved" in n.message for n in app._notifications), "the notice")
+        await until(pilot, lambda: any("Approved" in m for m in said(app)), "the notice")
 
         def toasts() -> list[str]:
             return [str(t.render()) for t in app.screen.query("Toast")]
@@ -783,6 +780,6 @@ async def test_approving_twice_quickly_decides_once_and_says_nothing_false(
         assert (await asyncio.wait_for(task, 30)).decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
         await until(pilot, lambda: not any(w.group == "decide" for w in app.workers), "both answers told")
-        messages = [n.message for n in app._notifications]
+        messages = said(app)
         assert messages.count("Approved: Bash") == 1, messages
         assert not any("elsewhere" in m or "Could not" in m for m in messages), messages

@@ -26,7 +26,7 @@ from client.backends.base import Backend
 from client.config import Settings
 from client.ids import short_id
 from server.harness_client import HarnessClient, HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, said
 from tests.tui.test_pilot import SIZE, attached, plain, until
 from tui.app import PreloopApp
 from tui.screens.confirm import ConfirmScreen
@@ -99,7 +99,7 @@ def on_top(app: PreloopApp, kind: type[Any]) -> bool:
 
 
 def messages(app: PreloopApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return said(app)
 
 
 @pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
