@@ -135,7 +135,7 @@ async def test_watch_says_a_refused_token_once_and_goes_on_with_a_new_one(live_s
         proc = await _spawn("approvals", "list", "--all-sessions", "--watch", "--json")
         assert proc.stderr is not None
         bus = live_server.server.plane.bus
-        await until(None, lambda: bus.everywhere_count() == 1, "the watch's feed up (nothing pending)")
+        await until(None, lambda: bus.subscriber_count(None) == 1, "the watch's feed up (nothing pending)")
         new = live_server.rotate_token()
         await asyncio.to_thread(live_server.stop)
         await asyncio.to_thread(live_server.start)
