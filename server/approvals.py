@@ -137,6 +137,20 @@ class Approvals:
             await tx.emit(sid, "session.updated", session=await session_dict(tx, sid))
         tx.after_commit(lambda: self._resolve(approval_id, status))
 
+    async def expire_now(self, approval_id: str) -> bool:
+        """Expire a pending approval now, the way its time coming does: its deadline moves to now and the
+        expiry sweep runs (``approval.decided`` with ``expired``, the blocked agent told ``timed_out``).
+        For the process that embeds the server (tests see an expiry without racing a real deadline); no
+        HTTP route reaches it, so an operator or an agent cannot. False if it was not pending."""
+        async with self.store.write() as tx:
+            moved = await tx.execute(
+                "UPDATE approvals SET expires_at = ? WHERE id = ? AND status = 'pending'",
+                (ts(now_utc()), approval_id),
+            )
+        if moved:
+            await self.expiry.expire_due()
+        return bool(moved)
+
     async def due(self, now: datetime) -> list[str]:
         """Ids of pending approvals whose time has come (the sweep expires them)."""
         rows = await self.store.fetchall(

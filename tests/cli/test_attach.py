@@ -583,11 +583,10 @@ async def test_an_approval_no_longer_pending_is_refused_by_name_and_never_swappe
         proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--since", "0s", stdin=True)
         assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
         await _read_until(proc.stderr, "-- live")
-        expiring = asyncio.create_task(
-            agent.permission_check("Read", {"file_path": "a.md"}, timeout_seconds=1)
-        )
+        expiring = asyncio.create_task(agent.permission_check("Read", {"file_path": "a.md"}))
         await _read_until(proc.stdout, "approval   requested")
         (old,) = await _pending_ids(client, agent.session_id)
+        await live_server.expire_approval(old)
         await _read_until(proc.stdout, f"expired {old[:8]}")  # the server's expiry, as printed
         assert (await asyncio.wait_for(expiring, 30)).decision != "allow"
 

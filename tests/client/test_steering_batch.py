@@ -5,10 +5,7 @@ decided twice, and the agents answered."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from client.backends import connect
 from client.backends.base import Backend
@@ -19,12 +16,6 @@ from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
 
 UNKNOWN = "3f6c1a52-0000-4000-8000-000000000000"
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as c:
-        yield c
 
 
 async def _pending(client: Backend, *commands: str) -> list[str]:
@@ -50,8 +41,9 @@ async def test_each_approval_of_a_batch_gets_its_own_outcome(
     one = await harness.start_session(agent_name="builder")
     two = await harness.start_session(agent_name="tester")
     calls = [_ask(one, "make a"), _ask(two, "make b"), _ask(one, "make c"), _ask(two, "make d")]
-    expiring = _ask(one, "make e", timeout_seconds=0.5)
+    expiring = _ask(one, "make e")
     ids = await _pending(client, "make a", "make b", "make c", "make d", "make e")
+    await live_server.expire_approval(ids[4])
     async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
         await other.approve(ids[1], "fine by me")
     expired = await asyncio.wait_for(expiring, 30)

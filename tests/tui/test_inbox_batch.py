@@ -8,7 +8,6 @@ pace on a clock they move (``tests/tui/test_type_ahead.py``)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -29,14 +28,6 @@ from tui.screens.inbox import InboxScreen
 from widgets.inbox_view import InboxApprovals
 
 QUIET = AlertSettings(enabled=False)
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
 
 
 def ask(session: HarnessSession, tool: str, args: dict[str, Any], **kwargs: Any) -> asyncio.Task[Any]:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from tests.conftest import until
 from tests.tui.fakes import Script, ago
 from tests.widgets.feed import feed
 from tests.widgets.memory_host import SID, MemoryHost, incident_script, settle, tool_calls
@@ -22,6 +23,9 @@ def _host(collapse: bool = False) -> MemoryHost:
 
 
 async def _keys(pilot: Pilot[Any], *keys: str) -> None:
+    app = pilot.app
+    assert isinstance(app, MemoryHost)
+    await until(pilot, lambda: len(app.timeline) > 0, "the script fed (after the first frame)")
     await settle(pilot)
     await pilot.press(*keys)
     await settle(pilot)

@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Footer, Input, TextArea
+from textual.widgets import Footer
 
 from client.errors import ServerUnreachable
 from client.models import AttentionSnapshot, Session
@@ -55,17 +55,11 @@ def _quiet(app: PreloopApp) -> bool:
 
 
 async def _wait_quiet(pilot: Pilot[Any]) -> None:
-    """Wait on the condition, not on the clock: under CPU load the workers and timers run late.
-
-    Text cursors are made steady: a blinking one is drawn or not depending on when (within its 0.5 s
-    blink) the picture is taken, which under load is any time.
-    """
+    """Wait on the condition, not on the clock: under CPU load the workers and timers run late (text
+    cursors are made steady for every snapshot, see ``tests/tui/conftest.py``)."""
     async with asyncio.timeout(60):
         while not _quiet(pilot.app):
             await pilot.pause(0.02)
-    for field in pilot.app.screen.query("TextArea, Input"):
-        if isinstance(field, TextArea | Input):
-            field.cursor_blink = False
     await pilot.pause()
 
 
