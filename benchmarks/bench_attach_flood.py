@@ -1,12 +1,13 @@
 """Flood a headless attach-like layout with timeline events and measure how fast keys are still handled.
 
 An asyncio task feeds the :class:`client.timeline.Timeline` at a fixed rate (a realistic mix: streaming
-``model.delta`` chunks, ``model.step``, tool calls started/completed, run answers, notes, approvals) and
-calls ``TimelineView.sync()`` after each batch, exactly as the attach screen's stream worker does. Meanwhile
+``model.delta`` chunks, ``model.step``, tool calls started/completed, run answers, notes, approvals) and,
+as the attach screen does, shows what the events changed at most once per frame
+(``TimelineView.show`` with the frame's changes joined). Meanwhile
 keys are posted to the app the way a terminal driver does (``up``/``down`` move the focused timeline's entry
 cursor, ``x`` goes to an app binding) and the time from posting to the handler running is recorded.
 
-Prints, per rate: key latency median / p95 / max, events/s applied and rendered, frames (flushes)/s.
+Prints, per rate: key latency median / p95 / max, events/s applied and rendered, frames (renders)/s.
 Then memory (tracemalloc) after 100,000 events: the model alone, and model + view in the app.
 
 Targets (issue 4): p95 ≤ 16 ms at 2,000 events/s, ≤ 50 ms at 10,000 events/s.
@@ -35,10 +36,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from client.events import Event, event_from_dict
-from client.timeline import Timeline
+from client.timeline import Timeline, TimelineChanges
 from widgets.timeline_view import TimelineView
 
 SID = "0b8f1c9e-5a8f-4c3e-9d7a-1f2e3d4c5b6a"
+FRAME = 1 / 60  # the attach screen paints at most this often
 SENTENCE = "the agent reads the failing test then edits the parser and runs the suite again"
 WORDS = SENTENCE.split()
 
@@ -162,16 +164,24 @@ class FloodApp(App[None]):
 async def flood(
     app: FloodApp, view: TimelineView, source: list[Event], rate: int, stop: asyncio.Event
 ) -> int:
-    """Feed ``rate`` events/s in small batches (one per ~5 ms tick), syncing the view after each batch."""
+    """Feed ``rate`` events/s in small batches (one per ~5 ms tick); what they changed is shown at most
+    once per frame, as the attach screen paints."""
     start = time.perf_counter()
     sent = 0
+    unpainted: list[TimelineChanges] = []
+    painted_at = 0.0
     while not stop.is_set() and sent < len(source):
         due = min(int(rate * (time.perf_counter() - start)), len(source))
         if due > sent:
-            app.timeline.apply_many(source[sent:due])
-            view.sync()
+            unpainted.append(app.timeline.apply_many(source[sent:due]))
             sent = due
+        if unpainted and time.perf_counter() - painted_at >= FRAME:
+            view.show(TimelineChanges.join(unpainted))
+            unpainted.clear()
+            painted_at = time.perf_counter()
         await asyncio.sleep(0.005)
+    if unpainted:
+        view.show(TimelineChanges.join(unpainted))
     return sent
 
 
@@ -187,7 +197,7 @@ async def run_rate(rate: int, seconds: float) -> dict[str, float]:
         view = app.query_one(TimelineView)
         await pilot.pause(0.2)
         stop = asyncio.Event()
-        flushes_before = view.flushes
+        renders_before = view.renders
         t0 = time.perf_counter()
         feeder = asyncio.create_task(flood(app, view, source, rate, stop))
         keys = ["up", "down", "x"]
@@ -199,9 +209,8 @@ async def run_rate(rate: int, seconds: float) -> dict[str, float]:
         stop.set()
         sent = await feeder
         elapsed = time.perf_counter() - t0
-        view.flush()
         rendered_seq = timeline.last_seq
-        flushes = view.flushes - flushes_before
+        flushes = view.renders - renders_before
         # The collapse toggle re-renders every retained line: time it once at the end of the flood.
         t_toggle = time.perf_counter()
         view.collapse_commentary = True
@@ -255,8 +264,7 @@ async def memory_app(count: int) -> tuple[float, float, int]:
         while fed < count:
             batch = [next(stream) for _ in range(min(2000, count - fed))]
             fed += len(batch)
-            timeline.apply_many(batch)
-            view.flush()  # as the per-frame timer would
+            view.show(timeline.apply_many(batch))  # as a frame would
             await pilot.pause()
         del batch
         gc.collect()

@@ -1,10 +1,11 @@
 """Find in a long timeline: how long each keystroke of the find line takes, typed into the real widgets.
 
-A headless app holds the real ``TimelineView`` and ``FindBar``, wired as a screen wires them (each edit
-of the find line → ``view.find(query)`` → the count shown). The timeline is loaded with the attach flood
-benchmark's realistic event mix (streaming text, commentary, tool calls, notes, approvals, answers), then
-keys are posted to the app the way a terminal driver does and each is timed from posting to the first
-screen refresh after the view answered (the match highlighted, the cursor moved, the count shown).
+A headless app holds the real ``TimelineView`` and ``FindBar``, wired as the pane wires them (each edit
+of the find line → ``view.go_to(view.reader.find(query))`` → the count shown). The timeline is loaded
+with the attach flood benchmark's realistic event mix (streaming text, commentary, tool calls, notes,
+approvals, answers), then keys are posted to the app the way a terminal driver does and each is timed
+from posting to the first screen refresh after the view answered (the match highlighted, the cursor
+moved, the count shown).
 
 Two loads: **5,000 events** (what the issue names; the streamed deltas merge, so fewer entries) and
 **5,000 entries** (the model's cap: every entry the attach screen can hold, from ~35,000 events), the
@@ -76,12 +77,12 @@ class FindApp(App[None]):
     @on(FindBar.Changed)
     def _changed(self, event: FindBar.Changed) -> None:
         if self.wired:  # unwired: the find line echoes the key and nothing searches (the baseline)
-            self.bar.show_status(self.view.find(event.query))
+            self.bar.show_status(self.view.go_to(self.view.reader.find(event.query)))
         self.call_after_refresh(self._answered)
 
     @on(FindBar.Next)
     def _next(self) -> None:
-        self.bar.show_status(self.view.find_next())
+        self.bar.show_status(self.view.go_to(self.view.reader.find_step(forward=True)))
         self.call_after_refresh(self._answered)
 
     def _answered(self) -> None:
@@ -201,7 +202,6 @@ async def baseline(timeline: Timeline, rounds: int) -> None:
     app = FindApp(timeline, collapse=False, wired=False)
     async with app.run_test(size=(120, 32)) as pilot:
         await pilot.pause(0.2)
-        app.view.flush()
         app.bar.open()
         await pilot.pause(0.1)
         with FullCollections() as collections:
@@ -217,7 +217,6 @@ async def run(
     app = FindApp(timeline, collapse=collapse)
     async with app.run_test(size=(120, 32)) as pilot:
         await pilot.pause(0.2)
-        app.view.flush()
         app.bar.open()
         await pilot.pause(0.1)
         if freeze:  # the loaded session out of the collector's scans (the app does not do this)

@@ -221,9 +221,8 @@ async def measure(rounds: int, *, collector: str, follow: float, rate: int, typi
         screen = app.screen
         assert isinstance(screen, AttachScreen)
         t0 = time.perf_counter()
-        while screen.timeline.last_seq < BACKLOG or screen._buffer:
+        while screen.timeline.last_seq < BACKLOG or screen.unpainted:
             await pilot.pause(0.05)
-        screen.view.flush()
         await pilot.pause(0.3)
         print(
             f"caught up on {BACKLOG:,} events in {time.perf_counter() - t0:.1f} s: "

@@ -345,12 +345,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_handler("approvals", "show"))
 
     for verb in ("approve", "decline"):
-        p = add(approvals_sub, verb, f"{verb} a pending tool call")
-        p.add_argument(
-            "approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)"
+        p = add(
+            approvals_sub,
+            verb,
+            f"{verb} one or more pending tool calls",
+            f"{verb.capitalize()} one or more pending tool calls with one decision (and one --comment for\n"
+            "all). Short ids are resolved first: an unknown or ambiguous one is a usage error (exit 2) and\n"
+            "nothing is decided. Each id is then decided on its own and gets one line: decided, already\n"
+            "settled (by whom, as far as the server says), or not decided and why. Exit 0 only when every\n"
+            "id was decided by this command, else 1.",
         )
-        p.add_argument("--comment", help="a comment the agent sees with the decision")
-        p.add_argument("--json", action="store_true", help="print the decided approval as JSON")
+        p.add_argument(
+            "approval_ids",
+            metavar="APPROVAL_ID",
+            nargs="+",
+            help="approval ids (full, or 4+ leading characters)",
+        )
+        p.add_argument("--comment", help="a comment the agent sees with the decision (every one of them)")
+        p.add_argument("--json", action="store_true", help="print one JSON object per approval (NDJSON)")
         p.set_defaults(handler=_handler("approvals", verb), decision=verb)
 
     p = add(

@@ -53,9 +53,6 @@ from client.events import (
     Event,
     ModelDelta,
     ModelStep,
-    RunCancelled,
-    RunFailed,
-    SessionEnded,
     SessionStarted,
     SessionUpdated,
     event_to_json,
@@ -100,6 +97,7 @@ from client.steering import (
 )
 from client.stream_words import OutageLines, status_line
 from client.textsafe import safe_line
+from client.timeline import TextEntry, TextPhase, Timeline, TimelineChanges
 
 _KIND_STYLE = {
     "text": "",
@@ -173,7 +171,11 @@ def _start_stdin_reader(queue: asyncio.Queue[str | None]) -> Callable[[], None]:
 
 
 class _Printer:
-    """Event lines on stdout (colour only on a terminal), notices on stderr."""
+    """Event lines on stdout (colour only on a terminal), notices on stderr.
+
+    Model text is read from the session's timeline (``client.timeline``, which joins a step's deltas), as
+    the digest and the export read it: one line per model step when the step ends, and a text that never
+    ended (its run failed or was cancelled, the session or the stream ended) marked as cut off."""
 
     def __init__(self, out: TextIO, err: TextIO, json_lines: bool) -> None:
         from cli.commands.common import Style
@@ -181,10 +183,10 @@ class _Printer:
         self.out, self.err, self.json_lines = out, err, json_lines
         self.style = Style(out)
         self.err_style = Style(err)
-        self._deltas: dict[int, list[str]] = {}
         self._title: str | None = None
         self.by_you: Callable[[Approval], bool] | None = None
         """Tells the approvals this operator decided (a decided line then says "by you")."""
+        self._texts_shown: set[int] = set()
 
     def notice(self, text: str) -> None:
         print(self.err_style(f"-- {text}", "dim"), file=self.err, flush=True)
@@ -198,7 +200,8 @@ class _Printer:
         label = self.style(f"{kind:<10}", _KIND_STYLE.get(kind, ""))
         print(f"{when} {label} {text}".rstrip(), file=self.out, flush=True)
 
-    def event(self, event: Event) -> None:
+    def event(self, event: Event, timeline: Timeline, changes: TimelineChanges | None) -> None:
+        """Print one event the timeline has applied (``changes``: what applying it changed)."""
         if self.json_lines:
             print(event_to_json(event), file=self.out, flush=True)
             return
@@ -211,25 +214,53 @@ class _Printer:
         elif isinstance(event, SessionStarted):
             self._title = session_title(event.session)
         if isinstance(event, ModelDelta):
-            # Deltas are gathered and shown as one line when their step ends (one line per model step).
-            self._deltas.setdefault(event.iteration, []).append(event.text)
-            return
+            return  # shown as one line when its step ends (one line per model step)
+        texts = self._settled(timeline, changes)
         if isinstance(event, ModelStep):
-            buffered = "".join(self._deltas.pop(event.iteration, []))
-            if not event.text and buffered:
-                event = event.model_copy(update={"text": buffered})
-        elif isinstance(event, RunFailed | RunCancelled | SessionEnded):
-            self.flush_deltas(event.at)
-        kind, text = event_line(event, by_you=self.by_you)
-        self.line(event.at, kind, text)
+            step = next((t for t in texts if t.iteration == event.iteration), None)
+            if step is not None and not event.text and step.text:
+                event = event.model_copy(update={"text": step.text})
+            texts = [t for t in texts if t is not step]
+        for text in texts:  # what this event settled without a step of its own
+            if text.phase is TextPhase.INTERRUPTED:
+                self.cut_off(event.at, text)
+            elif text.phase is TextPhase.COMMENTARY and text.text.strip():
+                self.line(event.at, "commentary", safe_line(text.text))
+            # (a final answer settled by run.completed is the "done" line itself)
+        kind, line = event_line(event, by_you=self.by_you)
+        self.line(event.at, kind, line)
 
-    def flush_deltas(self, at: datetime | None) -> None:
+    def cut_off(self, at: datetime | None, text: TextEntry) -> None:
         """Text of a step that never finished (run cut off) is still shown, marked as partial."""
-        for iteration in sorted(self._deltas):
-            text = "".join(self._deltas[iteration])
-            if text.strip():
-                self.line(at, "text", safe_line(text) + " (cut off)")
-        self._deltas.clear()
+        if text.text.strip():
+            self.line(at, "text", safe_line(text.text) + " (cut off)")
+
+    def stream_ended(self, timeline: Timeline) -> None:
+        """The stream ended: texts still streaming were cut off by it."""
+        if self.json_lines:
+            return
+        for entry in timeline:
+            if isinstance(entry, TextEntry) and entry.phase is TextPhase.STREAMING:
+                self.cut_off(None, entry)
+
+    def _settled(self, timeline: Timeline, changes: TimelineChanges | None) -> list[TextEntry]:
+        """The texts these changes settled (no longer streaming) that were not shown yet."""
+        if changes is None:
+            return []
+        shown = self._texts_shown
+        settled: list[TextEntry] = []
+        for entry_id in (*changes.appended, *changes.updated):
+            entry = timeline.get(entry_id)
+            if (
+                isinstance(entry, TextEntry)
+                and entry.phase is not TextPhase.STREAMING
+                and entry_id not in shown
+            ):
+                shown.add(entry_id)
+                settled.append(entry)
+        if len(shown) > 4 * timeline.max_entries:  # entries the timeline dropped are never shown again
+            self._texts_shown = {i for i in shown if i >= changes.first_id}
+        return settled
 
 
 def status_text(status: StreamStatus) -> str:
@@ -551,17 +582,17 @@ async def follow_plain(
                 printer.notice(status_text(item))
                 return EXIT_FAILED
             if isinstance(item, Ended):
-                printer.flush_deltas(None)
+                printer.stream_ended(steer.core.timeline)
                 printer.notice(status_text(item))
                 return EXIT_OK
             if isinstance(item, Missed | Skipped):
                 printer.notice(status_text(item))
                 continue
-            steer.core.apply_events((item,))
+            change = steer.core.apply_events((item,))
             if replaying and threshold is not None and item.at < threshold:
                 continue
             replaying = False
-            printer.event(item)
+            printer.event(item, steer.core.timeline, change.timeline)
             if isinstance(item, ApprovalRequested):
                 steer.show(item.approval)
         return EXIT_OK

@@ -13,7 +13,7 @@ Short ids, for every front end (the app, ``--plain``, the commands) and every ba
   none or several matches are :class:`client.errors.NoMatchingId` / :class:`client.errors.AmbiguousId`,
   naming the kind of id. :func:`resolve_session`, :func:`resolve_note` and :func:`resolve_approval` are
   that resolver with each kind's candidates: a backend only supplies them (``Backend.session_ids``, its
-  note and approval listings).
+  note and approval listings); :class:`ApprovalIds` resolves several approval ids against one listing.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from client.textsafe import safe_line
 
 if TYPE_CHECKING:
     from client.backends.base import Backend
+    from client.models import Approval
 
 __all__ = [
     "MIN_PREFIX",
+    "ApprovalIds",
     "check_prefix",
     "is_full_id",
     "is_prefix",
@@ -223,8 +225,28 @@ async def resolve_approval(
 ) -> str:
     """A full approval id as given; a short one matched against every approval (pending or not: a decided
     one is then told as such, not as unknown) of ``session`` or all sessions, plus ``known``."""
+    return await ApprovalIds(backend, session, known).resolve(value)
 
-    async def candidates() -> list[str]:
-        return [*known, *(a.id for a in await all_approvals(backend, session, None))]
 
-    return await resolve_id(value, "approval", candidates)
+class ApprovalIds:
+    """Resolves the approval ids typed together (``preloop approvals approve ID ID ...``) against one
+    listing of every approval of ``session`` or all sessions, read once and only when a short id needs
+    it (see :func:`resolve_approval`); :attr:`rows` keeps what it listed, so a caller can name them."""
+
+    def __init__(self, backend: Backend, session: str | None = None, known: Iterable[str] = ()) -> None:
+        self._backend = backend
+        self._session = session
+        self._known = list(known)
+        self._listed: asyncio.Task[list[Approval]] | None = None
+        self.rows: list[Approval] = []
+        """The approvals listed to match short ids (none when every id was given in full)."""
+
+    async def _candidates(self) -> list[str]:
+        if self._listed is None:
+            self._listed = asyncio.ensure_future(all_approvals(self._backend, self._session, None))
+        self.rows = await self._listed
+        return [*self._known, *(a.id for a in self.rows)]
+
+    async def resolve(self, value: str) -> str:
+        """The one approval ``value`` names (:func:`resolve_id`): a NoMatchingId or AmbiguousId otherwise."""
+        return await resolve_id(value, "approval", self._candidates)

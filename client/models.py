@@ -429,6 +429,41 @@ class ApprovalDecision(WireModel):
     comment: str | None = None
 
 
+BATCH_MAX_IDS = 100
+"""Most ids one ``POST /approval-requests/decide-batch`` carries (Preloop 0.17.1's
+``MAX_BATCH_DECISION_IDS``; our server takes the same): a longer batch is sent as several requests."""
+
+
+class ApprovalBatchDecision(WireModel):
+    """Body of ``POST /approval-requests/decide-batch``: one decision (and comment) for up to
+    :data:`BATCH_MAX_IDS` approvals; the server drops duplicate ids and keeps the order."""
+
+    ids: list[str] = Field(min_length=1, max_length=BATCH_MAX_IDS)
+    approved: bool
+    comment: str | None = None
+
+
+class ApprovalBatchResult(WireModel):
+    """What one id of a batch came to: ``ok`` (decided by this request), else ``error`` says why (not
+    found, already resolved, ...) and ``status`` what the approval is now, when the server knows.
+    ``approval`` is our server's: the approval's row (Preloop sends none)."""
+
+    id: str
+    ok: bool
+    status: str | None = None
+    error: str | None = None
+    approval: Approval | None = None
+
+
+class ApprovalBatchAnswer(WireModel):
+    """The answer to a batch decision: one result per id, in the order sent ("the batch never fails as a
+    whole")."""
+
+    results: list[ApprovalBatchResult]
+    succeeded: int | None = None
+    failed: int | None = None
+
+
 # --------------------------------------------------------------------------------------------------
 # Standing decisions: time-boxed allow rules (ours; Preloop's approval bypasses) and the account halt
 # --------------------------------------------------------------------------------------------------

@@ -18,10 +18,13 @@ stream's version; an answer to our own action (a sent note, a withdrawal, a deci
 A finished note never moves back to pending, and a settled approval never comes back as pending from a
 stale copy.
 
-Every input returns one :class:`SessionChange` (a frozen dataclass: timeline changed, which notes changed,
-approvals added and left, the new row, the end and its reason, the status, a refusal), so a front end
-renders what changed without walking the events again. How often events are applied (frame batching) and
-what is painted first stay the front end's; what they mean is decided here.
+Every input returns one :class:`SessionChange` (a frozen dataclass: what the timeline's entries did, which
+notes changed, approvals added and left, the new row, the end and its reason, the status, a refusal), so a
+front end renders what changed without walking the events again. :meth:`SessionCore.follow` takes the
+stream and applies each event and status as it arrives, yielding what it changed: data flows one way, from
+the wire through the core to the screen. How often a front end paints (once per frame: it joins the
+changes meanwhile with :meth:`SessionChange.join`) and what it paints first stay the front end's; what the
+events mean is decided here.
 
 Usage::
 
@@ -29,14 +32,16 @@ Usage::
     loading = core.load(backend)          # the row and both lists are requested at once
     render(await loading.row())           # the row (or a refusal)
     render(await loading.lists())         # notes and pending approvals, merged under the stream
-    render(core.apply_events(batch))      # a batch of stream events
-    render(core.apply_status(status))     # a stream status
+    async for change in core.follow(backend):
+        render(change)                    # each stream event or status, applied
+    render(core.apply_events(batch))      # events read another way (a history, a test)
     render(core.record(outcome))          # what steering (client.steering) did from here
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -46,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from client.costs import Cost, row_cost
 from client.errors import ApiError, ClientError, NotFound, PermissionDenied
+from client.events import BaseEvent
 from client.models import Approval, Note, Session
 from client.present import describe_session
 from client.status import Ended, Refused, StreamStatus
@@ -59,7 +65,7 @@ from client.steering import (
     Withdrawn,
 )
 from client.textsafe import safe_line
-from client.timeline import TextEntry, Timeline, ToolEntry, then_line
+from client.timeline import TextEntry, Timeline, TimelineChanges, ToolEntry, then_line
 
 if TYPE_CHECKING:
     from client.backends.base import Backend
@@ -84,6 +90,11 @@ EXPORT_AGAIN_WITHIN = timedelta(seconds=10)
 
 THEN_WIDTH = 80
 """The "then: ..." line of a read note is kept this long."""
+
+READ_BATCH = 100
+"""While a backlog streams in, the loop runs (the screen paints) after this many items are read."""
+
+_STREAM_OVER = BaseException("the stream is over")
 
 
 ListsState = Literal["loading", "loaded", "failed"]
@@ -116,8 +127,8 @@ class SessionOver:
 class SessionChange:
     """What one input changed; empty (falsy) when nothing did."""
 
-    timeline: bool = False
-    """Timeline entries were added or changed (the view syncs)."""
+    timeline: TimelineChanges | None = None
+    """What events did to the timeline's entries (the view shows it); None when no event was applied."""
     notes: tuple[str, ...] = ()
     """Ids of the notes whose state or "then" line changed."""
     approvals_added: tuple[Approval, ...] = ()
@@ -139,7 +150,7 @@ class SessionChange:
         return any(
             (
                 self.lists,
-                self.timeline,
+                self.timeline is not None,
                 self.notes,
                 self.approvals_updated,
                 self.session is not None,
@@ -148,6 +159,30 @@ class SessionChange:
                 self.refused is not None,
                 self.failed is not None,
             )
+        )
+
+    @staticmethod
+    def join(changes: Sequence[SessionChange]) -> SessionChange:
+        """Several changes, in the order they came, as one (a front end that paints once per frame)."""
+        if len(changes) == 1:
+            return changes[0]
+        timelines = [c.timeline for c in changes if c.timeline is not None]
+
+        def last(values: Iterable[Any]) -> Any:
+            return next((v for v in reversed(list(values)) if v is not None), None)
+
+        return SessionChange(
+            timeline=TimelineChanges.join(timelines) if timelines else None,
+            notes=tuple(sorted({n for c in changes for n in c.notes})),
+            approvals_added=tuple(a for c in changes for a in c.approvals_added),
+            approvals_left=tuple(a for c in changes for a in c.approvals_left),
+            approvals_updated=any(c.approvals_updated for c in changes),
+            session=last(c.session for c in changes),
+            ended=last(c.ended for c in changes),
+            status=last(c.status for c in changes),
+            refused=last(c.refused for c in changes),
+            failed=last(c.failed for c in changes),
+            lists=any(c.lists for c in changes),
         )
 
 
@@ -210,6 +245,7 @@ class SessionCore:
         self._end_seq = 0
         self._row_settled: asyncio.Event | None = None
         self._last_export: tuple[Path, datetime] | None = None
+        self._behind = 0
 
     # ------------------------------------------------------------------ loading
 
@@ -260,31 +296,103 @@ class SessionCore:
 
     # ------------------------------------------------------------------ the stream
 
-    async def follow(
-        self, backend: Backend, *, tail: int | None = None
-    ) -> AsyncIterator[Event | StreamStatus]:
-        """The session's live stream as a front end takes it: events and statuses in order (it applies
-        them with :meth:`apply_events` / :meth:`apply_status`, batching as it likes). A refusal the row
-        already told is left out; a stream that stops with an error ends in one ``Refused`` status."""
+    async def follow(self, backend: Backend, *, tail: int | None = None) -> AsyncIterator[SessionChange]:
+        """Take the session's live stream and apply what arrives: the events that arrived since the last
+        change was taken are applied together (:meth:`apply_events`; a backlog in batches, a live event on
+        its own; the very first event alone), each status on its own (:meth:`apply_status`), in the order
+        they came, and what each changed is yielded. A refusal the row already told is left out; a stream
+        that stops with an error ends in one ``Refused`` status."""
+        arrived: list[Event | StreamStatus | BaseException] = []
+        news = asyncio.Event()
+
+        async def take() -> None:
+            """Read the stream into ``arrived`` (letting the loop run every ``READ_BATCH`` items)."""
+            items = backend.follow(self.session_id, tail=tail)
+            try:
+                count = 0
+                async for item in items:
+                    arrived.append(item)
+                    self._behind += 1
+                    news.set()
+                    count += 1
+                    if count % READ_BATCH == 0:
+                        await asyncio.sleep(0)  # a backlog is read faster than it is shown
+            except Exception as exc:
+                arrived.append(exc)
+            finally:
+                arrived.append(_STREAM_OVER)
+                news.set()
+                close = getattr(items, "aclose", None)  # closed here, not whenever GC gets to it
+                if close is not None:
+                    await close()
+
+        reader = asyncio.ensure_future(take())
+        first = True
         try:
-            async for item in backend.follow(self.session_id, tail=tail):
-                if isinstance(item, Refused) and not await self.refusal_is_news():
-                    return
-                yield item
-        except ClientError as exc:
-            if await self.refusal_is_news():
-                yield Refused(str(exc))
-        except Exception as exc:  # a bug below must not take the operator's screen down with it
-            yield Refused(f"the event stream stopped unexpectedly ({type(exc).__name__}: {exc})")
+            while True:
+                await news.wait()
+                news.clear()
+                take_now = len(arrived)
+                if first and arrived:  # the first event alone: the session is shown, then it catches up
+                    events_at = [n for n, item in enumerate(arrived) if isinstance(item, BaseEvent)]
+                    if events_at:
+                        first, take_now = False, events_at[0] + 1
+                        if take_now < len(arrived):
+                            news.set()  # the rest at the next turn
+                batch = arrived[:take_now]
+                del arrived[:take_now]
+                events: list[Event] = []
+                for item in batch:
+                    if isinstance(item, BaseEvent):
+                        events.append(item)
+                        continue
+                    if events:
+                        yield self._applied(events)
+                        events = []
+                    if item is _STREAM_OVER:
+                        return
+                    if isinstance(item, BaseException):
+                        why = (
+                            str(item)
+                            if isinstance(item, ClientError)
+                            else f"the event stream stopped unexpectedly ({type(item).__name__}: {item})"
+                        )  # (a bug below must not take the operator's screen down with it)
+                        if await self.refusal_is_news():
+                            yield self.apply_status(Refused(why))
+                        return
+                    assert not isinstance(item, BaseEvent)
+                    self._behind -= 1
+                    if isinstance(item, Refused) and not await self.refusal_is_news():
+                        return
+                    yield self.apply_status(item)
+                if events:
+                    yield self._applied(events)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            self._behind = 0
+
+    @property
+    def behind(self) -> int:
+        """Stream items :meth:`follow` has read and not applied yet (0: the core holds all that came)."""
+        return self._behind
+
+    def _applied(self, events: list[Event]) -> SessionChange:
+        self._behind -= len(events)
+        return self.apply_events(events)
 
     def apply_events(self, events: Sequence[Event]) -> SessionChange:
-        """A batch of stream events (once per frame in the app, one by one in a script)."""
+        """Stream events (one as it arrives, or a batch read another way): applied, and what changed."""
         if not events:
             return SessionChange()
         timeline = self.timeline
-        timeline.apply_many(events)
-        notes, approvals = timeline.drain_tables()
-        self._streamed |= approvals
+        changes = timeline.apply_many(events)
+        if not changes.applied:
+            return SessionChange()
+        approvals = changes.approvals
+        if approvals:
+            self._streamed |= approvals
         row: Session | None = None
         over: SessionOver | None = None
         if timeline.end_seq != self._end_seq:
@@ -295,8 +403,12 @@ class SessionCore:
             self.session = row
             if row.ended_at is not None and over is None:
                 over = self._end(None)
+        if not (changes.notes or approvals or row or over or self._read):
+            return SessionChange(timeline=changes)  # most events: nothing but entries changed
         at = events[-1].at
-        return self._settle(notes=notes, approvals=approvals, at=at, timeline=True, row=row, over=over)
+        return self._settle(
+            notes=changes.notes, approvals=approvals, at=at, timeline=changes, row=row, over=over
+        )
 
     def apply_status(self, status: StreamStatus) -> SessionChange:
         """A stream status (connecting, live, reconnecting, ended, refused...)."""
@@ -413,7 +525,7 @@ class SessionCore:
         notes: Iterable[str] = (),
         approvals: Iterable[str] = (),
         at: datetime | None = None,
-        timeline: bool = False,
+        timeline: TimelineChanges | None = None,
         row: Session | None = None,
         over: SessionOver | None = None,
     ) -> SessionChange:
@@ -425,7 +537,17 @@ class SessionCore:
             record = records.get(note_id)
             if record is not None and record.delivered_entry_id is not None:
                 self._read.add(note_id)
+        entries: set[int] | None = None  # the entries the events made or changed
+        if timeline is not None and self._read:
+            entries = set(timeline.appended).union(timeline.updated)
         for note_id in self._read:  # a read note's "then" line grows with what the agent does next
+            record = records.get(note_id)
+            if (
+                entries is not None
+                and note_id not in changed_notes
+                and (record is None or record.then_entry_id not in entries)
+            ):
+                continue  # its "then" entry did not change
             entry = self.timeline.then_entry(note_id)
             if entry is not None:
                 line = then_line(entry, THEN_WIDTH)

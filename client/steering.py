@@ -12,7 +12,12 @@ must be told about; it returns one of the outcome types below and each front end
 * a decision: :class:`Decided`, :class:`AlreadySettled` (lost the race to another operator, or expired:
   the approval's current row, fetched at once with its trail (``Backend.approval_trail``), says who or
   what settled it and with which comment),
-  :class:`AlreadyDeciding` (a decision from here is on its way) or :class:`DecisionFailed`.
+  :class:`AlreadyDeciding` (a decision from here is on its way) or :class:`DecisionFailed`;
+* one decision for many approvals (:meth:`Steering.decide_many`, the inbox's marked rows and
+  ``preloop approvals approve ID ID ...``): a :class:`BatchDecision`, one of those outcomes per approval,
+  in order. Each approval is decided on its own (the backend's wire: Preloop's and our server's
+  ``decide-batch``, a Dendrux app's one call per id), so one that fails costs that one only, and is never
+  told as decided.
 
 :class:`Decisions` is the one record, per app or command, of the approvals decided *here*: the inbox, every
 attach screen and the plain attach share it, so nothing decided in this process is ever called "decided
@@ -25,23 +30,40 @@ A decision typed as a command rather than taken on a screen that shows the call 
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from client.errors import ClientError, NoteOutcomeUnknown, NotFound, PermissionDenied
+from client.backends.base import BatchItem
+from client.errors import (
+    AuthError,
+    ClientError,
+    InvalidResponse,
+    NoteOutcomeUnknown,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    TransportError,
+    Unsupported,
+    UsageError,
+    ValidationFailed,
+)
+from client.models import Approval
 from client.present import colleague_of
 
 if TYPE_CHECKING:
     from client.backends.base import ApprovalDesk, Backend
-    from client.models import Approval, Note
+    from client.models import Note
 
 __all__ = [
     "ASK_RISKS",
     "NAME_RISKS",
     "AlreadyDeciding",
     "AlreadySettled",
+    "BatchDecision",
     "DecideOutcome",
     "Decided",
     "DecisionFailed",
@@ -159,6 +181,36 @@ SendOutcome = Sent | NotSent | OutcomeUnknown
 WithdrawOutcome = Withdrawn | TooLate | WithdrawFailed
 DecideOutcome = Decided | AlreadySettled | AlreadyDeciding | DecisionFailed
 SteeringOutcome = SendOutcome | WithdrawOutcome | DecideOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class BatchDecision:
+    """One decision for many approvals: one outcome per approval, in the order asked (duplicates once)."""
+
+    verb: Verb
+    outcomes: tuple[DecideOutcome, ...]
+
+    @property
+    def decided(self) -> list[Decided]:
+        """The approvals this call decided."""
+        return [o for o in self.outcomes if isinstance(o, Decided)]
+
+    @property
+    def all_decided(self) -> bool:
+        """Every approval asked about was decided by this call (nothing settled first, nothing failed)."""
+        return len(self.decided) == len(self.outcomes)
+
+    @property
+    def settled(self) -> list[Approval]:
+        """The rows that stopped waiting, by this call or before it (to drop from a list of pending)."""
+        return [o.approval for o in self.outcomes if isinstance(o, Decided | AlreadySettled)]
+
+
+_NOTHING_HAPPENED = (AuthError, PermissionDenied, UsageError, Unsupported, ValidationFailed, RateLimited)
+"""Refusals that leave an approval as it was and say nothing about it: no need to read it again."""
+
+READ_AT_ONCE = 4
+"""How many approvals a batch reads back at a time (the ones it could not decide)."""
 
 
 # ------------------------------------------------------------------------------------------- decisions
@@ -281,11 +333,81 @@ class Steering:
             except ClientError:
                 settled = None
             if settled is not None:
-                await self.decisions.learn_me(self.backend)
-                return AlreadySettled(settled, verb, self.decisions.by_you(settled))
+                return await self._settled_first(settled, verb)
             return DecisionFailed(approval_id, verb, exc)
         self.decisions.finish(approval_id, decided=True)
         return Decided(result, verb)
+
+    async def decide_many(
+        self,
+        approval_ids: Sequence[str],
+        verb: Verb,
+        comment: str | None = None,
+        *,
+        known: Iterable[Approval] = (),
+    ) -> BatchDecision:
+        """One decision (and comment) for many approvals, through the backend's batch wire
+        (``Backend.decide_batch``). Each approval gets its own outcome, as :meth:`decide` would give it:
+        one not decided is read once afterwards (unless the refusal says nothing about it: a 403, a
+        malformed id), so a race lost or an expiry is told as what happened, by whom where the server
+        says. ``known`` are rows the caller holds (the inbox's): a server whose batch answer carries
+        only statuses (Preloop) has them named with their tool and session."""
+        rows = {a.id: a for a in known}
+        ids = list(dict.fromkeys(approval_ids))
+        starting = [aid for aid in ids if self.decisions.start(aid)]
+        items: dict[str, BatchItem] = {}
+        if starting:
+            try:
+                answered = await self.backend.decide_batch(
+                    starting, approve=verb == "approve", comment=comment
+                )
+            except ClientError as exc:  # nothing was sent
+                answered = [BatchItem(aid, decided=False, error=exc) for aid in starting]
+            items = {item.approval_id: item for item in answered}
+        gate = asyncio.Semaphore(READ_AT_ONCE)
+
+        async def outcome(aid: str) -> DecideOutcome:
+            if aid not in starting:
+                return AlreadyDeciding(aid)
+            item = items.get(aid)
+            if item is None:  # a backend that skipped it: not decided, as far as anyone said
+                self.decisions.finish(aid, decided=False)
+                return DecisionFailed(aid, verb, InvalidResponse(f"no answer for approval {aid}"))
+            self.decisions.finish(aid, decided=item.decided)
+            if item.decided:
+                return Decided(_decided_row(item, rows.get(aid), verb, comment), verb)
+            async with gate:
+                return await self._not_decided(item, rows.get(aid), verb)
+
+        outcomes = await asyncio.gather(*(outcome(aid) for aid in ids))
+        return BatchDecision(verb, tuple(outcomes))
+
+    async def _not_decided(self, item: BatchItem, known: Approval | None, verb: Verb) -> DecideOutcome:
+        """What came of an approval the batch did not decide: settled first (by whom, as the server says
+        on one read of it), or not decided (``DecisionFailed``, still pending as far as could be read)."""
+        aid = item.approval_id
+        error = item.error or ClientError("the server did not decide it")
+        row = item.approval
+        if row is not None and not row.pending:
+            return await self._settled_first(row, verb)
+        quiet = isinstance(error, _NOTHING_HAPPENED) or (isinstance(error, TransportError) and not error.sent)
+        settled_as = item.status if item.status and item.status != "pending" else None
+        if not quiet or settled_as is not None:
+            try:
+                record = await final_record(self.backend, aid)
+            except ClientError:
+                record = None
+            if record is not None:
+                return await self._settled_first(record, verb)
+        if settled_as is not None:  # the server said what it is, the read did not answer
+            base = row or known or Approval(id=aid)
+            return AlreadySettled(base.model_copy(update={"status": settled_as}), verb)
+        return DecisionFailed(aid, verb, error)
+
+    async def _settled_first(self, row: Approval, verb: Verb) -> AlreadySettled:
+        """An approval settled before this decision reached it: by whom, "you" from another terminal."""
+        await self.decisions.learn_me(self.backend)
+        return AlreadySettled(row, verb, self.decisions.by_you(row))
 
     async def current(self, approval_id: str) -> Approval | None:
         """The approval's row as the server has it now, with who settled it when it is no longer pending
@@ -308,6 +430,16 @@ async def final_record(desk: ApprovalDesk, approval_id: str) -> Approval | None:
     except (NotFound, PermissionDenied):
         return None
     return None if row.pending else await desk.approval_trail(row)  # Preloop names the decider there
+
+
+def _decided_row(item: BatchItem, known: Approval | None, verb: Verb, comment: str | None) -> Approval:
+    """The row of an approval a batch decided: the server's when it sent one, else the caller's (or a
+    bare one) marked with the decision it took."""
+    if item.approval is not None:
+        return item.approval
+    status = item.status or ("approved" if verb == "approve" else "declined")
+    base = known or Approval(id=item.approval_id)
+    return base.model_copy(update={"status": status, "approver_comment": comment, "decided_by_human": True})
 
 
 def risk_of(approval: Approval) -> str:

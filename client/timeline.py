@@ -7,19 +7,24 @@ Usage (what the attach screen does)::
     from client.timeline import Timeline
 
     timeline = Timeline(max_entries=5_000, max_chars=2_000_000)
-    timeline.apply(event)             # one event (duplicates by seq are ignored; returns False)
-    timeline.apply_many(events)       # a batch; returns how many were applied
+    changes = timeline.apply(event)   # one event (a duplicate by seq is ignored: changes.applied == 0)
+    changes = timeline.apply_many(events)  # a batch: what it changed, as one TimelineChanges
+
+    changes.appended / changes.updated    # entry ids made / changed in place by that call (the view)
+    changes.notes / changes.approvals     # note / approval ids it changed (the session core)
 
     for entry in timeline:            # entries in the order they happened (oldest retained first)
         ...                           # TextEntry | ToolEntry | ApprovalEntry | NoteEntry | RunEntry
                                       # | SessionEntry | UnknownEntry | DroppedEntry
-    changes = timeline.drain_changes()  # ids appended / updated / dropped since the last drain (the view)
     timeline.pending_approvals        # list[Approval], oldest request first, still pending
     timeline.notes                    # dict note_id -> NoteRecord (latest Note + when each state was seen)
     timeline.then_entry(note_id)      # what the agent did first after the note was delivered, or None
-    timeline.drain_tables()           # note / approval ids events changed since the last drain (the core)
     timeline.session                  # latest Session row from session.* events, or None
     timeline.run_status               # RunStatus of the latest run (or None before any run)
+
+Every call that applies events returns what it changed (:class:`TimelineChanges`): nothing is kept for a
+later reader to collect, so any number of readers may look at the model; a front end that paints less
+often than events arrive joins the changes of a frame with :meth:`TimelineChanges.join`.
 
 Model text is bucketed per ``(run_id, iteration)`` in one :class:`TextEntry`, whose ``phase`` moves:
 
@@ -31,8 +36,8 @@ Model text is bucketed per ``(run_id, iteration)`` in one :class:`TextEntry`, wh
 * ``INTERRUPTED`` when the run fails, is cancelled or the session ends while the text was still streaming.
 
 Entries are mutable and updated in place (a streaming text grows, a tool call completes). Every change
-bumps the entry's ``revision`` (from one model-wide counter) and is recorded for
-:meth:`Timeline.drain_changes` so a view re-renders only what changed. Entry ids are stable and increase
+bumps the entry's ``revision`` (from one model-wide counter) and is listed in the changes the call
+returns, so a view re-renders only what changed. Entry ids are stable and increase
 in timeline order.
 
 "Did it listen?": when a note is delivered (or acknowledged, whichever is seen first) its record remembers
@@ -50,11 +55,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from client.events import (
     ApprovalDecided,
@@ -344,25 +349,56 @@ class NoteRecord:
     """The first text or tool call after delivery: what the agent did next (None until it did something)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TimelineChanges:
-    """What changed since the last :meth:`Timeline.drain_changes`.
+class TimelineChanges(NamedTuple):
+    """What one call that applied events changed (:meth:`Timeline.apply_many`).
 
-    ``appended`` ids are new (in order, all after every id the view has); ``updated`` ids already existed
-    and changed in place; ``first_id`` is the oldest retained non-marker id (entries below it are gone);
-    ``dropped`` is how many were dropped since the last drain. The marker (id 0) is never listed: read
-    :attr:`Timeline.dropped_count` instead.
+    ``applied`` is how many events were new (duplicates by seq are not); ``appended`` ids are new entries
+    (in order, all after every id made before the call); ``updated`` ids already existed and changed in
+    place; ``first_id`` is the oldest retained non-marker id after the call (entries below it are gone);
+    ``dropped`` is how many entries the call dropped to bound memory. The marker (id 0) is never listed:
+    read :attr:`Timeline.dropped_count` instead. ``notes`` / ``approvals`` are the ids of the notes and
+    approvals the call's events changed. Falsy when no entry, note or approval changed. (A named tuple: one
+    is made for every event the app applies.)
     """
 
+    applied: int = 0
     appended: tuple[int, ...] = ()
     updated: tuple[int, ...] = ()
     first_id: int = 1
     dropped: int = 0
+    notes: frozenset[str] = frozenset()
+    approvals: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
-        return bool(self.appended or self.updated or self.dropped)
+        return bool(self.appended or self.updated or self.dropped or self.notes or self.approvals)
+
+    @staticmethod
+    def join(changes: Sequence[TimelineChanges]) -> TimelineChanges:
+        """The changes of several calls, in the order they were made, as if one call had made them (for a
+        front end that paints once per frame what arrived meanwhile)."""
+        if len(changes) == 1:
+            return changes[0]
+        if not changes:
+            return TimelineChanges()
+        first = max(c.first_id for c in changes)
+        appended: list[int] = []
+        updated: dict[int, None] = {}
+        for change in changes:
+            appended += change.appended
+            updated.update(dict.fromkeys(change.updated))
+        made = set(appended)
+        return TimelineChanges(
+            applied=sum(c.applied for c in changes),
+            appended=tuple(i for i in appended if i >= first),
+            updated=tuple(i for i in updated if i >= first and i not in made),
+            first_id=first,
+            dropped=sum(c.dropped for c in changes),
+            notes=frozenset().union(*(c.notes for c in changes)),
+            approvals=frozenset().union(*(c.approvals for c in changes)),
+        )
 
 
+_NONE: frozenset[str] = frozenset()
 _SUMMARY_LIMIT = 200
 _READ_STATES = frozenset({"delivered", "acknowledged"})
 _TOOL_OUTCOME = {"ok": ToolState.COMPLETED, "error": ToolState.FAILED, "denied": ToolState.DENIED}
@@ -422,9 +458,10 @@ class Timeline:
         self._texts: dict[tuple[str | None, int], TextEntry] = {}
         self._tools: dict[str, ToolEntry] = {}
         self._approval_requests: dict[str, ApprovalEntry] = {}
+        # What the call being made changed (reset by each apply_many, returned as TimelineChanges).
         self._appended: list[int] = []
         self._updated: dict[int, None] = {}
-        self._dropped_since_drain = 0
+        self._dropped = 0
         self.last_seq = 0
         self.events_not_loaded = 0
         """Events before the first one received (a long session opened at its newest events only)."""
@@ -499,10 +536,9 @@ class Timeline:
     @property
     def first_id(self) -> int:
         """The oldest retained non-marker entry id (``next id`` when empty)."""
-        for entry in self._entries:
-            if not isinstance(entry, DroppedEntry):
-                return entry.id
-        return self._next_id
+        entries = self._entries
+        index = 0 if self._marker is None else 1
+        return entries[index].id if len(entries) > index else self._next_id
 
     def then_entry(self, note_id: str) -> TextEntry | ToolEntry | None:
         """What the agent did first after reading this note, while that entry is still retained."""
@@ -517,37 +553,24 @@ class Timeline:
         """Approvals still waiting for a decision, oldest request first: the approvals panel's rows."""
         return [a for a in self.approvals.values() if a.pending]
 
-    def drain_changes(self) -> TimelineChanges:
-        """Hand the view what changed since the last call, and forget it (one consumer)."""
-        first = self.first_id
-        appended = tuple(i for i in self._appended if i >= first)
-        appended_set = set(appended)
-        updated = tuple(i for i in self._updated if i not in appended_set and i >= first)
-        changes = TimelineChanges(appended, updated, first, self._dropped_since_drain)
-        self._appended.clear()
-        self._updated.clear()
-        self._dropped_since_drain = 0
-        return changes
-
-    def drain_tables(self) -> tuple[set[str], set[str]]:
-        """The note ids and approval ids that events changed since the last call, and forget them (one
-        consumer: the session core, which merges them with the servers' lists)."""
-        notes, approvals = self._touched_notes, self._touched_approvals
-        self._touched_notes, self._touched_approvals = set(), set()
-        return notes, approvals
-
     # ------------------------------------------------------------------ feeding
 
-    def apply_many(self, events: Iterable[Event]) -> int:
-        """Apply a batch (what a view does per frame); returns how many were new.
+    def apply_many(self, events: Iterable[Event]) -> TimelineChanges:
+        """Apply a batch; returns what it changed (``applied``: how many events were new).
 
-        Deltas to a text that is already streaming (most of a live stream) are handled inline here; every
-        other event goes through a handler looked up by its exact type. Same result as :meth:`apply` one by
-        one: the caps are enforced after each event.
+        Model deltas are joined into their step's text here, and only here (most of a live stream: the
+        plain printer, the digest and the export read the joined text); every other event goes through a
+        handler looked up by its exact type. Same result as :meth:`apply` one by one: the caps are enforced
+        after each event.
         """
         applied = 0
+        updated = self._updated  # (emptied when the previous call returned)
+        self._dropped = 0
+        if self._touched_notes:
+            self._touched_notes = set()
+        if self._touched_approvals:
+            self._touched_approvals = set()
         texts = self._texts
-        updated = self._updated
         entries = self._entries
         handlers = _HANDLERS
         streaming = TextPhase.STREAMING
@@ -567,7 +590,7 @@ class Timeline:
             self.last_seq = seq
             applied += 1
             last = event
-            if type(event) is ModelDelta:  # narrows for mypy, unlike a saved type
+            if isinstance(event, ModelDelta):  # the one place deltas are joined into a step's text
                 if bucket is not None and event.iteration == bucket_iteration and event.run_id == bucket_run:
                     same_text = True
                 else:
@@ -577,11 +600,9 @@ class Timeline:
                         run_id = self.current_run_id
                     key = (run_id, event.iteration)
                     bucket = texts.get(key)
-                    if bucket is None:  # a new text (what _on_delta does, the lookup already done)
-                        bucket = TextEntry(0, seq, event.at, run_id=run_id, iteration=event.iteration)
-                        texts[key] = bucket
+                    if bucket is None:  # a new text
                         self._current = event
-                        self._append(bucket)
+                        bucket = self._text_bucket(run_id, event.iteration, event)
                     elif bucket.phase is not streaming:
                         # the step already settled this text; a late chunk must not change it
                         bucket = None
@@ -622,11 +643,33 @@ class Timeline:
         if last is not None:
             self._last_event = last
         self._current = None
-        return applied
+        first = self.first_id
+        if not applied:
+            return TimelineChanges(first_id=first)
+        appended = self._appended
+        if appended and appended[0] < first:
+            appended = [i for i in appended if i >= first]
+        if appended or self._dropped:  # (else every id updated is retained and none is new)
+            made = set(appended)
+            changed = tuple(i for i in updated if i >= first and i not in made)
+        else:
+            changed = tuple(updated)
+        notes, approvals = self._touched_notes, self._touched_approvals
+        changes = TimelineChanges(
+            applied,
+            tuple(appended),
+            changed,
+            first,
+            self._dropped,
+            frozenset(notes) if notes else _NONE,
+            frozenset(approvals) if approvals else _NONE,
+        )
+        self._appended, self._updated = [], {}  # nothing of the call is kept once it is told
+        return changes
 
-    def apply(self, event: Event) -> bool:
-        """Apply one event; an event whose seq was already seen is ignored (returns False)."""
-        return self.apply_many((event,)) == 1
+    def apply(self, event: Event) -> TimelineChanges:
+        """Apply one event; an event whose seq was already seen changes nothing (``applied`` 0)."""
+        return self.apply_many((event,))
 
     def remember_note(self, note: Note) -> bool:
         """A note as a server's answer gives it (a list, the answer to a send or a withdraw), kept in
@@ -656,16 +699,6 @@ class Timeline:
             self._texts[key] = entry
             self._append(entry)
         return entry
-
-    def _on_delta(self, event: ModelDelta) -> None:
-        run_id = self._run(event.run_id)
-        existing = self._texts.get((run_id, event.iteration))
-        if existing is not None and existing.phase is not TextPhase.STREAMING:
-            return  # the step already settled this text; a late chunk must not change it
-        entry = self._text_bucket(run_id, event.iteration, event)
-        entry._append(event.text)
-        self._chars += len(event.text)
-        self._touch(entry)
 
     def _on_step(self, event: ModelStep) -> None:
         run_id = self._run(event.run_id)
@@ -889,12 +922,10 @@ class Timeline:
         self._chars += entry.chars
         self._appended.append(entry.id)
         if self._awaiting_then and isinstance(entry, TextEntry | ToolEntry):
-            for record in self._awaiting_then.values():
+            for note_id, record in self._awaiting_then.items():
                 record.then_entry_id = entry.id
+                self._touched_notes.add(note_id)  # its "then" is known now
             self._awaiting_then.clear()
-        if len(self._appended) > 2 * self.max_entries:
-            # Nobody is draining (a script without a view): keep the pending list bounded too.
-            self._appended = [i for i in self._appended if i in self._by_id]
 
     def _enforce_caps(self) -> None:
         entries = self._entries
@@ -925,7 +956,7 @@ class Timeline:
                 self._entries.appendleft(self._marker)
                 self._by_id[0] = self._marker
             self._marker.count += dropped
-            self._dropped_since_drain += dropped
+            self._dropped += dropped
             self._touch(self._marker)
 
     def _forget(self, victim: TimelineEntry) -> None:
@@ -945,10 +976,9 @@ class Timeline:
         self._updated.pop(victim.id, None)
 
 
-# One handler per event class, looked up by exact type (an isinstance chain cost ~10 % of the ingest).
-# ModelDelta is here for apply_many's slow path; a subclass of any of these resolves like isinstance did.
+# One handler per event class but deltas (joined in apply_many itself), looked up by exact type (an
+# isinstance chain cost ~10 % of the ingest); a subclass of any of these resolves like isinstance did.
 _HANDLERS: dict[type, Callable[[Timeline, Any], None]] = {
-    ModelDelta: Timeline._on_delta,
     ModelStep: Timeline._on_step,
     ToolStarted: Timeline._on_tool_started,
     ToolCompleted: Timeline._on_tool_completed,

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from client.errors import UsageError
-from client.models import ApprovalDecision, UtcDatetime
+from client.models import BATCH_MAX_IDS, ApprovalDecision, UtcDatetime
 from client.notetext import NOTE_MAX_CHARS, note_text_problem
 from client.rules import PATTERN_MAX, RULE_MAX_MINUTES, check_pattern
 from server.accounts import Operator, Runtime
@@ -121,6 +121,17 @@ class RuleCreateBody(BaseModel):
         if self.pattern is not None and self.tool_name is None:
             raise ValueError("an argument pattern belongs to one tool: name it (tool_name)")
         return self
+
+
+class ApprovalBatchBody(BaseModel):
+    """``POST /api/v1/approval-requests/decide-batch``, as Preloop 0.17.1's ``ApprovalBatchDecision``:
+    1 to :data:`~client.models.BATCH_MAX_IDS` UUIDs, one decision, an optional comment for every one."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ids: list[uuid.UUID] = Field(min_length=1, max_length=BATCH_MAX_IDS)
+    approved: bool
+    comment: str | None = None
 
 
 class SessionPatchBody(BaseModel):
@@ -411,6 +422,14 @@ def create_app(
             skip=skip,
         )
         return JSONResponse(items, headers={"X-Total-Count": str(total)})
+
+    @app.post(f"{API}/approval-requests/decide-batch")
+    async def decide_batch(op: Op, body: ApprovalBatchBody) -> dict[str, Any]:
+        """One decision for up to 100 approvals, Preloop's contract: one result per id, in order; the
+        batch never fails as a whole (an id that is unknown or already decided is its own result)."""
+        return await plane.approvals.decide_batch(
+            op, [str(i) for i in body.ids], approve=body.approved, comment=body.comment
+        )
 
     @app.get(f"{API}/approval-requests/{{approval_id}}")
     async def get_approval(op: Op, approval_id: str) -> dict[str, Any]:

@@ -82,10 +82,12 @@ class Approvals:
         raise ApiError(404, "No original arguments are available for this request")
 
     async def decide(
-        self, op: Operator, approval_id: str, *, approve: bool, comment: str | None
+        self, op: Operator, approval_id: str, *, approve: bool, comment: str | None, sweep: bool = True
     ) -> dict[str, Any]:
-        """Approve or decline a pending approval; deciding twice is a 400 (as Preloop)."""
-        await self.expiry.expire_due()
+        """Approve or decline a pending approval; deciding twice is a 400 (as Preloop). ``sweep``: expire
+        what is due first (a batch does it once for all its ids)."""
+        if sweep:
+            await self.expiry.expire_due()
         async with self.store.write() as tx:
             row = await own_row(tx, "approvals", approval_id, op.account_id)
             if row["status"] != "pending":
@@ -93,6 +95,32 @@ class Approvals:
             status = "approved" if approve else "declined"
             await self.finish(tx, str(row["id"]), status, comment, by=op)
             return await approval_dict(tx, row["id"])
+
+    async def decide_batch(
+        self, op: Operator, approval_ids: list[str], *, approve: bool, comment: str | None
+    ) -> dict[str, Any]:
+        """One decision for many approvals, Preloop's ``decide-batch`` contract: duplicates dropped, order
+        kept, each id decided on its own (its own write, by this operator, as :meth:`decide`) and
+        reported on its own; the batch never fails as a whole. Ours adds each approval's row."""
+        results: list[dict[str, Any]] = []
+        due = await self.expiry.expire_due()  # the sweep says when the next thing is due: only then again
+        for approval_id in dict.fromkeys(approval_ids):
+            if due is not None and now_utc() >= due:
+                due = await self.expiry.expire_due()
+            try:
+                row = await self.decide(op, approval_id, approve=approve, comment=comment, sweep=False)
+            except ApiError as exc:
+                result: dict[str, Any] = {"id": approval_id, "ok": False, "status": None, "error": exc.detail}
+                if exc.status != 404:  # found, not pending: say what it is (ours: with its row)
+                    current = await self.get_approval(op, approval_id)
+                    result.update(status=current["status"], approval=current)
+                results.append(result)
+                continue
+            results.append(
+                {"id": approval_id, "ok": True, "status": row["status"], "error": None, "approval": row}
+            )
+        succeeded = sum(1 for r in results if r["ok"])
+        return {"results": results, "succeeded": succeeded, "failed": len(results) - succeeded}
 
     async def finish(
         self, tx: WriteTx, approval_id: str, status: str, comment: str | None, *, by: Operator | None
@@ -124,6 +152,20 @@ class Approvals:
             await tx.emit(sid, "approval.decided", approval=await approval_dict(tx, approval_id))
             await tx.emit(sid, "session.updated", session=await session_dict(tx, sid))
         tx.after_commit(lambda: self._resolve(approval_id, status))
+
+    async def expire_now(self, approval_id: str) -> bool:
+        """Expire a pending approval now, the way its time coming does: its deadline moves to now and the
+        expiry sweep runs (``approval.decided`` with ``expired``, the blocked agent told ``timed_out``).
+        For the process that embeds the server (tests see an expiry without racing a real deadline); no
+        HTTP route reaches it, so an operator or an agent cannot. False if it was not pending."""
+        async with self.store.write() as tx:
+            moved = await tx.execute(
+                "UPDATE approvals SET expires_at = ? WHERE id = ? AND status = 'pending'",
+                (ts(now_utc()), approval_id),
+            )
+        if moved:
+            await self.expiry.expire_due()
+        return bool(moved)
 
     async def due(self, now: datetime) -> list[str]:
         """Ids of pending approvals whose time has come (the sweep expires them)."""

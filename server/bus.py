@@ -152,8 +152,11 @@ class EventBus:
             for sub in tuple(self._everywhere):
                 sub.offer(event)
 
-    def subscriber_count(self, session_id: str) -> int:
-        """How many live streams follow a session (tests check cleanup with it)."""
+    def subscriber_count(self, session_id: str | None) -> int:
+        """How many live streams follow a session, or with ``None`` every session (the attention
+        streams); tests check set-up and cleanup with it."""
+        if session_id is None:
+            return len(self._everywhere)
         return len(self._subs.get(session_id, ()))
 
     def close_all(self) -> None:

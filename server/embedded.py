@@ -32,6 +32,12 @@ from server.http_input import MAX_HEAD_BYTES
 
 T = TypeVar("T")
 
+KEEP_ALIVE_SECONDS = 75
+"""How long an idle HTTP connection stays open. Longer than any client keeps one for reuse (httpx: 5 s), so
+a client never sends a request on a connection the server is closing: with uvicorn's 5 s, equal to
+httpx's, a request sent as the server closed its idle connection failed ("connection lost", a ReadError
+for an agent), most often on a loaded machine, where a client reads an answer (and starts its 5 s) late."""
+
 
 StartedBy = Literal["serve", "demo"]
 """Which command runs a local server: ``preloop serve`` or ``preloop demo``."""
@@ -128,6 +134,7 @@ class EmbeddedServer:
             access_log=False,
             lifespan="on",
             timeout_graceful_shutdown=2,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
             ws="none",
             # h11, not httptools: only h11 bounds a request's head while it arrives (a 64 MiB header is
             # refused after MAX_HEAD_BYTES instead of buffered whole; see server.http_input)

@@ -13,8 +13,15 @@ temporary folders so nothing touches the real home (an autouse fixture does that
 * ``harness()``: a new :class:`server.harness_client.HarnessClient` for the first account (use as
   ``async with live_server.harness() as h: agent = await h.start_session(agent_name="a")``).
 
-``harness`` is the same client, already opened and closed for you. Keepalives come every 0.5 s and a
-blocked permission check gives up after 20 s, so tests never wait long.
+``harness`` is the same client, already opened and closed for you; ``client`` is the operator's side, a
+backend for ``live_server`` (``client.backends.connect``). Keepalives come every 0.5 s. A blocked permission
+check waits as long as it does for a user (300 s): a test that needs an approval to expire calls
+``await live_server.expire_approval(approval_id)`` (the server's own expiry, on demand) instead of giving it a
+deadline of a few real seconds, which a loaded machine reaches too early or too late.
+
+A test waits for a condition with :func:`until` (or for an event), not for a fixed pause; its deadline
+bounds a wait that would otherwise hang, it does not decide what happens. ``tests/stress.sh`` runs the
+suite with every CPU kept busy by other processes.
 
 The suite runs on parallel workers (pytest-xdist, ``-n auto`` in pyproject): every server binds a free
 port and every folder is per test, so workers share nothing. :func:`pytest_xdist_auto_num_workers`
@@ -27,17 +34,28 @@ or single tests (a worker's start-up costs more than it saves there). ``-n N`` o
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import signal
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from textual.app import App
 
+from client.backends import connect
+from client.backends.base import Backend
+from client.config import Settings
 from server.accounts import hash_token, new_token
 from server.embedded import EmbeddedServer
 from server.harness_client import HarnessClient
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 # A suite started in the background of a non-interactive shell (`.ci/run &`) starts with SIGINT ignored,
 # as POSIX shells start background commands; Python then installs no KeyboardInterrupt handler and every
@@ -128,6 +146,83 @@ class LiveServer:
         """A new agent-side client (close it, or use ``async with``); the fixture ``harness`` does both."""
         return HarnessClient(self.url, self.token)
 
+    async def expire_approval(self, approval_id: str) -> None:
+        """Expire a pending approval now, through the server's own expiry (``Approvals.expire_now``): the
+        agent blocked on it is told it timed out and every stream says ``expired``, when the test says so."""
+        expire = self.server.plane.approvals.expire_now(approval_id)
+        assert await asyncio.to_thread(self.server.call, expire), f"approval {approval_id} was not pending"
+
+
+WAIT_SECONDS = 60.0
+"""How long :func:`until` waits for a condition before it fails: a bound on a wait that would otherwise
+hang (a condition met sooner returns sooner), generous for a machine whose every CPU is busy elsewhere."""
+
+
+async def until(
+    pilot: Pilot[Any] | None,
+    condition: Callable[[], bool | Awaitable[bool]],
+    what: str | Callable[[], str],
+    seconds: float = WAIT_SECONDS,
+) -> None:
+    """Wait until ``condition`` holds, looking every 50 ms; between looks ``pilot``'s app runs (its events,
+    timers and workers), or only the event loop without one. ``condition`` may be async (a server asked
+    again). Fails with "timed out waiting for: ``what``" after ``seconds``; ``what`` may be a function, to
+    say what was there instead at that moment."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        met = condition()
+        if inspect.isawaitable(met):
+            met = await met
+        if met:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for: {what() if callable(what) else what}")
+        if pilot is not None:
+            await pilot.pause(0.05)
+        else:
+            await asyncio.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A notice (toast) the app showed: what it said, its title and severity."""
+
+    message: str
+    title: str
+    severity: str
+
+
+SHOWN = "_notices_shown_to_tests"
+"""The attribute of an app holding what :func:`notices` returns: on the app itself, since pytest's copy
+of this module (``conftest``) and a test's (``tests.conftest``) are two modules with two globals."""
+
+
+def notices(app: App[Any]) -> list[Notice]:
+    """Every notice ``app`` has shown since it started, in order, including those whose toast has
+    already gone: a toast's timeout runs on the real clock, so on a busy machine one can expire before a
+    test looks at the screen. A test asks what the operator was told, not whether a toast is still up."""
+    return list(vars(app).get(SHOWN, ()))
+
+
+def said(app: App[Any]) -> list[str]:
+    """The messages of :func:`notices`."""
+    return [notice.message for notice in notices(app)]
+
+
+@pytest.fixture(autouse=True)
+def _notices_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``App.notify`` is noted for :func:`notices` before the toast is shown as usual."""
+    shown = App.notify
+
+    def notify(self: App[Any], message: str, **options: Any) -> None:
+        vars(self).setdefault(SHOWN, []).append(
+            Notice(str(message), str(options.get("title", "")), str(options.get("severity", "information")))
+        )
+        shown(self, message, **options)
+
+    monkeypatch.setattr(App, "notify", notify)
+
 
 @pytest.fixture(autouse=True)
 def _never_the_real_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,11 +287,10 @@ def _servers_stopped_by_the_end() -> Iterator[None]:
 @pytest.fixture
 def live_server(isolated_dirs: Path, _servers_stopped_by_the_end: None) -> Iterator[LiveServer]:
     """A real control plane over loopback for one test, plus a second account (``other_token``) whose
-    ids must be invisible; short keepalive and permission timeouts keep tests quick."""
+    ids must be invisible; a short keepalive keeps tests quick."""
     server = EmbeddedServer(
         db_path=isolated_dirs / "data" / "control-plane.sqlite3",
         keepalive_seconds=0.5,
-        permission_timeout_seconds=20.0,
     )
     server.start()
     try:
@@ -212,3 +306,13 @@ async def harness(live_server: LiveServer) -> AsyncIterator[HarnessClient]:
     """An agent-side client of ``live_server``, closed after the test."""
     async with live_server.harness() as client:
         yield client
+
+
+@pytest.fixture
+async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
+    """The operator's backend for ``live_server`` (its kind known, as from the local-server file): it
+    reconnects within half a second of a server's return and declares a stream stalled only after the
+    default silence (30 s), never because a loaded machine ran the test late."""
+    settings = Settings(live_server.url, live_server.token, server_kind="local")
+    async with await connect(settings, backoff_initial=0.05, backoff_max=0.5) as backend:
+        yield backend

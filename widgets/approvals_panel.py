@@ -239,6 +239,8 @@ class ApprovalsPanel(Vertical):
         self.lists: ListsState = "loaded"
         """Whether the session's pending approvals are known yet (the attach screen says)."""
         self._approvals: Mapping[str, Approval] = approvals if approvals is not None else {}
+        self._shown: dict[str, Approval] = {}
+        """The approvals as last drawn (:meth:`sync`): what the operator sees is what a key decides."""
         self.border_title = "Approvals"
         self.set_class(read_only, "-read-only")
         # Kept by reference: an answer that arrives while the screen is taken apart (its widgets go
@@ -276,8 +278,8 @@ class ApprovalsPanel(Vertical):
 
     @property
     def approvals(self) -> Mapping[str, Approval]:
-        """The pending approvals shown, by id (the caller's table, read live)."""
-        return self._approvals
+        """The pending approvals shown, by id (as drawn at the last :meth:`sync`)."""
+        return self._shown
 
     @property
     def option_list(self) -> OptionList:
@@ -288,14 +290,14 @@ class ApprovalsPanel(Vertical):
     def selected(self) -> Approval | None:
         """The highlighted pending approval (the first one if nothing is highlighted)."""
         option = self.option_list.highlighted_option
-        if option is not None and option.id is not None and option.id in self._approvals:
-            return self._approvals[option.id]
-        return next(iter(self._approvals.values()), None)
+        if option is not None and option.id is not None and option.id in self._shown:
+            return self._shown[option.id]
+        return next(iter(self._shown.values()), None)
 
     @property
     def count(self) -> int:
-        """How many approvals wait for a decision (the header and the key gating show it)."""
-        return len(self._approvals)
+        """How many approvals wait for a decision, as drawn (the header and the key gating show it)."""
+        return len(self._shown)
 
     def sync(self) -> None:
         """The table changed (an approval came, left, or its record was replaced): one rebuild."""
@@ -311,7 +313,7 @@ class ApprovalsPanel(Vertical):
         return card_lines(self.app.size.height), max(width - PATH_ROOM, 16) if width else PATH_CELLS
 
     def on_resize(self) -> None:
-        if self._approvals and self._shown_fit != self.fit:
+        if self._shown and self._shown_fit != self.fit:
             self._rebuild()
 
     def show_call(self) -> None:
@@ -324,7 +326,7 @@ class ApprovalsPanel(Vertical):
         options = self.option_list
         current = options.highlighted_option
         current_id = current.id if current is not None else None
-        approvals = self._approvals
+        approvals = self._shown = dict(self._approvals)
         lines, cells = self._shown_fit = self.fit
         unknown = LISTS_WORDS.get(self.lists) if not approvals else None
         if unknown is not None:

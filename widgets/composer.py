@@ -13,8 +13,9 @@ windows left for the session come back in the box too, each under a marker line,
 box says so (:class:`Composer.DraftsMerged`) until the text is edited.
 
 The composer does not send anything itself: it posts :class:`Composer.Submitted` and the screen that owns
-the backend decides. The text stays in the box until the screen calls :meth:`Composer.accept` (sent), so a
-failed send loses nothing.
+the session sends it (``client.steering``), telling the box when it left (:meth:`NoteBox.sending`) and what
+the server answered (:meth:`NoteBox.answered`). The text stays in the box until it was sent, so a failed
+send loses nothing.
 
 While the box has the focus it says so unmistakably (a heavy border, its title "✎ Typing a note…", the
 keys line "Enter send · Esc leave"): a letter typed there is text, never a key; without the focus its
@@ -34,7 +35,6 @@ the note box — Enter sends"); the line goes when the note is sent or the box l
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -356,15 +356,18 @@ class NoteBox(Vertical):
         self.composer.focus()
         self.say(f"{why} Your comment is in the note box: Enter sends it as a note.")
 
-    async def send(self, text: str, send: Callable[[str], Awaitable[SendOutcome]]) -> SendOutcome:
-        """Send ``text`` with ``send`` (``client.steering``): typing goes on meanwhile; a note sent leaves
-        the box (what was typed after it stays), one not sent stays with the reason on the line above it."""
+    def sending(self) -> None:
+        """A note from this box left for the server (the screen sends it, ``client.steering``): Enter waits
+        for the answer; typing goes on meanwhile."""
+        self.composer.start_sending()  # never read-only meanwhile: that passes letters on to the keys
+
+    def answered(self, text: str, outcome: SendOutcome | None) -> None:
+        """The server's answer to ``text``: a note sent leaves the box (what was typed after it stays), one
+        not sent stays with the reason on the line above it. None: no answer came (the screen went away)."""
         composer = self.composer
-        composer.start_sending()  # never read-only meanwhile: that passes letters on to the keys
-        try:
-            outcome = await send(text)
-        finally:
-            composer.done_sending()
+        composer.done_sending()
+        if outcome is None:
+            return
         if isinstance(outcome, Sent):
             composer.accept(text)
             composer.save_draft()  # the draft is gone with the note it became
@@ -374,7 +377,6 @@ class NoteBox(Vertical):
             said = "Maybe sent" if isinstance(outcome, OutcomeUnknown) else "Not sent"
             self.say(f"{said}, your text is kept: {outcome.error}", outcome.error)
             self.app.bell()
-        return outcome
 
     def session_over(self, reason: str) -> bool:
         """Nothing can be sent any more (``reason``: "Session ended"). A box being typed into (or about to

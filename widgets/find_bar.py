@@ -1,17 +1,18 @@
 """The find line: a one-line input docked at the bottom of a screen, with the match count beside it.
 
 Presentational: it searches nothing itself. It says what the operator typed and which way they want to go,
-as messages the screen turns into calls on the timeline view, and shows the :class:`client.find.FindStatus`
-the screen hands back ("3 / 17", "no match"):
+as messages the pane beside the timeline (``widgets.timeline_pane``) turns into steps of the find
+(``client.reader.Reader``, drawn by ``TimelineView.go_to``), and shows the :class:`client.find.FindStatus`
+handed back ("3 / 17", "no match"):
 
-=====================  ===========================================  =========================================
-key in the find line   message                                      the screen calls
-=====================  ===========================================  =========================================
-any edit               :class:`FindBar.Changed` (``query``)          ``bar.show_status(view.find(query))``
-Enter, ↓               :class:`FindBar.Next`                         ``bar.show_status(view.find_next())``
-↑                      :class:`FindBar.Previous`                     ``bar.show_status(view.find_previous())``
+=====================  ===========================================  =======================================
+key in the find line   message                                      the pane calls (``view.go_to(...)`` of)
+=====================  ===========================================  =======================================
+any edit               :class:`FindBar.Changed` (``query``)          ``view.reader.find(query)``
+Enter, ↓               :class:`FindBar.Next`                         ``view.reader.find_step(forward=True)``
+↑                      :class:`FindBar.Previous`                     ``view.reader.find_step(forward=False)``
 Escape                 :class:`FindBar.Closed` (bar already hidden)  ``view.end_find(); view.focus()``
-=====================  ===========================================  =========================================
+=====================  ===========================================  =======================================
 
 ``TimelineView.FindUpdated`` (new output changed the count) goes to ``bar.show_status`` too. Letters typed
 here are text, never key commands (``n`` stays the note key of the screen): the bar binds only the four

@@ -7,7 +7,7 @@ agent-supplied text (tool names, arguments, summaries, note text) goes through `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from rich.text import Text
@@ -32,6 +32,11 @@ APPROVAL_COLUMNS: list[tuple[str, str]] = [
     ("expires", "EXPIRES IN"),
     ("args", "CALL"),
 ]
+MARKED = "●"
+"""Before the waiting time of a row marked to be decided with others (space in the inbox)."""
+DECIDING = "…"
+"""Before the waiting time of a row whose decision is on its way."""
+MARK_STYLES = {MARKED: "bold yellow", DECIDING: "bold"}
 URGENT = timedelta(seconds=60)
 """An approval expiring sooner than this is drawn in red."""
 ARGS_MIN = 12
@@ -140,6 +145,8 @@ class InboxApprovals(DataTable[Text]):
         """Approval ids in the order of the rows."""
         self._width = -1
         self._args_room = ARGS_MIN
+        self._marks: dict[str, str] = {}
+        """A glyph before the waiting time of some rows, by approval id (marked, being decided)."""
 
     def on_mount(self) -> None:
         for key, label in APPROVAL_COLUMNS:
@@ -213,6 +220,18 @@ class InboxApprovals(DataTable[Text]):
             if row != self.cursor_row:
                 self.move_cursor(row=row)
 
+    def set_marks(self, marks: Mapping[str, str], now: datetime) -> None:
+        """Show ``marks`` (approval id -> one glyph: :data:`MARKED`, :data:`DECIDING`) before the waiting
+        time of those rows; only the rows whose glyph changed are redrawn."""
+        changed = {k for k in {*self._marks, *marks} if self._marks.get(k) != marks.get(k)}
+        self._marks = dict(marks)
+        for approval_id in changed:
+            approval = self._approvals.get(approval_id)
+            if approval is not None:
+                self._update(
+                    approval_id, self._shown[approval_id], self._clock_cells(approval, now), update_width=True
+                )
+
     def tick(self, now: datetime) -> None:
         """Redraw the waiting times and countdowns (called every second) where their text changed."""
         for approval_id, approval in self._approvals.items():
@@ -233,20 +252,24 @@ class InboxApprovals(DataTable[Text]):
         del self._shown[approval_id]
         self._order.remove(approval_id)
 
-    @staticmethod
-    def _clock_cells(approval: Approval, now: datetime) -> dict[str, Text]:
+    def _clock_cells(self, approval: Approval, now: datetime) -> dict[str, Text]:
         expires = countdown(approval.expires_at, now)
         if approval.escalated_at is not None:  # the deadline was extended once: say so beside it
             expires.append(" ↑ escalated", style="bold yellow")
-        return {"waiting": Text(relative_time(approval.requested_at, now)), "expires": expires}
+        waiting = Text(relative_time(approval.requested_at, now))
+        glyph = self._marks.get(approval.id)
+        if glyph:
+            waiting = Text.assemble((glyph, MARK_STYLES.get(glyph, "bold")), " ", waiting)
+        return {"waiting": waiting, "expires": expires}
 
     def _cells(self, approval: Approval, now: datetime) -> dict[str, Text]:
+        clocked = self._clock_cells(approval, now)
         return {
-            "waiting": Text(relative_time(approval.requested_at, now)),
+            "waiting": clocked["waiting"],
             "session": session_label(agent_of(approval), approval.runtime_session_id),
             "tool": tool_cell(approval),
             "risk": risk_cell(approval.risk_level),
-            "expires": self._clock_cells(approval, now)["expires"],
+            "expires": clocked["expires"],
             "args": args_cell(approval, self._args_room),
         }
 

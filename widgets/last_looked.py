@@ -151,7 +151,7 @@ class LastLooked:
         self._opened_at = None
         self._digest = []
         self._digest_due = None
-        if self.view.since_rule_from is not None:
+        if self.view.reader.rule_from is not None:
             self.view.set_since_rule(None)
         self.changed()
 
@@ -217,7 +217,7 @@ class LastLooked:
     def _open_again(self) -> None:
         view = self.view
         cursor = view.cursor_entry
-        if view.scroll_y != self._opened_at or cursor is None or cursor.id != view.since_rule_entry:
+        if view.scroll_y != self._opened_at or cursor is None or cursor.id != view.reader.rule_at:
             self._opened_at = None  # the operator moved: the view stays where they put it
         elif view.open_at_rule():
             self._opened_at = view.scroll_y
@@ -237,7 +237,7 @@ class LastLooked:
 
     def _show_digest(self) -> None:
         lines = self._digest_lines(self._rule[1])
-        if lines != self._digest and self.view.since_rule_entry is not None:
+        if lines != self._digest and self.view.reader.rule_at is not None:
             self._digest = lines
             self.view.update_since_rule()
 

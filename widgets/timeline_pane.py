@@ -185,17 +185,17 @@ class TimelinePane(Vertical):
     @on(FindBar.Changed)
     def _find_changed(self, event: FindBar.Changed) -> None:
         event.stop()
-        self.find_bar.show_status(self.view.find(event.query))
+        self.find_bar.show_status(self.view.go_to(self.view.reader.find(event.query)))
 
     @on(FindBar.Next)
     def _find_next(self, event: FindBar.Next) -> None:
         event.stop()
-        self.find_bar.show_status(self.view.find_next())
+        self.find_bar.show_status(self.view.go_to(self.view.reader.find_step(forward=True)))
 
     @on(FindBar.Previous)
     def _find_previous(self, event: FindBar.Previous) -> None:
         event.stop()
-        self.find_bar.show_status(self.view.find_previous())
+        self.find_bar.show_status(self.view.go_to(self.view.reader.find_step(forward=False)))
 
     @on(FindBar.Closed)
     def _find_closed(self, event: FindBar.Closed) -> None:

@@ -1,5 +1,6 @@
 """``preloop approvals list | show | approve | decline``: what waits, what was decided and by whom, why an
-approval is asked and what its call will change."""
+approval is asked and what its call will change; approve and decline take one id or many (one decision for
+all, each id told on its own line: ``client.steering.Steering.decide_many``)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cli.commands.common import connect, is_tty, print_json, render_table, terminal_width, usage
-from cli.exits import EXIT_FAILED, EXIT_OK
+from cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from client.digest import NO_DECIDER
-from client.errors import ClientError
-from client.ids import is_full_id, is_prefix, resolve_approval, resolve_session, short_id
+from client.errors import AmbiguousId, ClientError, NoMatchingId
+from client.ids import ApprovalIds, is_full_id, is_prefix, resolve_approval, resolve_session, short_id
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals, with_trails
 from client.models import Approval, AttentionSnapshot, Note
@@ -38,6 +39,8 @@ from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, 
 from client.steering import (
     AlreadyDeciding,
     AlreadySettled,
+    Decided,
+    DecideOutcome,
     DecisionFailed,
     Decisions,
     Steering,
@@ -254,7 +257,10 @@ def show_lines(
 
 
 async def _decide(args: argparse.Namespace) -> int:
-    text = _approval_id_syntax(args.approval_id)
+    """One decision for every id given: resolved first (a short id that names no approval, or several,
+    is a usage error and nothing is decided), then decided through ``client.steering`` in one batch, each
+    id told on its own line (stdout: decided; stderr: not). Exit 0 only when every id was decided here."""
+    typed = list(dict.fromkeys(_approval_id_syntax(value) for value in args.approval_ids))
     async with connect(args) as backend:
         if args.decision == "approve" and args.comment and not backend.capabilities.approve_comment:
             # Checked before any request: the server would take the approval and drop the comment.
@@ -264,28 +270,90 @@ async def _decide(args: argparse.Namespace) -> int:
             )
         # Short ids are matched against every approval, decided ones too: re-approving one is then told
         # as "already approved", as with its full id, not as "no such approval".
-        approval_id = await resolve_approval(backend, text)
-        steering = Steering(backend)
-        outcome = await steering.decide(approval_id, args.decision, args.comment)
-        if isinstance(outcome, AlreadySettled):
-            await steering.decisions.learn_me(backend)
-    if isinstance(outcome, DecisionFailed):
-        raise outcome.error
-    assert not isinstance(outcome, AlreadyDeciding)  # nothing else decides in this command
-    done = outcome.approval
-    if isinstance(outcome, AlreadySettled):
-        you = steering.decisions.by_you(done)
+        ids = ApprovalIds(backend)
+        resolved: list[str] = []
+        unresolved: list[ClientError] = []
+        for text in typed:
+            try:
+                resolved.append(await ids.resolve(text))
+            except (AmbiguousId, NoMatchingId) as exc:
+                unresolved.append(exc)
+        if unresolved:
+            for error in unresolved:
+                print(f"preloop: {error.title}: {error.hint}", file=sys.stderr)
+            print(f"preloop: nothing was {args.decision}d", file=sys.stderr)
+            return EXIT_USAGE
+        batch = await Steering(backend).decide_many(resolved, args.decision, args.comment, known=ids.rows)
+    for outcome in batch.outcomes:
+        _tell(outcome, args)
+    missed = len(batch.outcomes) - len(batch.decided)
+    if missed and len(batch.outcomes) > 1:
+        print(
+            f"preloop: {len(batch.decided)} of {len(batch.outcomes)} {args.decision}d here; "
+            f"{missed} not (said above)",
+            file=sys.stderr,
+        )
+    return EXIT_OK if batch.all_decided else EXIT_FAILED
+
+
+def _tell(outcome: DecideOutcome, args: argparse.Namespace) -> None:
+    """One id's line: what this command did with it (stdout), or why it did not (stderr); with ``--json``
+    its object on stdout (NDJSON) as well."""
+    verb: str = args.decision
+    if isinstance(outcome, Decided):
+        done = outcome.approval
+        if not args.json:
+            said = done.approver_comment
+            comment = f' with comment "{safe_line(said, 200)}"' if said else ""
+            tool = f" ({safe_line(done.tool_name)})" if done.tool_name else ""
+            print(f"Approval {cell(done.id)}{tool} {verb}d{comment}.")
+    elif isinstance(outcome, AlreadySettled):
+        done = outcome.approval
+        you = outcome.by_you
         print(f"preloop: already {safe_line(done.status)}: {settled_line(done, you=you)}", file=sys.stderr)
-        if args.json:
-            print_json(done.model_dump(mode="json"))
-        return EXIT_FAILED
+    elif isinstance(outcome, DecisionFailed):
+        error = outcome.error
+        print(
+            f"preloop: approval {short_id(outcome.approval_id)} not {verb}d: {error.title}: {error.hint}",
+            file=sys.stderr,
+        )
     if args.json:
-        print_json(done.model_dump(mode="json"))
-        return EXIT_OK
-    comment = f' with comment "{safe_line(done.approver_comment, 200)}"' if done.approver_comment else ""
-    tool = f" ({safe_line(done.tool_name)})" if done.tool_name else ""
-    print(f"Approval {cell(done.id)}{tool} {safe_line(done.status)}{comment}.")
-    return EXIT_OK
+        print(json.dumps(outcome_record(outcome), ensure_ascii=False), flush=True)
+
+
+def outcome_record(outcome: DecideOutcome) -> dict[str, Any]:
+    """One id's outcome as JSON: ``result`` decided / already_settled / already_deciding / failed, the
+    approval's status and row where known, who decided it (``client.present.decided_by``), the error."""
+    if isinstance(outcome, Decided | AlreadySettled):
+        row = outcome.approval
+        return {
+            "id": row.id,
+            "result": "decided" if isinstance(outcome, Decided) else "already_settled",
+            "status": row.status
+            if not row.pending
+            else ("approved" if outcome.verb == "approve" else "declined"),
+            "decided_by": decided_by(row, you=isinstance(outcome, Decided) or outcome.by_you),
+            "error": None,
+            "approval": row.model_dump(mode="json"),
+        }
+    if isinstance(outcome, AlreadyDeciding):
+        return {
+            "id": outcome.approval_id,
+            "result": "already_deciding",
+            "status": "pending",
+            "decided_by": None,
+            "error": None,
+            "approval": None,
+        }
+    error = outcome.error
+    return {
+        "id": outcome.approval_id,
+        "result": "failed",
+        "status": None,
+        "decided_by": None,
+        "error": {"title": error.title, "hint": error.hint, "status": getattr(error, "status", None)},
+        "approval": None,
+    }
 
 
 async def approve(args: argparse.Namespace) -> int:

@@ -20,6 +20,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here without any model)
+    from collections.abc import Sequence
+
+    from client.errors import ClientError
     from client.events import Event
     from client.models import (
         ActivityItem,
@@ -132,6 +135,24 @@ class ApprovalPage:
     total: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class BatchItem:
+    """What the server said about one approval of a batch decision (``ApprovalDesk.decide_batch``)."""
+
+    approval_id: str
+    decided: bool
+    """Decided by this call (the server said so)."""
+    status: str | None = None
+    """The approval's status after the call as far as the server said (a refused one: what it already
+    was, e.g. ``approved``, ``expired``); None when it did not say."""
+    error: ClientError | None = None
+    """Why it was not decided: the server's sentence for this id (``NotFound``, ``BadRequest`` "Request
+    already approved"), or the failure of the request that carried it (a 403, a lost connection)."""
+    approval: Approval | None = None
+    """The approval's row when the server sent it (ours, a Dendrux app); Preloop's batch answer has
+    none."""
+
+
 class SessionDesk(Protocol):
     """Sessions: list, look up, end. Every method raises ``client.errors.ClientError`` subclasses."""
 
@@ -218,6 +239,16 @@ class ApprovalDesk(Protocol):
     async def original_args(self, approval_id: str) -> dict[str, Any]:
         """The approval's arguments before the server redacted them (Preloop keeps them while it is
         pending when a rule says so); ``client.errors.NotFound`` with the server's sentence otherwise."""
+        ...
+
+    async def decide_batch(
+        self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None
+    ) -> list[BatchItem]:
+        """One decision (and comment) for many approvals, as the server can take it (Preloop and ours:
+        ``decide-batch`` per 100 ids; a Dendrux app: one call per id): one :class:`BatchItem` per id, in
+        order. It never fails as a whole once a request has left: a request that fails makes each of its
+        ids a failed item (``client.steering.Steering.decide_many`` reads what came of those). It raises
+        only when nothing was sent (an id that is not one, a comment the server cannot take)."""
         ...
 
 

@@ -15,14 +15,14 @@ Every answer is validated by a pydantic model, and every failure is a :mod:`clie
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 import httpx
 from pydantic import Field, TypeAdapter, ValidationError
 
-from client.backends.base import API_PREFIX, ApprovalPage, SessionFilter
+from client.backends.base import API_PREFIX, ApprovalPage, BatchItem, SessionFilter
 from client.connection import Connection
 from client.errors import (
     ClientError,
@@ -33,14 +33,19 @@ from client.errors import (
     TransportError,
     Unsupported,
     UsageError,
+    error_for_status,
 )
 from client.ids import require_note_id, require_uuid, short_id
 from client.listing import session_pages
 from client.models import (
+    BATCH_MAX_IDS,
     ActivityItem,
     ActivityList,
     AllowRule,
     Approval,
+    ApprovalBatchAnswer,
+    ApprovalBatchDecision,
+    ApprovalBatchResult,
     ApprovalDecision,
     Health,
     Note,
@@ -410,3 +415,54 @@ class PreloopRestApi(RestBackend):
         approval = self.conn.parse(response, Approval)
         self._changed(approval.runtime_session_id)
         return approval
+
+    async def decide_batch(
+        self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None
+    ) -> list[BatchItem]:
+        """One decision for many approvals: ``POST /approval-requests/decide-batch`` per
+        :data:`~client.models.BATCH_MAX_IDS` ids, one after another, each answering one result per id
+        (Preloop 0.17.1 and our server alike). A request that fails makes its ids failed items, and the
+        next request is still sent: the batch never fails as a whole."""
+        ids = list(dict.fromkeys(require_uuid(a, "approval id") for a in approval_ids))
+        items: list[BatchItem] = []
+        for start in range(0, len(ids), BATCH_MAX_IDS):
+            chunk = ids[start : start + BATCH_MAX_IDS]
+            body = ApprovalBatchDecision(ids=chunk, approved=approve, comment=comment)
+            try:
+                response = await self._request(
+                    "POST",
+                    "/approval-requests/decide-batch",
+                    what="the approvals",
+                    json=body.model_dump(exclude_none=True),
+                )
+                answer = self.conn.parse(response, ApprovalBatchAnswer)
+            except ClientError as exc:
+                items.extend(BatchItem(aid, decided=False, error=exc) for aid in chunk)
+                continue
+            items.extend(_batch_items(chunk, answer.results))
+        for session_id in {i.approval.runtime_session_id for i in items if i.approval is not None}:
+            self._changed(session_id)
+        return items
+
+
+def _batch_items(sent: list[str], results: list[ApprovalBatchResult]) -> list[BatchItem]:
+    """The server's results for the ids ``sent``, one item per id in that order; an id the answer left
+    out is a failed item (the answer did not say: never counted as decided)."""
+    by_id = {r.id.lower(): r for r in results}
+    items: list[BatchItem] = []
+    for aid in sent:
+        result = by_id.get(aid)
+        what = f"approval {short_id(aid)}"
+        if result is None:
+            error: ClientError = InvalidResponse(f"the server's answer says nothing about {what}")
+            items.append(BatchItem(aid, decided=False, error=error))
+            continue
+        row = result.approval
+        if result.ok:
+            items.append(BatchItem(aid, decided=True, status=result.status, approval=row))
+            continue
+        said = {"detail": result.error or "not decided"}
+        gone = (result.error or "").lower().endswith("not found")
+        error = error_for_status(404 if gone else 400, said, what=what)
+        items.append(BatchItem(aid, decided=False, status=result.status, error=error, approval=row))
+    return items

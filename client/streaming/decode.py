@@ -18,6 +18,7 @@ from client.events import Event, KnownEvent, parse_event
 __all__ = ["Frame", "decode_frame", "frame_seq"]
 
 _known: TypeAdapter[KnownEvent] = TypeAdapter(KnownEvent)
+_validate_json = _known.validator.validate_json  # (without the adapter's own wrapper per frame)
 
 
 class Frame(Protocol):
@@ -41,7 +42,7 @@ def decode_frame(frame: Frame) -> Event:
     """
     name = "" if frame.event == "message" else frame.event
     try:
-        event = _known.validate_json(frame.data)
+        event: Event = _validate_json(frame.data)
     except ValidationError:
         return parse_event(frame.data, name or None)
     if name and name != event.type:

@@ -65,7 +65,9 @@ async def test_list_approve_by_short_id_and_decline_with_comment(
             main, ["approvals", "decline", other, "--comment", "not on main", "--json"]
         )
         assert code == 0
-        assert json.loads(capsys.readouterr().out)["approver_comment"] == "not on main"
+        record = json.loads(capsys.readouterr().out)  # one object per id: here one
+        assert (record["id"], record["result"], record["status"]) == (other, "decided", "declined")
+        assert record["approval"]["approver_comment"] == "not on main"
         verdict = await asyncio.wait_for(second, 30)
         assert verdict.decision == "deny"
 
@@ -77,7 +79,9 @@ async def test_list_approve_by_short_id_and_decline_with_comment(
 
 
 def test_unknown_approval_is_refused(live_server, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["approvals", "approve", "abcd"]) == 1
+    """A short id that names no approval is a usage error (issue 25: before anything is decided); a full
+    id the server does not know is its refusal."""
+    assert main(["approvals", "approve", "abcd"]) == 2
     assert "no approval starts with 'abcd'" in capsys.readouterr().err
     assert main(["approvals", "decline", "3f6c1a52-0000-4000-8000-000000000000"]) == 1
     assert "not found" in capsys.readouterr().err

@@ -21,7 +21,7 @@ from client.backends.base import Backend
 from client.config import Settings
 from server.harness_client import HarnessSession
 from tests.cli.helpers import PRELOOP, preloop
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, until
 
 
 async def _spawn(*args: str) -> asyncio.subprocess.Process:
@@ -134,11 +134,21 @@ async def test_watch_says_a_refused_token_once_and_goes_on_with_a_new_one(live_s
         agent = await harness.start_session(agent_name="builder")
         proc = await _spawn("approvals", "list", "--all-sessions", "--watch", "--json")
         assert proc.stderr is not None
-        await asyncio.sleep(1.0)  # the feed is up: no approval pending, nothing printed
+        bus = live_server.server.plane.bus
+        await until(None, lambda: bus.subscriber_count(None) == 1, "the watch's feed up (nothing pending)")
         new = live_server.rotate_token()
         await asyncio.to_thread(live_server.stop)
         await asyncio.to_thread(live_server.start)
-        await asyncio.sleep(4.0)  # attempts 1 s, then 2-4 s apart: at least two refused
+        accounts, refused = live_server.server.plane.accounts, [0]
+        authenticate = accounts.authenticate
+
+        async def counted(token: str) -> Any:
+            principal = await authenticate(token)
+            refused[0] += principal is None
+            return principal
+
+        accounts.authenticate = counted  # type: ignore[method-assign]
+        await until(None, lambda: refused[0] >= 2, "two attempts refused")  # 1 s, then 2-4 s apart
         assert proc.returncode is None
         write_local_server_file(live_server.url, new)
         waiting = ask(agent, "git push origin main")
@@ -175,10 +185,10 @@ async def test_watch_says_approved_declined_or_expired_never_gone_or_expired_els
         proc = await _spawn("approvals", "list", "--all-sessions", "--watch")
         decided = ask(agent, "make deploy")
         assert "⚑ pending" in await _line(proc.stdout)
-        expiring = asyncio.create_task(
-            agent.permission_check("Read", {"path": "README.md"}, ask=True, timeout_seconds=1)
-        )
+        expiring = asyncio.create_task(agent.permission_check("Read", {"path": "README.md"}, ask=True))
         assert "⚑ pending" in await _line(proc.stdout)
+        (read,) = [a for a in (await client.list_approvals(status="pending")).items if a.tool_name == "Read"]
+        await live_server.expire_approval(read.id)
         expired = await _line(proc.stdout)
         assert "⌛ expired" in expired and "Read" in expired and "elsewhere" not in expired, expired
         await asyncio.wait_for(expiring, 10)

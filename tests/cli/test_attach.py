@@ -98,6 +98,29 @@ async def test_plain_lines_one_per_event_safe_and_without_colour(
     assert not any(k == "text" for k, _ in kinds)  # deltas are folded into their step's line
 
 
+async def test_text_that_never_ended_is_shown_as_cut_off(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A step whose run failed before it ended still shows its text, once, marked as cut off; a step that
+    ended shows its text on the step's line only."""
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        await _work(agent)
+        await agent.run_started("Try again")
+        await agent.delta("Half a ", 3)
+        await agent.delta("thought", 3)
+        await agent.run_failed("the model went away")
+        await agent.end()
+        code = await asyncio.to_thread(
+            main, ["sessions", "attach", agent.session_id, "--plain", "--since", "1h"]
+        )
+    assert code == 0
+    kinds = [(m.group(1), m.group(2)) for m in map(LINE.match, capsys.readouterr().out.splitlines()) if m]
+    cut = kinds.index(("text", "Half a thought (cut off)"))
+    assert kinds[cut + 1] == ("failed", "the model went away")
+    assert [k for k, _ in kinds].count("text") == 1
+
+
 async def test_ended_session_replays_everything_without_since(
     live_server, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -560,11 +583,10 @@ async def test_an_approval_no_longer_pending_is_refused_by_name_and_never_swappe
         proc = await _spawn("sessions", "attach", agent.session_id, "--plain", "--since", "0s", stdin=True)
         assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
         await _read_until(proc.stderr, "-- live")
-        expiring = asyncio.create_task(
-            agent.permission_check("Read", {"file_path": "a.md"}, timeout_seconds=1)
-        )
+        expiring = asyncio.create_task(agent.permission_check("Read", {"file_path": "a.md"}))
         await _read_until(proc.stdout, "approval   requested")
         (old,) = await _pending_ids(client, agent.session_id)
+        await live_server.expire_approval(old)
         await _read_until(proc.stdout, f"expired {old[:8]}")  # the server's expiry, as printed
         assert (await asyncio.wait_for(expiring, 30)).decision != "allow"
 

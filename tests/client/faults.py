@@ -165,7 +165,7 @@ class FreezingProxy:
                     await asyncio.sleep(0.001)  # let each piece leave on its own
 
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, downstream: bool) -> None:
-            held = b""  # with a corruption, keep a pattern-long tail so a match split across reads is seen
+            held = b""  # with a corruption, keep back a tail that may begin a match split across reads
             try:
                 while data := await src.read(65536):
                     if downstream and conn in self._frozen:
@@ -173,7 +173,16 @@ class FreezingProxy:
                     if downstream and self.corrupt is not None:
                         old, new = self.corrupt
                         held = (held + data).replace(old, new)
-                        keep = len(old) - 1
+                        # only the longest tail that begins the pattern waits for the next read; the rest
+                        # goes now (a stream's last bytes are not held until the server drops the connection)
+                        keep = next(
+                            (
+                                n
+                                for n in range(min(len(old) - 1, len(held)), 0, -1)
+                                if old.startswith(held[-n:])
+                            ),
+                            0,
+                        )
                         data, held = held[: len(held) - keep], held[len(held) - keep :]
                     if downstream:
                         await send(dst, data)

@@ -128,16 +128,6 @@ def test_failed_notes_count_until_seen_and_leave_with_the_window() -> None:
 # ------------------------------------------------------------------------------------------- the server
 
 
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"),
-        backoff_initial=0.05,
-        backoff_max=0.3,
-    ) as c:
-        yield c
-
-
 async def ask(session: HarnessSession, command: str) -> asyncio.Task[Any]:
     """Start a blocking permission check (an approval) in the background."""
     return asyncio.create_task(session.permission_check("Bash", {"command": command}, ask=True))

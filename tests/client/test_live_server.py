@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -65,14 +64,6 @@ class LoseTheAnswer(httpx.AsyncHTTPTransport):
         await response.aread()
         await response.aclose()
         raise httpx.ReadTimeout("answer lost", request=request)
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token), backoff_initial=0.05, backoff_max=0.5
-    ) as c:
-        yield c
 
 
 async def new_session(harness: HarnessClient, name: str = "agent-a", **kw: Any) -> HarnessSession:

@@ -136,3 +136,57 @@ async def test_a_refused_row_is_the_refusal_and_the_stream_need_not_say_it_again
     change = core.row_loaded(NotFound(404, "Runtime session not found"))
     assert change.refused is not None and core.refused is change.refused
     assert not await core.refusal_is_news()
+
+
+class Stream:
+    """A backend whose stream yields ``items`` (an exception is raised where it stands), then waits."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self.closed = False
+
+    async def follow(self, session_id: str, *, tail: int | None = None) -> Any:
+        import asyncio
+
+        try:
+            for item in self.items:
+                if isinstance(item, Exception):
+                    raise item
+                yield item
+            await asyncio.Event().wait()  # a live stream: nothing more for now
+        finally:
+            self.closed = True
+
+
+async def test_follow_applies_what_arrived_together_and_keeps_statuses_in_their_place() -> None:
+    """A backlog read at once is applied in batches (not one change per event), each status yielded where
+    it came; closing the follow closes the stream."""
+    feed = Feed()
+    backlog = [
+        feed("tool.started", call_id=f"c{n}", name="Bash", args_summary=f"echo {n}") for n in range(300)
+    ]
+    stream = Stream([Live(), *backlog, feed("session.ended", session={"id": SID})])
+    core = SessionCore(SID)
+    changes = []
+    follow = core.follow(stream)  # type: ignore[arg-type]
+    async for change in follow:
+        changes.append(change)
+        if change.ended is not None:
+            break
+    await follow.aclose()  # type: ignore[attr-defined]
+    assert isinstance(changes[0].status, Live)
+    applied = [c.timeline.applied for c in changes if c.timeline is not None]
+    assert sum(applied) == 301 and len(applied) < 301 / 10
+    assert core.ended and len(core.timeline) == 301 and core.behind == 0
+    assert stream.closed
+
+
+async def test_a_stream_that_fails_ends_in_one_refused_status_after_what_came_before() -> None:
+    feed = Feed()
+    stream = Stream([Live(), feed("run.started", run_id="r1", task="fix"), NotFound(404, "no such session")])
+    core = SessionCore(SID)
+    changes = [change async for change in core.follow(stream)]  # type: ignore[arg-type]
+    assert isinstance(changes[0].status, Live)
+    assert changes[1].timeline is not None and changes[1].timeline.applied == 1
+    assert [type(c.status).__name__ for c in changes[2:]] == ["Refused"]
+    assert "no such session" in str(changes[2].status)

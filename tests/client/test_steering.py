@@ -4,7 +4,6 @@ is told about, and the one short-id resolver."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -28,12 +27,6 @@ from client.steering import (
 )
 from server.harness_client import HarnessClient
 from tests.conftest import LiveServer
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as c:
-        yield c
 
 
 async def _pending(client: Backend, n: int) -> list[str]:

@@ -18,6 +18,7 @@ from client.timeline import (
     TextEntry,
     TextPhase,
     Timeline,
+    TimelineChanges,
     ToolEntry,
     ToolState,
     UnknownEntry,
@@ -198,7 +199,7 @@ def test_duplicate_seq_is_ignored() -> None:
     delta = ev("model.delta", run_id="r1", iteration=1, text="once ")
     assert timeline.apply(delta)
     assert not timeline.apply(delta)
-    assert timeline.apply_many([delta, ev("model.delta", run_id="r1", iteration=1, text="only")]) == 1
+    assert timeline.apply_many([delta, ev("model.delta", run_id="r1", iteration=1, text="only")]).applied == 1
     [text] = texts(timeline)
     assert text.text == "once only"
     assert timeline.duplicates == 2
@@ -255,18 +256,22 @@ def test_session_row_follows_session_events() -> None:
     assert len(timeline) == 1  # updates change the row, not the timeline
 
 
-def test_drain_changes_reports_appends_then_in_place_updates() -> None:
+def test_each_call_returns_its_appends_then_in_place_updates() -> None:
     ev, timeline = Feed(), Timeline()
-    timeline.apply(ev("model.delta", run_id="r1", iteration=1, text="a"))
-    timeline.apply(ev("model.delta", run_id="r1", iteration=1, text="b"))
-    changes = timeline.drain_changes()
-    assert changes.appended == (1,) and changes.updated == ()
+    changes = timeline.apply_many(
+        [
+            ev("model.delta", run_id="r1", iteration=1, text="a"),
+            ev("model.delta", run_id="r1", iteration=1, text="b"),
+        ]
+    )
+    assert changes.appended == (1,) and changes.updated == () and changes.applied == 2
     revision = timeline.revision
-    assert not timeline.drain_changes()
-    timeline.apply(ev("model.delta", run_id="r1", iteration=1, text="c"))
-    timeline.apply(ev("tool.started", call_id="t", name="Bash", iteration=1, run_id="r1"))
-    changes = timeline.drain_changes()
-    assert changes.updated == (1,) and changes.appended == (2,)
+    again = timeline.apply(ev("model.delta", run_id="r1", iteration=1, text="c"))
+    assert again.updated == (1,) and again.appended == ()
+    tool = timeline.apply(ev("tool.started", call_id="t", name="Bash", iteration=1, run_id="r1"))
+    assert tool.updated == (1,) and tool.appended == (2,)  # the text became commentary
+    joined = TimelineChanges.join([again, tool])
+    assert joined.updated == (1,) and joined.appended == (2,) and joined.applied == 2
     assert timeline.revision > revision
     entry = timeline.get(1)
     assert entry is not None and entry.revision > revision
@@ -281,9 +286,10 @@ def test_cap_drops_oldest_entries_with_a_marker() -> None:
     marker = entries[0]
     assert isinstance(marker, DroppedEntry) and marker.count == 16
     assert next(e.args_summary for e in entries[1:] if isinstance(e, ToolEntry)) == "echo 16"
-    changes = timeline.drain_changes()
-    assert changes.first_id == 17 and changes.dropped == 16
-    assert all(i >= 17 for i in changes.appended)
+    more = [ev("tool.started", call_id=f"d{i}", name="Bash", args_summary=f"echo {i}") for i in range(5)]
+    changes = timeline.apply_many(more)
+    assert changes.first_id == 22 and changes.dropped == 5
+    assert changes.appended == (26, 27, 28, 29, 30)
     # A completion for a dropped call still shows up.
     timeline.apply(ev("tool.completed", call_id="c0", name="Bash", status="ok"))
     assert isinstance(list(timeline)[-1], ToolEntry)
@@ -308,13 +314,13 @@ def test_100k_events_stay_under_the_caps() -> None:
         )
         batch.append(ev("tool.completed", run_id="r", call_id=f"c{i}", name="Bash", duration_ms=3))
         batch.append(ev("model.step", run_id="r", iteration=i, phase="commentary", tool_calls=1))
-    assert timeline.apply_many(batch) == 100_000
+    assert timeline.apply_many(batch).applied == 100_000
     assert len(timeline) <= 2_000
     assert timeline.retained_chars <= 200_000
     assert timeline.dropped_count == 50_000 - (len(timeline) - 1)
     # Internal indexes shrink with the entries (nothing keeps dropped entries alive).
     assert max(len(timeline._texts), len(timeline._tools), len(timeline._by_id)) <= 2_000
-    assert len(timeline._appended) <= 4_000 + 1
+    assert not timeline._appended and not timeline._updated  # the call's changes went back to the caller
     last = list(timeline)[-1]
     assert isinstance(last, ToolEntry) and last.state is ToolState.COMPLETED
 

@@ -131,10 +131,12 @@ def test_batches_give_the_same_model_as_one_by_one(seed: int, max_entries: int, 
     while pos < len(events):
         batch = events[pos : pos + rng.randint(1, 80)]  # frames of any size, as chunks arrive
         pos += len(batch)
-        single_applied += sum(single.apply(e) for e in batch)
-        batched_applied += batched.apply_many(iter(batch))  # any iterable, not only lists
-        single_changes.append(single.drain_changes())
-        batched_changes.append(batched.drain_changes())
+        one_by_one = [single.apply(e) for e in batch]
+        single_applied += sum(c.applied for c in one_by_one)
+        changes = batched.apply_many(iter(batch))  # any iterable, not only lists
+        batched_applied += changes.applied
+        single_changes.append(TimelineChanges.join(one_by_one))
+        batched_changes.append(changes)
         assert state(batched) == state(single)
     assert batched_changes == single_changes
     assert batched_applied == single_applied == len(events) - batched.duplicates
@@ -186,13 +188,12 @@ def test_a_delta_to_a_streaming_text_is_reported_as_an_update() -> None:
     timeline = Timeline()
     at = "2026-03-01T10:00:00Z"
     base = {"type": "model.delta", "session_id": SID, "at": at, "run_id": "r1", "iteration": 1}
-    timeline.apply_many([event_from_dict({**base, "seq": 1, "text": "Let "})])
+    first = timeline.apply_many([event_from_dict({**base, "seq": 1, "text": "Let "})])
     [text] = list(timeline)
-    assert timeline.drain_changes().appended == (text.id,)
+    assert first.appended == (text.id,)
     before = text.revision
-    timeline.apply_many([event_from_dict({**base, "seq": s, "text": "go "}) for s in (2, 3)])
-    changes = timeline.drain_changes()
+    changes = timeline.apply_many([event_from_dict({**base, "seq": s, "text": "go "}) for s in (2, 3)])
     assert (changes.appended, changes.updated) == ((), (text.id,))
     assert text.revision == before + 2 == timeline.revision and text.text == "Let go go "
-    timeline.apply(event_from_dict({**base, "seq": 4, "text": "!"}))
-    assert timeline.drain_changes().updated == (text.id,) and text.chars == len("Let go go !")
+    last = timeline.apply(event_from_dict({**base, "seq": 4, "text": "!"}))
+    assert last.updated == (text.id,) and text.chars == len("Let go go !")

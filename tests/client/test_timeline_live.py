@@ -72,8 +72,8 @@ async def test_a_recorded_session_reads_as_a_timeline(live_server: Any) -> None:
         events = await asyncio.wait_for(follower, timeout=20)
 
     timeline = Timeline()
-    assert timeline.apply_many(events) == len(events)
-    assert timeline.apply_many(events) == 0  # a replay (reconnect overlap) changes nothing
+    assert timeline.apply_many(events).applied == len(events)
+    assert not timeline.apply_many(events).applied  # a replay (reconnect overlap) changes nothing
 
     kinds = [type(e) for e in timeline]
     assert kinds[0] is SessionEntry and kinds[-1] is SessionEntry

@@ -19,6 +19,7 @@ from cli.main import main
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
 from client.status import Live
+from tests.conftest import said, until
 from tests.dendrux.conftest import run_status, wait_for
 from tests.dendrux_app.server import DendruxAppServer
 from tui.app import PreloopApp
@@ -168,34 +169,32 @@ async def test_the_app_attached_to_a_dendrux_run_shows_commentary_tools_and_the_
     async with DendruxBackend(conn) as backend:
         app = PreloopApp(backend, start_session_id=run_id, refresh_interval=0)
         async with app.run_test(size=(120, 36)) as pilot:
-
-            async def until(check: Callable[[], bool], what: str) -> None:
-                deadline = asyncio.get_running_loop().time() + 60
-                while not check():
-                    assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-                    await pilot.pause(0.05)
-
-            await until(lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+            await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
             screen = app.screen
             assert isinstance(screen, AttachScreen)
-            await until(lambda: isinstance(screen.status, Live), "the stream to go live")
+            await until(pilot, lambda: isinstance(screen.status, Live), "the stream to go live")
             view = screen.query_one(TimelineView)
-            await until(lambda: any("refund_order" in line for line in view.lines_text), "the gated call")
+            await until(
+                pilot, lambda: any("refund_order" in line for line in view.lines_text), "the gated call"
+            )
             # The commentary's text is read from /traces, where it may land after the events that follow.
             await until(
-                lambda: "Let me look up order A-17 first." in "\n".join(view.lines_text), "the commentary"
+                pilot,
+                lambda: "Let me look up order A-17 first." in "\n".join(view.lines_text),
+                "the commentary",
             )
             assert "lookup_order" in "\n".join(view.lines_text)
-            await until(lambda: screen.approvals_panel.count > 0, "the approval in the panel")
+            await until(pilot, lambda: screen.approvals_panel.count > 0, "the approval in the panel")
             await pilot.press("escape", "a")  # out of the note box, then approve
             await until(
-                lambda: any("Refunded $42.50" in line for line in view.lines_text), "the final answer"
+                pilot, lambda: any("Refunded $42.50" in line for line in view.lines_text), "the final answer"
             )
             assert screen.approvals_panel.count == 0
             assert not screen.check_action("withdraw", ()), "a Dendrux note cannot be withdrawn"
             await pilot.press("w")  # not offered, but pressed anyway: the screen says why
             await until(
-                lambda: any("cannot withdraw a note" in str(n.message) for n in app._notifications),
+                pilot,
+                lambda: any("cannot withdraw a note" in m for m in said(app)),
                 "the reason w does nothing",
             )
 

@@ -5,7 +5,6 @@ names the decline made by another client and says that Dendrux keeps its reason,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
 from client.marks import MarkStore
 from client.status import Ended, Live
+from tests.conftest import until
 from tests.dendrux.conftest import run_status, wait_for
 from tests.dendrux_app.server import DendruxAppServer
 from tui.app import PreloopApp
@@ -27,22 +27,15 @@ def _backend(app: DendruxAppServer) -> DendruxBackend:
     return DendruxBackend(Connection(app.url, app.token, backoff_initial=0.05, backoff_max=0.5))
 
 
-async def _until(pilot: Any, check: Callable[[], bool], what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + 60
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.05)
-
-
 async def _attached(pilot: Any, app: PreloopApp, words: str) -> TimelineView:
-    await _until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+    await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
     screen = app.screen
     assert isinstance(screen, AttachScreen)
     # A run that already finished is live for a moment, then ended: either state means the stream is read
     # (waiting for "live" alone raced that moment on a loaded machine).
-    await _until(pilot, lambda: isinstance(screen.status, Live | Ended), "the stream to go live")
+    await until(pilot, lambda: isinstance(screen.status, Live | Ended), "the stream to go live")
     view = screen.query_one(TimelineView)
-    await _until(pilot, lambda: words in "\n".join(view.lines_text), words)
+    await until(pilot, lambda: words in "\n".join(view.lines_text), words)
     return view
 
 
@@ -77,7 +70,7 @@ async def test_a_dendrux_run_comes_back_to_its_mark_after_a_restart(
         app = PreloopApp(backend, start_session_id=run_id, refresh_interval=0, marks=MarkStore(marks))
         async with app.run_test(size=(200, 40)) as pilot:
             view = await _attached(pilot, app, "The refund was not approved")
-            await _until(pilot, lambda: any(line.startswith(RULE) for line in view.lines_text), "the rule")
+            await until(pilot, lambda: any(line.startswith(RULE) for line in view.lines_text), "the rule")
             lines = view.lines_text
             row = next(i for i, line in enumerate(lines) if line.startswith(RULE))
             assert not any("refund_order" in line and "approval requested" in line for line in lines[row:])

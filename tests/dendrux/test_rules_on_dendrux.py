@@ -4,7 +4,6 @@ backend has nothing standing for the banner."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 
@@ -13,6 +12,7 @@ from client.connection import Connection
 from client.errors import Unsupported
 from client.rules import RuleSpec
 from tests.cli.helpers import preloop
+from tests.conftest import said, until
 from tests.dendrux_app.server import DendruxAppServer
 from tui.app import PreloopApp
 from tui.screens.allow import AllowScreen
@@ -49,20 +49,14 @@ async def test_A_on_a_dendrux_approval_says_the_app_keeps_no_rules(dendrux_app: 
     async with DendruxBackend(conn) as backend:
         app = PreloopApp(backend, start_session_id=run_id, refresh_interval=0)
         async with app.run_test(size=(120, 36)) as pilot:
-
-            async def until(check: Callable[[], bool], what: str) -> None:
-                deadline = asyncio.get_running_loop().time() + 60
-                while not check():
-                    assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-                    await pilot.pause(0.05)
-
-            await until(lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+            await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
             screen = app.screen
             assert isinstance(screen, AttachScreen)
-            await until(lambda: screen.approvals_panel.count > 0, "the approval in the panel")
+            await until(pilot, lambda: screen.approvals_panel.count > 0, "the approval in the panel")
             await pilot.press("escape", "A")  # out of the note box, then "allow calls like this"
             await until(
-                lambda: any("keeps no allow rules" in str(n.message) for n in app._notifications),
+                pilot,
+                lambda: any("keeps no allow rules" in m for m in said(app)),
                 "the reason A opens nothing",
             )
             assert not isinstance(app.screen, AllowScreen)

@@ -50,7 +50,14 @@ class DendruxAppServer:
         sock.setblocking(False)
         self.port = sock.getsockname()[1]
         app = create_app(self.db_path, token=self.token, steer=self.steer)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none")
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            ws="none",
+            timeout_keep_alive=75,  # as server.embedded: longer than a client reuses an idle connection
+        )
         config.timeout_graceful_shutdown = 1
         server = uvicorn.Server(config)
         self._server = server

@@ -20,6 +20,8 @@ test can drive a live scenario:
   (``approval_created`` / ``approved`` / ``declined`` / ``expired`` / ``vote_received`` / ``escalated``:
   :meth:`FakePreloop.vote`, :meth:`escalate`, :meth:`expire_approval`; ``unified_muted`` stops them, so
   only polling finds an approval);
+* many approvals at once (``POST /api/v1/approval-requests/decide-batch``: up to 100 ids, one result each,
+  captures 141-142; ``can_decide = False`` refuses it 403 as a whole);
 * approval bypasses (``/api/v1/approval-bypasses``: create, list, status, revoke, revoke-all; an
   ``auto_approve`` one approves a matching request at once, pushing ``approval_approved`` only) and the
   kill switch's status (``/api/v1/account/kill-switch/status``: :meth:`FakePreloop.halt`), shaped as
@@ -127,6 +129,14 @@ class Decision(BaseModel):
     comment: str | None = None
 
 
+class BatchDecisionIn(BaseModel):
+    """Preloop's ``ApprovalBatchDecision`` (1..100 UUIDs; more is its 422)."""
+
+    ids: list[uuid.UUID] = Field(min_length=1, max_length=100)
+    approved: bool
+    comment: str | None = None
+
+
 class BypassCreateIn(BaseModel):
     """Preloop's ``ApprovalBypassCreate`` (its validation produces the 422 of capture 136)."""
 
@@ -199,7 +209,7 @@ class FakePreloop:
         self.unified_muted = False  # True: approval frames are not broadcast (only polling finds them)
         self.unified_upgrades: list[str | None] = []  # the Authorization header of each unified attach
         self.bypasses: dict[str, dict[str, Any]] = {}
-        self.can_decide = True  # False: bypass changes are refused 403 (no decide_approvals permission)
+        self.can_decide = True  # False: bypasses and batch decisions are refused 403 (no decide_approvals)
         self.halted: dict[str, Any] = copy.deepcopy(load_capture("140_kill_switch_status_clear")["body"])
         self.user_id = load_capture("006_auth_users_me_alice")["body"]["id"]
         self._note_template = load_capture("027_note_create_to_deliver")["body"]
@@ -999,6 +1009,26 @@ def build_app(fake: FakePreloop) -> FastAPI:
             fake.decide, str(approval_id), "decline", body.comment if body else None
         )
         return JSONResponse(payload, status)
+
+    @app.post("/api/v1/approval-requests/decide-batch")
+    async def decide_batch(body: BatchDecisionIn) -> Response:
+        """Each id decided on its own, in order, duplicates dropped (capture 141); 403 before any id is read
+        without ``decide_approvals`` (capture 142)."""
+        if not fake.can_decide:
+            return JSONResponse(load_capture("142_err_403_approvals_decide_batch_no_permission")["body"], 403)
+        verb = "approve" if body.approved else "decline"
+        results: list[dict[str, Any]] = []
+        for approval_id in dict.fromkeys(str(i) for i in body.ids):
+            status, payload = await asyncio.to_thread(fake.decide, approval_id, verb, body.comment)
+            if status == 200:
+                results.append({"id": approval_id, "ok": True, "status": payload["status"], "error": None})
+                continue
+            with fake.lock:
+                current = fake.approvals.get(approval_id)
+                now = current["status"] if current is not None else None
+            results.append({"id": approval_id, "ok": False, "status": now, "error": payload["detail"]})
+        succeeded = sum(1 for r in results if r["ok"])
+        return JSONResponse({"results": results, "succeeded": succeeded, "failed": len(results) - succeeded})
 
     def _may_decide() -> JSONResponse | None:
         if fake.can_decide:

@@ -30,6 +30,7 @@ def running_fake_preloop(fake: FakePreloop | None = None) -> Iterator[tuple[Fake
         ws="websockets-sansio",
         lifespan="off",
         ws_ping_interval=None,
+        timeout_keep_alive=75,  # as server.embedded: longer than a client reuses an idle connection
     )
     server = _Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), name="fake-preloop", daemon=True)

@@ -25,6 +25,7 @@ from client.backends import connect
 from client.config import Settings
 from client.status import Live
 from tests.cli.helpers import PRELOOP
+from tests.conftest import until
 from tests.fake_preloop import FOREIGN_SESSION, MAIN_SESSION, RATE_SESSION, TOKEN, FakePreloop
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
@@ -255,22 +256,17 @@ async def test_the_app_attached_through_the_real_client_shows_a_pushed_tool_call
     async with await connect(Settings(base_url, TOKEN)) as client:
         app = PreloopApp(client, start_session_id=MAIN_SESSION, refresh_interval=0)
         async with app.run_test(size=(110, 30)) as pilot:
-
-            async def until(check: Callable[[], bool], what: str) -> None:
-                deadline = asyncio.get_running_loop().time() + 15
-                while not check():
-                    assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-                    await pilot.pause(0.05)
-
-            await until(lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+            await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
             screen = app.screen
             assert isinstance(screen, AttachScreen)
-            await until(lambda: isinstance(screen.status, Live), "the stream to go live")
+            await until(pilot, lambda: isinstance(screen.status, Live), "the stream to go live")
             assert client.server_kind == "preloop"
             view = screen.query_one(TimelineView)
             assert not any("Grep" in line for line in view.lines_text)
             fake.tool_call("Grep", summary="3 matches in shop/")
-            await until(lambda: any("Grep" in line for line in view.lines_text), "the pushed Grep call")
+            await until(
+                pilot, lambda: any("Grep" in line for line in view.lines_text), "the pushed Grep call"
+            )
             grep = [line for line in view.lines_text if "Grep" in line]
             assert len(grep) == 1 and "ok 15ms" in grep[0]  # pushed and replayed, shown once, completed
 
@@ -424,21 +420,16 @@ async def test_the_app_keeps_a_note_for_an_ended_session_in_the_box_with_the_rea
     async with await connect(Settings(base_url, TOKEN)) as client:
         app = PreloopApp(client, start_session_id=MAIN_SESSION, refresh_interval=0, attention=False)
         async with app.run_test(size=(110, 30)) as pilot:
-
-            async def until(check: Callable[[], bool], what: str) -> None:
-                deadline = asyncio.get_running_loop().time() + 15
-                while not check():
-                    assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-                    await pilot.pause(0.05)
-
-            await until(lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+            await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
             screen = app.screen
             assert isinstance(screen, AttachScreen)
-            await until(lambda: isinstance(screen.status, Live), "the stream to go live")
+            await until(pilot, lambda: isinstance(screen.status, Live), "the stream to go live")
             fake.end_session(push=False)
             await pilot.press(*"stop after the deploy", "enter")
             error_line = screen.query_one("#send-error", Static)
-            await until(lambda: "session ended" in str(error_line.render()), "the refusal under the box")
+            await until(
+                pilot, lambda: "session ended" in str(error_line.render()), "the refusal under the box"
+            )
             assert "Not sent, your text is kept" in str(error_line.render())
             assert screen.query_one(Composer).text == "stop after the deploy"
             assert fake.notes == {}

@@ -4,8 +4,6 @@ finds it: the tool calls made while the app was closed come under the rule, with
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from client.backends import connect
 from client.config import Settings
 from client.marks import MarkStore
 from client.status import Live
+from tests.conftest import until
 from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
@@ -22,20 +21,13 @@ from widgets.timeline_view import TimelineView
 RULE = "── new since you last looked"
 
 
-async def _until(pilot: Any, check: Callable[[], bool], what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + 30
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.05)
-
-
 async def _attached(pilot: Any, app: PreloopApp) -> TimelineView:
-    await _until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+    await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
     screen = app.screen
     assert isinstance(screen, AttachScreen)
-    await _until(pilot, lambda: isinstance(screen.status, Live), "the stream to go live")
+    await until(pilot, lambda: isinstance(screen.status, Live), "the stream to go live")
     view = screen.query_one(TimelineView)
-    await _until(pilot, lambda: len(view.lines_text) > 3, "the replayed activity")
+    await until(pilot, lambda: len(view.lines_text) > 3, "the replayed activity")
     return view
 
 
@@ -50,7 +42,6 @@ async def test_a_preloop_session_comes_back_to_its_mark_after_a_restart(
         )  # fmt: skip
         async with earlier.run_test(size=(200, 40)) as pilot:
             await _attached(pilot, earlier)
-            await pilot.pause(0.3)
             await pilot.press("ctrl+c")
     mark = MarkStore(marks).get(MAIN_SESSION)
     assert mark is not None and mark.place.number is None  # Preloop numbers nothing: the fact's key and time
@@ -62,7 +53,7 @@ async def test_a_preloop_session_comes_back_to_its_mark_after_a_restart(
         app = PreloopApp(client, start_session_id=MAIN_SESSION, refresh_interval=0, marks=MarkStore(marks))
         async with app.run_test(size=(200, 40)) as pilot:
             view = await _attached(pilot, app)
-            await _until(pilot, lambda: any(line.startswith(RULE) for line in view.lines_text), "the rule")
+            await until(pilot, lambda: any(line.startswith(RULE) for line in view.lines_text), "the rule")
             lines = view.lines_text
             row = next(i for i, line in enumerate(lines) if line.startswith(RULE))
             assert "Grep" in lines[row + 1] and any("Edit" in line for line in lines[row + 1 :])

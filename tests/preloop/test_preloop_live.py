@@ -17,6 +17,7 @@ from client.connection import Connection
 from client.events import BaseEvent, NoteEvent, SessionEnded, ToolCompleted, ToolStarted
 from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
 from client.streaming.policy import login_reason
+from tests.conftest import until
 from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
 from tests.fake_preloop.app import RawText
 from tests.preloop.conftest import FAST, Watch
@@ -263,6 +264,7 @@ async def test_a_token_refused_4401_is_waited_out_and_read_again_before_each_att
         tokens[0] = TOKEN  # `preloop login` in another terminal
         await w.until(lambda w: bool(w.statuses(Live)))
         assert [auth for _, auth in fake.ws_upgrades][-1] == f"Bearer {TOKEN}"
+        await w.close()  # before its backend closes: a poll after that would meet a closed client
 
 
 async def test_a_non_uuid_session_id_never_reaches_the_server(
@@ -302,9 +304,10 @@ async def test_reconnect_counts_the_events_missed_while_away(
 async def test_a_silent_connection_is_declared_dead_and_replaced(
     client: PreloopBackend, fake: FakePreloop, watch: WatchFactory
 ) -> None:
-    w = watch(follow(client, MAIN_SESSION, timing=FAST))
+    w = watch(follow(client, MAIN_SESSION, timing=replace(FAST, dead_after=1.0)))
     await w.until(lambda w: bool(w.statuses(Live)))
-    await w.until(lambda w: any(m == {"type": "ping"} for m in fake.ws_received), within=20.0)
+    # what the fake received, not what the follower yielded: Watch.until would look again only after 20 s
+    await until(None, lambda: any(m == {"type": "ping"} for m in fake.ws_received), "the client's first ping")
     fake.muted = True  # no pong, no push: the connection is alive but says nothing
     await w.until(lambda w: bool(w.statuses(Reconnecting)), within=20.0)
     assert "no message for" in w.statuses(Reconnecting)[0].reason

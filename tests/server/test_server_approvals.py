@@ -117,3 +117,72 @@ async def test_approvals_list_is_a_bare_array_with_total_header_and_skip(http, h
     approved = await http.get("/api/v1/approval-requests", params={"status": "approved"})
     assert approved.headers["x-total-count"] == "3"
     assert (await http.get("/api/v1/approval-requests", params={"status": "pending"})).json() == []
+
+
+async def test_decide_batch_decides_each_on_its_own_and_never_fails_as_a_whole(
+    live_server, http, harness
+) -> None:
+    """Preloop's ``decide-batch`` contract on our server (issue 25 §3): one result per id in the order
+    sent, duplicates dropped; an unknown id, another account's, or one decided already is its own result
+    (with its row: ours), the rest are decided, each by the operator, with the one comment; the answer
+    has the shape of Preloop's (capture 141)."""
+    from test_server_shapes import assert_same_shape
+
+    one = await harness.start_session(agent_name="one")
+    two = await harness.start_session(agent_name="two")
+    checks = [await _ask(one, "make a"), await _ask(two, "make b"), await _ask(one, "make c")]
+    pending = [*await _wait_pending(http, one.session_id, 2), *await _wait_pending(http, two.session_id)]
+    by_command = {a["tool_args"]["command"]: a["id"] for a in pending}
+    a, b, c = by_command["make a"], by_command["make b"], by_command["make c"]
+    assert (
+        await http.post(f"/api/v1/approval-requests/{c}/approve", json={"comment": "mine"})
+    ).status_code == 200
+    unknown = "3f6c1a52-0000-4000-8000-000000000000"
+    async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.other_token)) as other:
+        foreign = await other.post(
+            "/api/v1/approval-requests/decide-batch", json={"ids": [a], "approved": True}
+        )
+    assert foreign.status_code == 200
+    assert foreign.json()["results"] == [
+        {"id": a, "ok": False, "status": None, "error": "Approval request not found"}
+    ]
+    answer = await http.post(
+        "/api/v1/approval-requests/decide-batch",
+        json={"ids": [a, c, unknown, b, a], "approved": False, "comment": "not now"},
+    )
+    assert answer.status_code == 200
+    body = answer.json()
+    assert_same_shape(body, capture("141")["body"])
+    assert [(r["id"], r["ok"], r["status"], r["error"]) for r in body["results"]] == [
+        (a, True, "declined", None),
+        (c, False, "approved", "Request already approved"),
+        (unknown, False, None, "Approval request not found"),
+        (b, True, "declined", None),
+    ]
+    assert (body["succeeded"], body["failed"]) == (2, 2)
+    assert body["results"][1]["approval"]["approver_comment"] == "mine"  # ours: the row as it is
+    assert body["results"][0]["approval"]["approver_comment"] == "not now"
+    verdicts = await asyncio.gather(*checks)
+    assert [(v.decision, v.reason) for v in verdicts] == [
+        ("deny", "not now"),
+        ("deny", "not now"),
+        ("allow", "mine"),
+    ]
+    stream = await read_until(live_server, two.session_id, "approval.decided")
+    assert stream.first("approval.decided").data["approval"]["status"] == "declined"
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ({"ids": [], "approved": True}, "too_short"),
+        ({"ids": ["3f6c1a52-0000-4000-8000-000000000000"] * 101, "approved": True}, "too_long"),
+        ({"ids": ["not-an-id"], "approved": True}, "uuid_parsing"),
+        ({"ids": ["3f6c1a52-0000-4000-8000-000000000000"]}, "missing"),
+    ],
+)
+async def test_decide_batch_refuses_a_malformed_body_as_preloop_does(http, body, why) -> None:
+    """Empty, over 100 ids, a non-UUID or no decision: Preloop's 422 with its field list, nothing decided."""
+    answer = await http.post("/api/v1/approval-requests/decide-batch", json=body)
+    assert answer.status_code == 422
+    assert why in {d["type"] for d in answer.json()["detail"]}

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
+from client.backends.base import ApprovalPage, BatchItem, Capabilities, ServerKind, SessionFilter
 from client.errors import ClientError, NotFound
 from client.events import Event, event_from_dict
 from client.models import (
@@ -72,6 +72,12 @@ class FakeBackend:
         if capabilities is not None:
             self.capabilities = capabilities
         self.made: list[RuleSpec] = []
+        self.settled_first: dict[str, Approval] = {}
+        """Approvals a batch finds settled already (their row as the server has it now)."""
+        self.refused: dict[str, ClientError] = {}
+        """Approvals a batch cannot decide, and why."""
+        self.batches: list[tuple[list[str], bool, str | None]] = []
+        """Every ``decide_batch`` asked: the ids, approve or not, the comment."""
         self.sent: list[str] = []
         self.script_consumed = False
         """True once the follower has taken every scripted item (the screen has handled the last one)."""
@@ -152,6 +158,25 @@ class FakeBackend:
 
     async def whoami(self) -> UserMe | None:
         return self.me
+
+    async def decide_batch(
+        self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None
+    ) -> list[BatchItem]:
+        self.batches.append((list(approval_ids), approve, comment))
+        status = "approved" if approve else "declined"
+        items: list[BatchItem] = []
+        for approval_id in approval_ids:
+            if approval_id in self.settled_first:
+                row = self.settled_first[approval_id]
+                items.append(BatchItem(approval_id, decided=False, status=row.status, approval=row))
+            elif approval_id in self.refused:
+                items.append(BatchItem(approval_id, decided=False, error=self.refused[approval_id]))
+            else:
+                row = (await self.get_approval(approval_id)).model_copy(
+                    update={"status": status, "approver_comment": comment, "resolved_at": NOW}
+                )
+                items.append(BatchItem(approval_id, decided=True, status=status, approval=row))
+        return items
 
     async def follow(
         self, session_id: str, *, after: int = 0, tail: int | None = None

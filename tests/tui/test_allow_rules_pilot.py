@@ -9,17 +9,13 @@ alert of a call it covers (which still waits)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
 from client.alerts import AlertSettings
-from client.backends import connect
 from client.backends.base import Backend
-from client.config import Settings
 from client.rules import RuleSpec
 from server.harness_client import HarnessClient
-from tests.conftest import LiveServer
 from tests.tui.test_inbox_pilot import ask, inbox_rows, start
 from tests.tui.test_pilot import until
 from tui.app import PreloopApp
@@ -29,14 +25,6 @@ from tui.screens.inbox import InboxScreen
 from tui.screens.rules import RulesScreen
 from tui.screens.sessions import SessionsScreen
 from widgets.standing import StandingBanner
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
 
 
 def banner(app: PreloopApp) -> list[str]:

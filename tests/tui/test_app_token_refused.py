@@ -8,8 +8,6 @@ the test puts the new one (what ``preloop login`` in another terminal does for t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
 
 from textual.notifications import SeverityLevel
 from textual.widgets import Static
@@ -18,7 +16,7 @@ from client.backends import connect
 from client.config import resolve_settings, token_reader
 from client.status import Live, LoginNeeded
 from server.embedded import write_local_server_file
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, until
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from tui.screens.inbox import feed_state
@@ -48,14 +46,6 @@ class RecordingApp(PreloopApp):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
 
-async def until(pilot: Any, condition: Callable[[], bool], what: str, seconds: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for: {what}"
-        await pilot.pause(0.05)
-
-
 async def test_a_revoked_token_is_said_once_keeps_the_screen_and_draft_and_resumes_after_a_new_one(
     live_server: LiveServer,
 ) -> None:
@@ -71,7 +61,6 @@ async def test_a_revoked_token_is_said_once_keeps_the_screen_and_draft_and_resum
         server_kind="local",
         backoff_initial=0.05,
         backoff_max=0.2,
-        keepalive_interval=0.5,
         token_source=source,
     )
     async with live_server.harness() as harness:

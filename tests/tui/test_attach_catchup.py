@@ -4,13 +4,10 @@ still matters (a pending approval from long ago, live events after)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
-from client.backends import connect
 from client.backends.base import Backend
-from client.config import Settings
 from client.status import Live, Missed
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import attach_screen, until
@@ -19,12 +16,6 @@ from tui.screens import attach as attach_module
 from tui.screens.attach import AttachScreen
 from widgets.approvals_panel import ApprovalsPanel
 from widgets.timeline_view import TimelineView
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as c:
-        yield c
 
 
 async def test_a_long_session_opens_at_its_newest_events_and_keeps_what_is_pending(

@@ -18,6 +18,7 @@ from client.errors import NotFound
 from client.events import Event
 from client.models import Session
 from client.status import Connecting, Live, Refused, StreamStatus
+from tests.conftest import notices
 from tests.tui import data
 from tests.tui.fakes import FakeBackend, Script, ago
 from tests.tui.test_pilot import attach_screen, until
@@ -87,14 +88,16 @@ async def test_a_refused_session_is_reported_once_when_the_stream_refuses_first(
         await until(pilot, lambda: backend.refusal_sent, "the stream's refusal")
         await pilot.pause(0.1)
         screen = attach_screen(app)
-        assert screen.unavailable is None and not app._notifications  # nothing said before the row answers
+        assert screen.unavailable is None and not notices(app)  # nothing said before the row answers
         backend.row_gate.set()
         await until(pilot, lambda: screen.unavailable is not None, "the row's refusal")
-        await pilot.pause(0.1)
         banner = screen.query_one(Banner)
-        assert banner.level == "error" and "no session" in banner.message
+        await until(
+            pilot, lambda: banner.level == "error" and screen.composer.closed is not None, "the refusal shown"
+        )
+        assert "no session" in banner.message
         assert "refused the stream" not in banner.message
-        assert not app._notifications
+        assert not notices(app)
         # The note box was on screen with the focus: it closes (keeps the focus, takes what is typed) rather
         # than vanish under the operator's fingers; Escape puts it away.
         assert screen.composer.closed is not None and screen.composer.has_focus

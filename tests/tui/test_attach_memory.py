@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from client.backends import connect
 from client.backends.base import Backend
-from client.config import Settings
 from client.views import View
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, said
 from tests.tui.test_pilot import attached, footer_actions, until
 from tests.tui.test_type_ahead import PERSON, SLOW, TypingClock, on_top, press_alone, type_keys
 from tui.app import PreloopApp
@@ -29,14 +27,6 @@ from tui.screens.sessions import SessionsScreen
 from widgets.find_bar import FindBar
 
 SIZE = (120, 32)
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
 
 
 @pytest.fixture
@@ -60,7 +50,7 @@ async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
 
 
 def messages(app: PreloopApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return said(app)
 
 
 def bound(app: PreloopApp) -> set[str]:

@@ -12,7 +12,6 @@ from textual.pilot import Pilot
 from client.status import Live
 from tests.tui.test_tui_snapshots import _attach_app, _settle, _wait_quiet
 from tests.widgets.memory_host import incident_script
-from tui.screens.attach import AttachScreen
 
 SIZES = [pytest.param((120, 32), id="120x32"), pytest.param((80, 24), id="80x24")]
 
@@ -21,9 +20,6 @@ async def _keys(pilot: Pilot[Any], *keys: str) -> None:
     await _settle(pilot)
     await pilot.press(*keys)
     await _wait_quiet(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, AttachScreen)
-    screen.view.flush()
     await pilot.pause()
 
 

@@ -15,7 +15,7 @@ from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, notices, said
 from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, attached, note_states, plain, until
 from tui.app import PreloopApp, confirm_risks_from_env
@@ -23,12 +23,11 @@ from tui.screens.confirm import ConfirmScreen
 from tui.screens.sessions import SessionsScreen
 from tui.screens.withdraw_pick import WithdrawPickScreen
 
-client = test_pilot.client
 agent = test_pilot.agent
 
 
 def _messages(app: PreloopApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return said(app)
 
 
 async def test_withdraw_targets_the_newest_pending_note(client: Backend, agent: HarnessSession) -> None:
@@ -75,14 +74,14 @@ async def test_withdraw_asks_which_when_several_are_pending(client: Backend, age
         assert [n.text for n in picker.notes] == ["second", "first"]
         await pilot.press("down", "enter")  # the older one
         await until(pilot, lambda: isinstance(app.screen, type(screen)), "back on the attach screen")
-        by_text = {n.text: n.state for n in screen.notes_panel.notes.values()}
+
+        def by_text() -> dict[str, str]:
+            return {n.text: n.state for n in screen.notes_panel.notes.values()}
+
         await until(
             pilot,
-            lambda: (
-                {n.text: n.state for n in screen.notes_panel.notes.values()}
-                == {"first": "cancelled", "second": "pending"}
-            ),
-            f"only the first note withdrawn (was {by_text})",
+            lambda: by_text() == {"first": "cancelled", "second": "pending"},
+            lambda: f"only the first note withdrawn (now {by_text()}; said {_messages(app)})",
         )
 
 
@@ -332,11 +331,15 @@ async def test_notices_are_not_stacked_twice_and_leave_the_panels_alone(
             await pilot.press("escape", *"eeeee")
             await until(pilot, lambda: bool(screen.query("Toast")), "the export notice")  # noqa: B023
             await pilot.pause(0.5)
-            exported = [n for n in app._notifications if n.title == "Session exported"]
+            exported = [n for n in notices(app) if n.title == "Session exported"]
             assert len(exported) == 1 and len(screen.query("Toast")) == 1, exported
             for n in range(6):  # different notices, as many as fit and more
                 screen.notify(f"notice {n}: " + "words " * 12, markup=False)
-            await pilot.pause(0.5)
+            await until(
+                pilot,
+                lambda: sum(t.region.width > 0 for t in screen.query("Toast")) == 7,  # noqa: B023
+                "the seven notices placed",
+            )
             for panel in (screen.approvals_panel, screen.notes_panel):  # what is painted on each cell
                 region = panel.region
                 over = {

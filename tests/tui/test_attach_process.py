@@ -39,6 +39,7 @@ async def test_a_draft_survives_a_killed_process(live_server: LiveServer) -> Non
     term = Pty(["sessions", "attach", agent.session_id])
     try:
         assert await asyncio.to_thread(term.pump, 30, b"Crash test"), term.screen[-2000:]
+        assert await asyncio.to_thread(term.pump, 30, b"Typing a note"), term.screen[-2000:]  # box focused
         await asyncio.to_thread(term.type, b"\x1b[200~" + DRAFT.encode() + b"\x1b[201~")
 
         def saved() -> bool:
@@ -75,6 +76,7 @@ async def _signal_restores_the_terminal(live_server: LiveServer, signum: int) ->
     term = Pty(["sessions", "attach", agent.session_id])
     try:
         assert await asyncio.to_thread(term.pump, 30, b"Signal test"), term.screen[-2000:]
+        assert await asyncio.to_thread(term.pump, 30, b"Typing a note"), term.screen[-2000:]  # box focused
         typed = len(term.screen)
         await asyncio.to_thread(term.type, b"half a note")
         # in the note box on screen, so read by the app before the signal comes

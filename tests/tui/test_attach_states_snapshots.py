@@ -48,8 +48,9 @@ def test_attach_following_paused_with_new_events(snap_compare: Any, size: tuple[
         await _wait_quiet(pilot)
         screen = pilot.app.screen
         assert isinstance(screen, AttachScreen)
-        screen.view.feed(later)
-        screen.view.flush()
+        change = screen.core.apply_events(later)  # as the stream does, the frame drawn at once
+        assert change.timeline is not None
+        screen.view.show(change.timeline)
         await _wait_quiet(pilot)
 
     app = _attach_app([Live(), *first])
@@ -116,9 +117,6 @@ def test_attach_long_tool_lines_wrapped(snap_compare: Any, size: tuple[int, int]
         await _settle(pilot)
         await pilot.press("escape", "l")
         await _wait_quiet(pilot)
-        screen = pilot.app.screen
-        assert isinstance(screen, AttachScreen)
-        screen.view.flush()
         await pilot.pause()
 
     app = _attach_app([Live(), *script])

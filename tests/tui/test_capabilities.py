@@ -37,9 +37,7 @@ class NoDecisionsBackend(LocalBackend):
 async def test_keys_a_server_cannot_serve_are_not_offered(
     live_server: LiveServer, agent: HarnessSession
 ) -> None:
-    async with NoDecisionsBackend(
-        Connection(live_server.url, live_server.token, keepalive_interval=0.5)
-    ) as be:
+    async with NoDecisionsBackend(Connection(live_server.url, live_server.token)) as be:
         app = PreloopApp(be, start_session_id=agent.session_id)
         async with app.run_test(size=SIZE) as pilot:
             screen = await attached(pilot, app)

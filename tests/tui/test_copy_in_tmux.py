@@ -11,7 +11,7 @@ import pytest
 
 from client.backends.base import Backend
 from server.harness_client import HarnessSession
-from tests.tui.test_attach_memory import agent, client, cursor_text, messages, out_of_the_box  # noqa: F401
+from tests.tui.test_attach_memory import agent, cursor_text, messages, out_of_the_box  # noqa: F401
 from tests.tui.test_pilot import SIZE, until
 from tui.app import PreloopApp
 
@@ -26,7 +26,7 @@ def _fake_tmux(folder: Path, setting: str, monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.mark.parametrize("setting", ["external", "on"])
 async def test_y_inside_tmux_tells_where_the_copy_went(
-    client: Backend,  # noqa: F811
+    client: Backend,
     agent: HarnessSession,  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -14,25 +14,15 @@ import pytest
 from textual.widgets import Input
 from textual.widgets.text_area import Selection
 
-from client.backends import connect
 from client.backends.base import Backend
-from client.config import Settings
 from client.drafts import DraftStore
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, said
 from tests.tui.test_pilot import SIZE, attached, until
 from tui.app import PreloopApp
 from tui.screens.decline_comment import DeclineCommentScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
 
 
 @pytest.fixture
@@ -72,7 +62,7 @@ async def test_ctrl_c_with_text_selected_in_the_note_box_copies_then_quits_keepi
         assert app.is_running
         assert app.clipboard == "canary"
         assert composer.text == "deploy after the canary" and composer.selected_text == ""
-        assert any("Copied 6 characters" in n.message for n in app._notifications)
+        assert any("Copied 6 characters" in m for m in said(app))
         await pilot.press("ctrl+c")
         await until(pilot, lambda: not app.is_running, "the second Ctrl+C to quit")
     assert app.return_code == 130  # Ctrl+C: the README's exit status for an interrupt

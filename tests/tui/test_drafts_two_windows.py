@@ -23,7 +23,6 @@ from tests.tui.test_terminal_keys import Pty
 from tui.app import PreloopApp
 from tui.screens.sessions import SessionsScreen
 
-client = test_pilot.client
 agent = test_pilot.agent
 
 THERE = "MARKER1 from the terminal window"

@@ -70,8 +70,7 @@ def _shown(app: PreloopApp, backend: HeldLists) -> bool:
     return (
         isinstance(screen, AttachScreen)
         and backend.script_consumed
-        and not screen._buffer
-        and not screen._flush_scheduled
+        and not screen.unpainted
         and bool(screen.query(Footer))
         and not any(keys.checking for keys in screen.query(KeysLine))
     )
@@ -129,3 +128,22 @@ async def test_lists_that_fail_say_not_loaded_rather_than_none() -> None:
         await pilot.pause()
         assert "approvals not loaded" in _header(screen) and "no approvals pending" not in _header(screen)
         assert "not loaded" in str(screen.approvals_panel.border_title)
+
+
+async def test_a_burst_of_events_is_painted_in_a_few_frames_not_one_per_event() -> None:
+    """300 tool calls arriving at once (a backlog read in one go) are all on screen, drawn a few times at
+    most: what the stream changed is painted once per frame, not once per event."""
+    from tests.tui.fakes import Script, ago
+
+    ev = Script(data.SID, ago(minutes=5))
+    burst = [ev("tool.started", call_id=f"c{i}", name="Bash", args_summary=f"echo {i}") for i in range(300)]
+    backend = HeldLists(sessions=[data.session()], script=[Live(), *burst])
+    backend.gate.set()
+    app = _app(backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: _shown(app, backend), "the burst drawn")
+        screen = app.screen
+        assert isinstance(screen, AttachScreen)
+        assert "echo 299" in screen.view.lines_text[-1]
+        assert len(screen.timeline) == 300
+        assert screen.view.renders <= 12  # (the first event alone, then a frame or a few: never 300)

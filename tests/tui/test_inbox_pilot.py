@@ -7,11 +7,9 @@ hook does); the app runs on a real backend (``client.backends.connect``) and its
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from textual.widgets import DataTable
 
 from client.alerts import AlertSettings
@@ -30,14 +28,6 @@ from tui.screens.decline_comment import DeclineCommentScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
 from widgets.inbox_view import InboxApprovals, InboxBadge
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
 
 
 async def start(harness: HarnessClient, name: str) -> HarnessSession:

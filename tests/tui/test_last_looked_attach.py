@@ -33,7 +33,6 @@ from tui.screens import attach
 from tui.screens.attach import AttachScreen
 from widgets.timeline_view import TimelineView
 
-client = test_pilot.client
 agent = test_pilot.agent
 
 RULE = "── new since you last looked"
@@ -158,7 +157,7 @@ async def test_what_arrives_while_the_operator_watches_gets_no_rule(
             await agent.narrate(i, [f"Seen as it came, step {i}."])
         await until(pilot, lambda: any("step 29." in line for line in view.lines_text), "the new steps")
         await pilot.pause(0.3)
-        assert rule_row(view) is None and view.since_rule_entry is None
+        assert rule_row(view) is None and view.reader.rule_at is None
         assert view.following  # still at the end, as before
 
 
@@ -174,7 +173,21 @@ async def test_events_that_came_while_the_terminal_was_elsewhere_are_new(
     async with app.run_test(size=SIZE) as pilot:
         screen = await attached(pilot, app)
         view = view_of(screen)
-        await pilot.pause(1.2)  # a tick with the focus: what is on screen was looked at
+        looking = screen.last_looked.looking
+        ticks = [0]
+        tick = looking.tick
+
+        def counted_tick() -> None:
+            tick()
+            ticks[0] += 1
+
+        looking.tick = counted_tick  # type: ignore[method-assign]
+
+        async def ticked(times: int) -> None:
+            target = ticks[0] + times
+            await until(pilot, lambda: ticks[0] >= target, f"{times} more looks at the screen")
+
+        await ticked(1)  # a tick with the focus: what is on screen was looked at
         app.post_message(events.AppBlur())  # the operator goes to another window
         await until(pilot, lambda: not app.app_focus, "the blur")
         left = MarkStore(marks).get(agent.session_id)  # written at once, on the blur
@@ -182,7 +195,7 @@ async def test_events_that_came_while_the_terminal_was_elsewhere_are_new(
         for i in range(2, 8):
             await agent.narrate(i, [f"While you were away, step {i}."])
         await until(pilot, lambda: any("step 7." in line for line in view.lines_text), "the new steps")
-        await pilot.pause(2.5)  # ticks pass: on screen, but nobody looked
+        await ticked(2)  # ticks pass: on screen, but nobody looked
         assert MarkStore(marks).get(agent.session_id) == left
         [(_, _, news)] = app.followed_news()
         assert news.new is not None and news.new > 0  # the inbox and the list count them as new

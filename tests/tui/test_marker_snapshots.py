@@ -117,7 +117,7 @@ async def _shown(pilot: Pilot[Any]) -> None:
     screen = pilot.app.screen
     assert isinstance(screen, AttachScreen)
     async with asyncio.timeout(30):
-        while not (screen.last_looked.settled and screen.view.since_rule_entry is not None):
+        while not (screen.last_looked.settled and screen.view.reader.rule_at is not None):
             await pilot.pause(0.05)
     await _wait_quiet(pilot)
 

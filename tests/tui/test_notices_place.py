@@ -9,7 +9,7 @@ from textual.widgets._toast import Toast
 
 from client.backends.base import Backend
 from server.harness_client import HarnessSession
-from tests.tui.test_attach_memory import agent, client, out_of_the_box  # noqa: F401
+from tests.tui.test_attach_memory import agent, out_of_the_box  # noqa: F401
 from tests.tui.test_pilot import until
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
@@ -17,7 +17,7 @@ from tui.screens.attach import AttachScreen
 
 @pytest.mark.parametrize("size", [(80, 24), (130, 32)], ids=["narrow", "wide"])
 async def test_a_notice_covers_neither_the_view_label_nor_the_timeline(
-    client: Backend,  # noqa: F811
+    client: Backend,
     agent: HarnessSession,  # noqa: F811
     size: tuple[int, int],
 ) -> None:

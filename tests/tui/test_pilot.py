@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 from textual import events
 from textual.command import Command, CommandList, CommandPalette
-from textual.widgets import DataTable, Static
+from textual.widgets import Button, DataTable, Static
 from textual.worker import WorkerState
 
 from client.backends import connect
@@ -26,7 +26,7 @@ from client.config import Settings
 from client.models import NoteState
 from client.status import Live, Reconnecting
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, notices, said, until
 from tui.app import PreloopApp
 from tui.screens.arguments import ArgumentsScreen
 from tui.screens.attach import AttachScreen
@@ -44,14 +44,6 @@ SIZE = (100, 30)
 
 
 @pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
-
-
-@pytest.fixture
 async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
     async with live_server.harness() as harness:
         session = await harness.start_session(agent_name="builder", cwd="/work/repo", title="Fix the build")
@@ -60,35 +52,20 @@ async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
         yield session
 
 
-async def until(pilot: Any, condition: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
-    """Let the app run until ``condition`` holds (the stream is real, so this takes a few frames; the
-    deadline is generous for a loaded machine, and a condition met sooner returns sooner)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for: {what}")
-        await pilot.pause(0.05)
-
-
 async def click_until(pilot: Any, selector: str, done: Callable[[], bool], what: str) -> None:
-    """Click ``selector`` until ``done`` holds: a click lost by the test harness under load (seen only in
-    CI's full runs: the button was under the pointer, nothing happened) is tried again, at most 5 times,
-    as a user would; a button that never works still fails."""
-    for _ in range(5):
-        await click(pilot, selector)
-        try:
-            await until(pilot, done, what, seconds=3.0)
-        except AssertionError:
-            continue
-        return
-    raise AssertionError(f"clicking {selector} five times never gave: {what}")
+    """Click the button ``selector`` (see :func:`click`), then wait until ``done`` holds."""
+    await click(pilot, selector)
+    await until(pilot, done, what)
 
 
 async def click(pilot: Any, selector: str) -> None:
     """Click a button once it is laid out where the user sees it and stays there (a panel that just
     appeared may not be placed yet on a loaded machine, and the header or the panel above it can still
-    change height in the next frame: a click at its old place hits something else)."""
+    change height in the next frame: a click at its old place hits something else).
+
+    A click that did not press the button (a notification or tooltip shown over it for a moment, a click
+    lost by the test harness: both seen in CI's full runs) is tried again, as a user would; one that
+    pressed it never is, however late its effect shows (a second press could undo it)."""
     regions: list[Any] = []
 
     def settled() -> bool:
@@ -99,13 +76,25 @@ async def click(pilot: Any, selector: str) -> None:
 
     await until(pilot, settled, f"{selector} on screen, in the same place for three looks")
     await pilot.pause()
-    # A click that landed on something else (a notification or tooltip shown over the button for a
-    # moment, as in CI's full runs) is not the user's click on the button: look again, as a user would.
-    for _ in range(30):
-        if await pilot.click(selector):
-            return
-        await pilot.pause(0.1)
-    raise AssertionError(f"{selector} stayed covered: the click never reached it")
+    button = pilot.app.screen.query_one(selector, Button)
+    pressed: list[Button] = []
+    press = button.press
+
+    def counted_press() -> Button:
+        if not button.disabled and button.display:
+            pressed.append(button)
+        return press()
+
+    button.press = counted_press  # type: ignore[method-assign]
+    try:
+        for _ in range(30):
+            await pilot.click(selector)  # returns once the screen has handled the click
+            if pressed:
+                return
+            await pilot.pause(0.1)
+    finally:
+        del button.press
+    raise AssertionError(f"{selector} was never pressed: every click reached something else")
 
 
 def attach_screen(app: PreloopApp) -> AttachScreen:
@@ -344,7 +333,7 @@ async def test_refused_withdraw_says_why(client: Backend, agent: HarnessSession)
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
         await until(pilot, lambda: note_states(screen) == [NoteState.DELIVERED], "the real state")
-        messages = [n.message for n in app._notifications]
+        messages = said(app)
         assert any("already delivered" in m for m in messages), messages
 
 
@@ -389,7 +378,7 @@ async def test_approval_decided_elsewhere_disappears_with_a_notice(
         screen = await attached(pilot, app)
         panel = screen.query_one(ApprovalsPanel)
         dana = live_server.add_operator("dana")
-        for token, said in ((dana, "approved by dana "), (live_server.token, "approved by you ")):
+        for token, words in ((dana, "approved by dana "), (live_server.token, "approved by you ")):
             task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
             await until(pilot, lambda: panel.count == 1, "the approval")
             approval = panel.selected
@@ -400,8 +389,8 @@ async def test_approval_decided_elsewhere_disappears_with_a_notice(
             await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
             await until(
                 pilot,
-                lambda said=said: any(said in n.message for n in app._notifications),
-                f"the notice that it was {said.strip()}",
+                lambda words=words: any(words in m for m in said(app)),
+                f"the notice that it was {words.strip()}",
             )
 
 
@@ -489,10 +478,14 @@ async def test_sessions_filter_active_only_and_cursor_survives_refresh(
         def cursor_id() -> str:
             return str(table.coordinate_to_cell_key(table.cursor_coordinate)[0].value)
 
+        def beta_row() -> Any:
+            return next(row for row in sessions.sessions if row.id == beta.session_id)
+
         await pilot.press("down")
         chosen = cursor_id()
+        quiet = beta_row()
         await beta.narrate(1, ["working"])  # activity changes a row while we look
-        await pilot.pause(0.7)  # several refreshes
+        await until(pilot, lambda: beta_row() != quiet, "a refresh bringing beta's activity")
         assert cursor_id() == chosen
 
         await pilot.press("a")
@@ -619,7 +612,7 @@ async def test_unknown_session_is_refused_plainly(client: Backend, agent: Harnes
 
         await until(pilot, lambda: not streaming(), "the stream stopped")
         assert "withdraw" not in footer_actions(app) and "focus_composer" not in footer_actions(app)
-        assert not app._notifications  # the banner says it once, no toast on top
+        assert not notices(app)  # the banner says it once, no toast on top
         await pilot.press("q")
     assert app.return_value is not None
     assert "not found" in app.return_value and "keeps running" not in app.return_value
@@ -698,8 +691,11 @@ async def test_command_palette_puts_this_screens_actions_first(
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
         commands = app.screen.query_one(CommandList)
+        palette = app.screen
         await until(pilot, lambda: commands.option_count >= 6, "the palette entries")
-        await pilot.pause(0.3)
+        await until(
+            pilot, lambda: not any(w.node is palette for w in app.workers), "every provider's entries"
+        )
         options = [commands.get_option_at_index(i) for i in range(commands.option_count)]
         assert all(isinstance(option, Command) for option in options)
         ranked = [(str(o.prompt), o.hit.score) for o in options if isinstance(o, Command)]
@@ -764,7 +760,7 @@ async def test_notices_show_an_agents_tool_name_literally(client: Backend, agent
         await until(pilot, lambda: panel.count == 1, "the approval")
         await pilot.press("escape", "a")
         assert (await asyncio.wait_for(task, 30)).decision == "allow"
-        await until(pilot, lambda: any("Approved" in n.message for n in app._notifications), "the notice")
+        await until(pilot, lambda: any("Approved" in m for m in said(app)), "the notice")
 
         def toasts() -> list[str]:
             return [str(t.render()) for t in app.screen.query("Toast")]
@@ -791,7 +787,7 @@ async def test_approving_twice_quickly_decides_once_and_says_nothing_false(
         screen.decider.decide(approval, "approve", None)
         assert (await asyncio.wait_for(task, 30)).decision == "allow"
         await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
-        await pilot.pause(0.5)
-        messages = [n.message for n in app._notifications]
+        await until(pilot, lambda: not any(w.group == "decide" for w in app.workers), "both answers told")
+        messages = said(app)
         assert messages.count("Approved: Bash") == 1, messages
         assert not any("elsewhere" in m or "Could not" in m for m in messages), messages

@@ -13,7 +13,6 @@ from textual.worker import WorkerState
 from client.backends.base import Backend
 from server.harness_client import HarnessSession
 from tests.conftest import LiveServer
-from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, footer_actions, until
 from tui.app import PreloopApp
 from tui.following import Following
@@ -35,9 +34,6 @@ def test_following_orders_by_last_shown_and_lets_the_oldest_go() -> None:
     assert following.recent == ["d", "a"] and following.previous("d") == "a"
     with pytest.raises(ValueError):
         Following(limit=0)
-
-
-client = test_pilot.client
 
 
 @pytest.fixture

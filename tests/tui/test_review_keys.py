@@ -9,13 +9,13 @@ from pathlib import Path
 from client.backends.base import Backend
 from client.paths import exports_dir
 from server.harness_client import HarnessSession
+from tests.conftest import said
 from tests.tui import test_pilot
 from tests.tui.test_pilot import SIZE, attached, until
 from tui.app import PreloopApp
 from widgets.notes_panel import NotesPanel
 from widgets.timeline_view import TimelineView
 
-client = test_pilot.client
 agent = test_pilot.agent
 
 
@@ -54,7 +54,7 @@ async def test_a_read_note_shows_what_the_agent_did_next_and_t_jumps_there(
 
 
 def _notices(app: PreloopApp) -> str:
-    return " ".join(str(n.message) for n in app._notifications)
+    return " ".join(said(app))
 
 
 async def test_e_exports_the_session_as_markdown(client: Backend, agent: HarnessSession) -> None:

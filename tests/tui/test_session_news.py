@@ -4,6 +4,7 @@ wrong, ✉ when the agent read their note. Pilot tests on the real local server,
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -15,16 +16,13 @@ from client.alerts import AlertSettings
 from client.backends.base import Backend
 from client.marks import MarkStore
 from server.harness_client import HarnessSession
-from tests.conftest import LiveServer
-from tests.tui import test_pilot
+from tests.conftest import WAIT_SECONDS, LiveServer
 from tests.tui.test_pilot import until
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
 from widgets.timeline_view import TimelineView
-
-client = test_pilot.client
 
 
 @pytest.fixture
@@ -52,16 +50,20 @@ def new_cell(app: PreloopApp, session_id: str) -> str:
 
 
 async def refreshed_until(pilot: Any, condition: Callable[[], bool], what: str) -> None:
-    """Press ``r`` (the list asks the server again) until ``condition`` holds: the followed session's own
-    stream brings its events at its own pace, and the list reads them when it is drawn."""
-    for _ in range(60):
+    """Press ``r`` (the list asks the server again) and let that load finish, until ``condition`` holds:
+    the followed session's own stream brings its events at its own pace, and the list reads them when it
+    is drawn. A load is never cut short by the next ``r`` (a new load replaces one in flight), however
+    slowly the machine runs it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_SECONDS
+    while True:
         await pilot.press("r")
-        try:
-            await until(pilot, condition, what, seconds=0.5)
-        except AssertionError:
-            continue
-        return
-    raise AssertionError(f"timed out waiting for: {what}")
+        await until(pilot, lambda: not any(w.group == "sessions-load" for w in pilot.app.workers), "the load")
+        if condition():
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for: {what}")
+        await pilot.pause(0.1)
 
 
 async def test_the_list_and_the_inbox_say_what_is_new_in_a_followed_session(
@@ -164,7 +166,7 @@ async def test_after_a_restart_the_list_shows_new_from_the_marks_on_disk_and_cou
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, AttachScreen), "alpha's screen")
         view = app.screen.query_one(TimelineView)
-        await until(pilot, lambda: view.since_rule_from is not None, "the rule above what is new")
+        await until(pilot, lambda: view.reader.rule_from is not None, "the rule above what is new")
         await pilot.press("escape", "escape")
         await until(pilot, lambda: app.screen is sessions, "the list again")
         cell = new_cell(app, alpha.session_id)

@@ -21,11 +21,13 @@ from client.backends.local import LocalBackend
 from client.backends.preloop import PreloopBackend
 from client.models import AllowRule, AttentionSnapshot, HaltedScope, KillSwitch, Standing
 from client.status import Live
+from tests.conftest import until
 from tests.tui import data
 from tests.tui.fakes import NOW, FakeBackend, ago
 from tests.tui.test_inbox_snapshots import _open_inbox, approval
 from tests.tui.test_tui_snapshots import _app, _settle
 from tui.screens.allow import AllowScreen
+from widgets.standing import StandingBanner
 
 SIZES = [(80, 24), (120, 32)]
 AGENT = "2618a221-b8ee-48a3-a51a-f78dcb1c5af8"
@@ -100,8 +102,13 @@ def _backend(standing: Standing, capabilities: Any, **kw: Any) -> FakeBackend:
 
 
 async def _banner_shown(pilot: Pilot[Any]) -> None:
+    """Once the standing is read (a worker that never finishes) and the screen's banner shows it."""
     await _settle(pilot)
-    await pilot.pause(0.2)
+    await until(
+        pilot,
+        lambda: any(banner.has_class("-shown") for banner in pilot.app.screen.query(StandingBanner)),
+        "the banner shown",
+    )
     await _settle(pilot)
 
 

@@ -75,7 +75,8 @@ async def test_shift_enter_ctrl_j_and_paste_as_terminal_bytes(live_server: LiveS
     term = Pty(["sessions", "attach", agent.session_id])
     try:
         assert await asyncio.to_thread(term.pump, 20, b"Terminal keys"), term.screen[-2000:]
-        await asyncio.to_thread(term.pump, 0.5)
+        # the note box has the focus (it says so in its title): what is typed from now on is the note's
+        assert await asyncio.to_thread(term.pump, 20, b"Typing a note"), term.screen[-2000:]
         for chunk in KEYS:
             await asyncio.to_thread(term.type, chunk)
         async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as client:

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from tests.conftest import until
 from tests.tui.fakes import Script, ago
+from tests.widgets.feed import feed
 from tests.widgets.memory_host import SID, MemoryHost, incident_script, settle, tool_calls
 
 SIZES = [pytest.param((120, 32), id="120x32"), pytest.param((80, 24), id="80x24")]
@@ -16,11 +18,14 @@ SIZES = [pytest.param((120, 32), id="120x32"), pytest.param((80, 24), id="80x24"
 
 def _host(collapse: bool = False) -> MemoryHost:
     app = MemoryHost(collapse_commentary=collapse)
-    app.call_after_refresh(lambda: app.view.feed(incident_script()))
+    app.call_after_refresh(lambda: feed(app.view, incident_script()))
     return app
 
 
 async def _keys(pilot: Pilot[Any], *keys: str) -> None:
+    app = pilot.app
+    assert isinstance(app, MemoryHost)
+    await until(pilot, lambda: len(app.timeline) > 0, "the script fed (after the first frame)")
     await settle(pilot)
     await pilot.press(*keys)
     await settle(pilot)
@@ -62,7 +67,7 @@ def test_timeline_views(snap_compare: Any, size: tuple[int, int], presses: int) 
 def test_timeline_empty_view(snap_compare: Any, size: tuple[int, int]) -> None:
     """Problems only on a session where nothing went wrong: one line says so."""
     app = MemoryHost()
-    app.call_after_refresh(lambda: app.view.feed(tool_calls(Script(SID, ago(minutes=5)), 0, 12)))
+    app.call_after_refresh(lambda: feed(app.view, tool_calls(Script(SID, ago(minutes=5)), 0, 12)))
 
     async def _run(pilot: Pilot[Any]) -> None:
         await _keys(pilot, "f")

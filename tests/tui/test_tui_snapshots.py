@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Footer, Input, TextArea
+from textual.widgets import Footer
 
 from client.errors import ServerUnreachable
 from client.models import AttentionSnapshot, Session
@@ -22,7 +22,6 @@ from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
 from widgets.composer import Composer
 from widgets.keys_line import KeysLine
-from widgets.timeline_view import TimelineView
 
 
 def _app(backend: FakeBackend, **kwargs: Any) -> PreloopApp:
@@ -49,34 +48,24 @@ def _quiet(app: PreloopApp) -> bool:
     streamed = not following or not isinstance(backend, FakeBackend) or backend.script_consumed
     return (
         streamed
-        and not screen._buffer
-        and not screen._flush_scheduled
+        and not screen.unpainted
         and not any(keys.checking for keys in screen.query(KeysLine))
         and bool(screen.query(Footer))  # the keys line is mounted after the first frame
     )
 
 
 async def _wait_quiet(pilot: Pilot[Any]) -> None:
-    """Wait on the condition, not on the clock: under CPU load the workers and timers run late.
-
-    Text cursors are made steady: a blinking one is drawn or not depending on when (within its 0.5 s
-    blink) the picture is taken, which under load is any time.
-    """
+    """Wait on the condition, not on the clock: under CPU load the workers and timers run late (text
+    cursors are made steady for every snapshot, see ``tests/tui/conftest.py``)."""
     async with asyncio.timeout(60):
         while not _quiet(pilot.app):
             await pilot.pause(0.02)
-    for field in pilot.app.screen.query("TextArea, Input"):
-        if isinstance(field, TextArea | Input):
-            field.cursor_blink = False
     await pilot.pause()
 
 
 async def _settle(pilot: Pilot[Any]) -> None:
     """Let the load and stream workers run, then paint the timeline now."""
     await _wait_quiet(pilot)
-    screen = pilot.app.screen
-    if isinstance(screen, AttachScreen):
-        screen.query_one(TimelineView).flush()
     await pilot.pause()
 
 

@@ -26,7 +26,7 @@ from client.backends.base import Backend
 from client.config import Settings
 from client.ids import short_id
 from server.harness_client import HarnessClient, HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, said
 from tests.tui.test_pilot import SIZE, attached, plain, until
 from tui.app import PreloopApp
 from tui.screens.confirm import ConfirmScreen
@@ -77,14 +77,6 @@ async def press_alone(
     await until(pilot, lambda: not pilot.app.key_pace.holding, f"{key!r} pressed alone to run")
 
 
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
-
-
 async def start(harness: HarnessClient, name: str) -> HarnessSession:
     session = await harness.start_session(agent_name=name, title=f"{name} at work")
     await session.run_started("work")
@@ -107,7 +99,7 @@ def on_top(app: PreloopApp, kind: type[Any]) -> bool:
 
 
 def messages(app: PreloopApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return said(app)
 
 
 @pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
@@ -281,12 +273,12 @@ async def test_a_decline_comment_whose_approval_was_decided_elsewhere_becomes_a_
 
 
 async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_as_a_draft(
-    client: Backend, harness: HarnessClient
+    client: Backend, harness: HarnessClient, live_server: LiveServer
 ) -> None:
     """From the inbox: the approval expires while the comment is typed; the dialog says so, keeps the
     keys, and closing it keeps the comment as the session's draft note (the inbox has no note box)."""
     other = await start(harness, "releaser")
-    call = ask(other, "Bash", {"command": "make deploy"}, timeout_seconds=3)
+    call = ask(other, "Bash", {"command": "make deploy"})
     clock = TypingClock()
     app = PreloopApp(client, refresh_interval=0, monotonic=clock, alert_settings=QUIET)
     async with app.run_test(size=(140, 30)) as pilot:
@@ -298,8 +290,11 @@ async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_a
         dialog = app.screen
         assert isinstance(dialog, DeclineCommentScreen)
         await type_keys(pilot, clock, "too risky")
-        assert (await asyncio.wait_for(call, 15)).decision != "allow"
-        await until(pilot, lambda: dialog.settled is not None, "the dialog to say it expired", seconds=15)
+        (waiting,) = app.inbox.approvals
+        await live_server.expire_approval(waiting.id)  # its time comes while the comment is typed
+        verdict = await asyncio.wait_for(call, 15)
+        assert (verdict.decision, verdict.timed_out) == ("deny", True)
+        await until(pilot, lambda: dialog.settled is not None, "the dialog to say it expired")
         assert "expired" in (dialog.settled or "")
         await type_keys(pilot, clock, "a")  # lands in the box, approves nothing
         await type_keys(pilot, clock, ["escape"], SLOW)
@@ -311,27 +306,47 @@ async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_a
 async def test_an_approval_about_to_expire_raises_one_alert(
     client: Backend, harness: HarnessClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An approval with a minute left rings once (not every second after), before it expires."""
+    """An approval with a minute left rings once (not every second after), before it expires. The app's
+    clock is the test's: its expiry checks (one a second) see the time the test sets, however late they
+    run."""
     monkeypatch.delenv("TMUX", raising=False)
     other = await start(harness, "releaser")
     call = ask(other, "Bash", {"command": "make deploy"})
-    offset = [timedelta(seconds=-45)]  # the test server expires approvals after 20 s: seen as 65 s
+    now = [datetime.now(UTC) - timedelta(hours=1)]
     written: list[str] = []
     app = PreloopApp(
         client,
         refresh_interval=0,
-        clock=lambda: datetime.now(UTC) + offset[0],
-        alert_settings=AlertSettings(bell=True, desktop="osc9", min_interval=1.0),
+        clock=lambda: now[0],
+        alert_settings=AlertSettings(bell=True, desktop="osc9", min_interval=0.0),  # a repeat would ring
         alert_write=written.append,
     )
+    checks = [0]
+    check_expiring = app.check_expiring
+
+    def counted_check() -> None:
+        check_expiring()
+        checks[0] += 1
+
+    app.check_expiring = counted_check  # type: ignore[method-assign]
+
+    async def checked(times: int) -> None:
+        """The app has looked for approvals about to expire ``times`` more times."""
+        target = checks[0] + times
+        await until(pilot, lambda: checks[0] >= target, f"{times} more expiry checks")
+
     async with app.run_test(size=(140, 30)) as pilot:
         await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
-        written.clear()  # the "approval needed" alert of its arrival
-        await pilot.pause(1.5)
+        written.clear()  # an "approval needed" alert of its arrival (written with the count, if at all)
+        (approval,) = app.inbox.approvals
+        assert approval.expires_at is not None
+        await checked(1)  # first seen an hour before its expiry
+        now[0] = approval.expires_at - timedelta(seconds=65)
+        await checked(2)
         assert written == []  # over a minute left: nothing to say
-        offset[0] = timedelta(seconds=-10)  # under a minute left
-        await until(pilot, lambda: bool(written), "the expiry alert", seconds=5)
-        await pilot.pause(2.5)
+        now[0] = approval.expires_at - timedelta(seconds=50)  # under a minute left
+        await until(pilot, lambda: bool(written), "the expiry alert")
+        await checked(3)
         assert len(written) == 1 and "Approval expires in" in written[0] and "make deploy" in written[0]
     await other.end()
     await call

@@ -18,15 +18,12 @@ own case (danger, default levels), the other three on a few sequences each, so t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from client.backends import connect
 from client.backends.base import Backend
-from client.config import Settings
 from client.paths import exports_dir
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
@@ -101,14 +98,6 @@ def _approvals_wait_two_minutes(live_server: LiveServer) -> None:
     """These tests type for longer than the 20 s the test server lets an approval wait: two minutes here
     (an approval that expired mid-test would read as "decided")."""
     live_server.server.plane.approvals.timeout_seconds = 120.0
-
-
-@pytest.fixture
-async def client(live_server: LiveServer) -> AsyncIterator[Backend]:
-    async with await connect(
-        Settings(live_server.url, live_server.token, server_kind="local"), keepalive_interval=0.5
-    ) as c:
-        yield c
 
 
 async def nothing_happened(app: PreloopApp, client: Backend, session: HarnessSession, what: str) -> None:

@@ -84,15 +84,15 @@ class MemoryHost(App[None]):
 
     @on(FindBar.Changed)
     def _find_changed(self, event: FindBar.Changed) -> None:
-        self.bar.show_status(self.view.find(event.query))
+        self.bar.show_status(self.view.go_to(self.view.reader.find(event.query)))
 
     @on(FindBar.Next)
     def _find_next(self) -> None:
-        self.bar.show_status(self.view.find_next())
+        self.bar.show_status(self.view.go_to(self.view.reader.find_step(forward=True)))
 
     @on(FindBar.Previous)
     def _find_previous(self) -> None:
-        self.bar.show_status(self.view.find_previous())
+        self.bar.show_status(self.view.go_to(self.view.reader.find_step(forward=False)))
 
     @on(FindBar.Closed)
     def _find_closed(self) -> None:
@@ -109,11 +109,10 @@ class MemoryHost(App[None]):
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    """Let the per-frame flush run, then flush whatever is left and let the screen repaint."""
+    """Let the screen repaint what was shown."""
     await pilot.pause(0.05)
     app = pilot.app
     assert isinstance(app, MemoryHost)
-    app.view.flush()
     await pilot.pause()
 
 

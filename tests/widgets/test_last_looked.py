@@ -46,8 +46,9 @@ class Host(App[None]):
 
     def feed(self, events: list[Event]) -> None:
         """What the attach screen does with a batch: the core applies it, the view and the mark follow."""
-        self.core.apply_events(events)
-        self.view.sync()
+        change = self.core.apply_events(events)
+        if change.timeline is not None:
+            self.view.show(change.timeline)
         self.last.changed()
 
 
@@ -66,7 +67,6 @@ async def settle(pilot: Pilot[Any]) -> None:
     await pilot.pause(0.05)
     app = pilot.app
     assert isinstance(app, Host)
-    app.view.flush()
     await pilot.pause()
 
 
@@ -92,7 +92,7 @@ async def test_coming_back_opens_at_the_rule_with_the_digest_above_it(tmp_path: 
         assert digest[1] == "  Approvals: none decided · none waiting"
         assert digest[2].startswith("  Agent: no commentary since")
         entry = view.cursor_entry
-        assert entry is not None and entry.seq == 41 and view.since_rule_entry == entry.id
+        assert entry is not None and entry.seq == 41 and view.reader.rule_at == entry.id
         assert not view.following  # the operator reads on from where they left
         assert view.scroll_y > 0 and view.scroll_y <= rule  # the rule near the top, not the end
 
@@ -107,7 +107,7 @@ async def test_nothing_new_shows_no_rule_and_follows_the_end(tmp_path: Path) -> 
         app.feed(events)
         await settle(pilot)
         assert not any(line.startswith(RULE) for line in app.view.lines_text)
-        assert app.view.following and app.view.since_rule_entry is None
+        assert app.view.following and app.view.reader.rule_at is None
 
 
 async def test_what_arrives_while_watching_gets_no_rule(tmp_path: Path) -> None:

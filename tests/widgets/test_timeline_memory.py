@@ -14,6 +14,7 @@ from client.events import Event
 from client.timeline import TextEntry, Timeline, ToolEntry
 from client.views import View
 from tests.tui.fakes import Script, ago
+from tests.widgets.feed import feed
 from tests.widgets.memory_host import SID, MemoryHost, incident_script, settle, tool_calls
 from widgets.timeline_render import CURSOR_MARK
 from widgets.timeline_view import TimelineView
@@ -47,7 +48,7 @@ def entry_text(view: TimelineView, entry_id: int | None) -> str:
 async def start(pilot: Pilot[Any], events: list[Event]) -> TimelineView:
     app = pilot.app
     assert isinstance(app, MemoryHost)
-    app.view.feed(events)
+    feed(app.view, events)
     await settle(pilot)
     return app.view
 
@@ -63,7 +64,7 @@ async def test_the_cursor_follows_new_output_until_moved_up_and_end_resumes() ->
         assert view.following and entry_text(view, view.cursor_id) == "make step-29"
         assert cursor_rows(view)[-1].startswith("▌✓ Bash  make step-29")  # drawn, on the newest line
 
-        view.feed(tool_calls(ev, 30, 2))
+        feed(view, tool_calls(ev, 30, 2))
         await settle(pilot)
         assert entry_text(view, view.cursor_id) == "make step-31", "following moves the cursor"
 
@@ -73,7 +74,7 @@ async def test_the_cursor_follows_new_output_until_moved_up_and_end_resumes() ->
         assert app.cursor_moves == moves + 2
         assert not view.following, "moving the cursor up pauses following"
         scroll = view.scroll_y
-        view.feed(tool_calls(ev, 32, 5))
+        feed(view, tool_calls(ev, 32, 5))
         await settle(pilot)
         assert entry_text(view, view.cursor_id) == "make step-29", "new output does not move it"
         assert view.scroll_y == scroll and view.unseen == 5
@@ -84,7 +85,7 @@ async def test_the_cursor_follows_new_output_until_moved_up_and_end_resumes() ->
         await pilot.press("end")
         assert view.following and view.at_bottom and view.unseen == 0
         assert entry_text(view, view.cursor_id) == "make step-36"
-        view.feed(tool_calls(ev, 37, 1))
+        feed(view, tool_calls(ev, 37, 1))
         await settle(pilot)
         assert entry_text(view, view.cursor_id) == "make step-37" and view.at_bottom
 
@@ -105,7 +106,7 @@ async def test_down_to_the_newest_entry_resumes_following() -> None:
         await pilot.press("j", "j")
         assert entry_text(view, view.cursor_id) == "make step-29"
         assert view.following
-        view.feed(tool_calls(ev, 30, 1))
+        feed(view, tool_calls(ev, 30, 1))
         await settle(pilot)
         assert entry_text(view, view.cursor_id) == "make step-30"
 
@@ -145,7 +146,7 @@ async def test_page_keys_scroll_and_bring_the_cursor_along_only_when_it_left() -
         assert cursor is not None and len(cursor_rows(view)) == 1, "the cursor is on screen"
         await pilot.press("pageup")
         assert view.cursor_id != cursor and len(cursor_rows(view)) == 1
-        view.feed(tool_calls(ev, 40, 2))
+        feed(view, tool_calls(ev, 40, 2))
         await settle(pilot)
         assert view.unseen == 2
         await pilot.press("pagedown", "pagedown", "pagedown")
@@ -227,7 +228,7 @@ async def test_find_moves_between_matches_wrapping_and_escape_keeps_the_position
         at = view.cursor_id
         await pilot.press("escape")
         assert not app.bar.is_open and view.has_focus
-        assert view.cursor_id == at and view.find_status.total == 0
+        assert view.cursor_id == at and view.reader.find_status.total == 0
         assert not any(s.style and s.style.underline for row in rows(view) for s in row)
 
 
@@ -238,7 +239,7 @@ async def test_typing_starts_from_the_newest_match_while_following() -> None:
         await pilot.press("slash", *"bump")
         assert str(app.bar.status) == "2 / 2", "the newest match first while following"
         await pilot.press("backspace", "backspace", "backspace", "backspace")
-        assert view.find_status.query == ""
+        assert view.reader.find_status.query == ""
         last = view.shown_ids[-1]
         assert view.cursor_id == last, "an emptied query brings the cursor back"
 
@@ -300,7 +301,7 @@ async def test_new_output_updates_the_count_without_moving_the_cursor() -> None:
         await pilot.press("k", "k", "slash", *"step-1")
         assert str(app.bar.status) == "1 / 1"
         at = view.cursor_id
-        view.feed(tool_calls(ev, 10, 3))  # step-10, step-11, step-12
+        feed(view, tool_calls(ev, 10, 3))  # step-10, step-11, step-12
         await settle(pilot)
         assert str(app.bar.status) == "1 / 4" and view.cursor_id == at
 
@@ -325,16 +326,17 @@ async def test_a_view_shows_only_its_entries_and_keeps_following() -> None:
         # A tool call that fails later appears in place; following moves the cursor to the newest.
         ev = Script(SID, ago(minutes=1))
         ev.seq = view.timeline.last_seq
-        view.feed(
+        feed(
+            view,
             [
                 ev("tool.started", run_id="r2", call_id="z1", name="Bash", args_summary="make deploy"),
                 ev("tool.started", run_id="r2", call_id="z2", name="Bash", args_summary="make lint"),
                 ev("tool.completed", run_id="r2", call_id="z2", name="Bash", status="ok"),
-            ]
+            ],
         )
         await settle(pilot)
         assert len(view.lines_text) == 4, "running and passing calls are not problems"
-        view.feed([ev("tool.completed", run_id="r2", call_id="z1", name="Bash", status="error")])
+        feed(view, [ev("tool.completed", run_id="r2", call_id="z1", name="Bash", status="error")])
         await settle(pilot)
         assert view.lines_text[-1].startswith("✗ Bash  make deploy  failed")
         assert entry_text(view, view.cursor_id) == "make deploy"
@@ -354,7 +356,7 @@ async def test_find_works_inside_a_view() -> None:
     async with app.run_test(size=(100, 20)) as pilot:
         view = await start(pilot, incident_script())
         await pilot.press("slash", *"staging")
-        assert view.find_status.total == 5  # two notes, two approval lines and a commentary
+        assert view.reader.find_status.total == 5  # two notes, two approval lines and a commentary
         await pilot.press("escape", "f", "f")
         assert view.view is View.STEERING
         await pilot.press("slash")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from rich.segment import Segment
@@ -11,6 +10,7 @@ from textual.pilot import Pilot
 
 from client.events import Event, event_from_dict
 from client.timeline import Timeline
+from tests.widgets.feed import feed
 from widgets.timeline_view import TimelineView
 
 SID = "0b8f1c9e-5a8f-4c3e-9d7a-1f2e3d4c5b6a"
@@ -51,8 +51,6 @@ class TimelineApp(App[None]):
 
 
 async def settle(pilot: Pilot[None]) -> None:
-    await pilot.pause(0.05)
-    pilot.app.query_one(TimelineView).flush()
     await pilot.pause()
 
 
@@ -68,7 +66,7 @@ async def test_follows_output_only_while_at_the_bottom() -> None:
     app = TimelineApp()
     async with app.run_test(size=(60, 12)) as pilot:
         view = app.view
-        view.feed(ev.tools(40))
+        feed(view, ev.tools(40))
         await settle(pilot)
         assert view.at_bottom and view.scroll_y == view.max_scroll_y > 0
         assert "echo 39" in view.lines_text[-1]
@@ -76,14 +74,14 @@ async def test_follows_output_only_while_at_the_bottom() -> None:
         await pilot.press("home")  # the reader scrolls up to read
         await pilot.pause()
         assert view.scroll_y == 0
-        view.feed(ev.tools(20, start=40))
+        feed(view, ev.tools(20, start=40))
         await settle(pilot)
         assert view.scroll_y == 0, "new output must not yank a reader who scrolled up"
         assert not view.at_bottom
 
         await pilot.press("end")  # back to following
         await pilot.pause()
-        view.feed(ev.tools(5, start=60))
+        feed(view, ev.tools(5, start=60))
         await settle(pilot)
         assert view.at_bottom and view.scroll_y == view.max_scroll_y
         rendered = "".join(s.text for s in screen_segments(view))
@@ -95,13 +93,13 @@ async def test_streaming_text_updates_in_place_then_becomes_the_answer() -> None
     app = TimelineApp()
     async with app.run_test(size=(60, 12)) as pilot:
         view = app.view
-        view.feed([ev("model.delta", run_id="r", iteration=1, text="Work")])
+        feed(view, [ev("model.delta", run_id="r", iteration=1, text="Work")])
         await settle(pilot)
         assert view.lines_text == ["┊ Work … streaming"]
-        view.feed([ev("model.delta", run_id="r", iteration=1, text="ing on it")])
+        feed(view, [ev("model.delta", run_id="r", iteration=1, text="ing on it")])
         await settle(pilot)
         assert view.lines_text == ["┊ Working on it … streaming"]
-        view.feed([ev("run.completed", run_id="r", answer="Fixed **3** tests.")])
+        feed(view, [ev("run.completed", run_id="r", answer="Fixed **3** tests.")])
         await settle(pilot)
         lines = [line.rstrip() for line in view.lines_text]
         assert lines[0] == "● answer"
@@ -111,33 +109,18 @@ async def test_streaming_text_updates_in_place_then_becomes_the_answer() -> None
         assert bold and bold[0].style is not None and bold[0].style.bold
 
 
-async def test_one_flush_per_frame_not_per_event() -> None:
-    ev = Feed()
-    app = TimelineApp()
-    async with app.run_test(size=(60, 12)) as pilot:
-        view = app.view
-        await pilot.pause(0.05)
-        before = view.flushes
-        for event in ev.tools(300):  # 300 events, each followed by sync(), in one burst
-            view.feed([event])
-        async with asyncio.timeout(30):
-            while len(view.lines_text) < 300:
-                await pilot.pause(0.02)
-        assert view.flushes - before == 1
-        assert len(view.lines_text) == 300
-
-
 async def test_commentary_collapses_to_one_line_and_back() -> None:
     ev = Feed()
     app = TimelineApp()
     async with app.run_test(size=(40, 20)) as pilot:
         view = app.view
-        view.feed(
+        feed(
+            view,
             [
                 ev("model.delta", run_id="r", iteration=1, text="I will look at the logs and then " * 4),
                 ev("model.step", run_id="r", iteration=1, phase="commentary", tool_calls=1),
                 ev("tool.started", run_id="r", iteration=1, call_id="a", name="Bash", args_summary="ls"),
-            ]
+            ],
         )
         await settle(pilot)
         expanded = view.lines_text
@@ -159,7 +142,8 @@ async def test_hostile_text_renders_literally() -> None:
     hostile = "[bold red]boom[/] \x1b[31mred\x1b[0m \x1b]0;pwned\x07title \u202eevil \x1b]8;;http://x\x07link"
     async with app.run_test(size=(100, 20)) as pilot:
         view = app.view
-        view.feed(
+        feed(
+            view,
             [
                 ev("run.started", run_id="r", task=hostile),
                 ev("model.delta", run_id="r", iteration=1, text=hostile),
@@ -167,7 +151,7 @@ async def test_hostile_text_renders_literally() -> None:
                 ev("tool.started", run_id="r", call_id="a", name="[red]Bash[/]", args_summary=hostile),
                 ev("note.created", note={"note_id": "n", "state": "pending", "text": hostile}),
                 ev("run.completed", run_id="r", answer=hostile + "\n\n[click me](http://evil.example)"),
-            ]
+            ],
         )
         await settle(pilot)
         text = "\n".join(view.lines_text)
@@ -189,14 +173,14 @@ async def test_line_cap_drops_oldest_and_keeps_a_reader_in_place() -> None:
     app = TimelineApp(max_lines=50)
     async with app.run_test(size=(60, 12)) as pilot:
         view = app.view
-        view.feed(ev.tools(45))
+        feed(view, ev.tools(45))
         await settle(pilot)
         view.scroll_to(y=30, animate=False)
         await pilot.pause()
         reading = view.scroll_y
         top_line = view.lines_text[reading]
         assert reading == 30 and not view.at_bottom
-        view.feed(ev.tools(20, start=45))
+        feed(view, ev.tools(20, start=45))
         await settle(pilot)
         assert view.line_count <= 50
         assert view.lines_text[0] == "… 16 earlier entries dropped"
@@ -210,7 +194,7 @@ async def test_model_drops_show_as_a_marker() -> None:
     app = TimelineApp(Timeline(max_entries=20))
     async with app.run_test(size=(60, 30)) as pilot:
         view = app.view
-        view.feed(ev.tools(50))
+        feed(view, ev.tools(50))
         await settle(pilot)
         assert view.lines_text[0] == "… 31 earlier entries dropped"
         assert len(view.lines_text) == 20
@@ -222,7 +206,7 @@ async def test_resize_rewraps_text() -> None:
     app = TimelineApp()
     async with app.run_test(size=(40, 20)) as pilot:
         view = app.view
-        view.feed([ev("model.delta", run_id="r", iteration=1, text="word " * 30)])
+        feed(view, [ev("model.delta", run_id="r", iteration=1, text="word " * 30)])
         await settle(pilot)
         narrow = len(view.lines_text)
         await pilot.resize_terminal(120, 20)
@@ -246,15 +230,14 @@ async def test_a_long_flood_stays_within_the_line_cap() -> None:
                 )
                 events.append(ev("model.step", run_id="r", iteration=iteration, phase="commentary"))
                 events.extend(ev.tools(2, start=iteration * 2))
-            view.feed(events)
-            view.flush()
+            feed(view, events)
             assert view.line_count <= 500
         await pilot.pause()
         assert ev.seq == 20_000
         assert view.at_bottom and "echo 9999" in view.lines_text[-1]
         assert view.lines_text[0].startswith("… ") and view.lines_text[0].endswith("earlier entries dropped")
         # Bookkeeping shrinks with the lines: nothing keeps scrolled-off entries alive in the view.
-        assert len(view._rendered) == len(view._start) <= 500
+        assert len(view._lines._rendered) == len(view.shown_ids) <= 500
 
 
 async def test_a_history_that_starts_late_says_how_many_events_were_not_loaded() -> None:
@@ -265,12 +248,12 @@ async def test_a_history_that_starts_late_says_how_many_events_were_not_loaded()
     app = TimelineApp(max_lines=30)
     async with app.run_test(size=(100, 12)) as pilot:
         view = app.view
-        view.feed(ev.tools(10))
+        feed(view, ev.tools(10))
         await settle(pilot)
         assert app.timeline.events_not_loaded == 94_999
         assert view.lines_text[0] == ("… 94,999 earlier events not loaded; preloop sessions export has all")
         assert view.lines_text[1].startswith("◌ Bash  echo 0")
-        view.feed(ev.tools(40, start=10))
+        feed(view, ev.tools(40, start=10))
         await settle(pilot)
         assert view.lines_text[0].startswith("… 94,999 earlier events not loaded; preloop sessions export")
         assert view.lines_text[0].endswith("· 21 earlier entries dropped")
@@ -282,7 +265,7 @@ async def test_a_history_from_the_first_event_has_no_marker() -> None:
     app = TimelineApp()
     async with app.run_test(size=(100, 12)) as pilot:
         view = app.view
-        view.feed(ev.tools(3))
+        feed(view, ev.tools(3))
         await settle(pilot)
         assert app.timeline.events_not_loaded == 0
         assert view.lines_text[0].startswith("◌ Bash  echo 0")
@@ -295,7 +278,7 @@ async def test_a_following_view_keeps_following_through_a_resize() -> None:
     app = TimelineApp()
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.view
-        view.feed(ev.tools(100))
+        feed(view, ev.tools(100))
         await settle(pilot)
         assert view.at_bottom and view.following
         await pilot.resize_terminal(60, 20)

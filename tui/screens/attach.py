@@ -8,8 +8,10 @@ Layout: header, a banner for states that must not be missed (reconnecting, refus
 The session's state is a ``client.session.SessionCore`` (timeline, notes, pending approvals, row, status,
 the REST/stream merge); steering goes through ``client.steering`` (approvals through a ``Decider``, as in
 the inbox). This screen times and draws: as soon as it is composed one worker asks for the row and both
-lists and another takes the stream; events go to the core at most once per frame (``FRAME``), the first
-at once (the operator sees the session, then it catches up), and each ``SessionChange`` is drawn as is.
+lists and another takes the stream (``SessionCore.follow``: the core applies each event as it arrives and
+says what changed). What changed is painted at most once per frame (``FRAME``: the one throttle between
+the stream and the screen; the changes of a frame are joined), the first at once (the operator sees the
+session, then it catches up); a stream status is drawn at once.
 The app keeps the screen of every followed session (``tui.following``); ``q`` removes it. "New since you
 last looked" (the mark, the rule, the digest) is ``widgets.last_looked``'s, told of each change.
 
@@ -33,7 +35,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
 from typing import ClassVar
 
 from textual import on, work
@@ -41,18 +42,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widget import MountError, Widget
 
 from client.backends.base import Backend
 from client.drafts import DraftStore
 from client.errors import AuthError
-from client.events import Event
 from client.marks import MarkStore
 from client.models import Approval, Note
 from client.paths import exports_dir
 from client.session import SessionChange, SessionCore
-from client.status import Connecting, Ended, Live, Refused, StreamStatus
-from client.steering import DecideOutcome, Steering
+from client.status import Connecting, Live, Refused
+from client.steering import DecideOutcome, SendOutcome, Steering
 from client.streaming.policy import login_reason
 from tui.keypace import pace_of
 from tui.screens.arguments import whole_call
@@ -76,11 +77,11 @@ from widgets.too_small import TooSmall
 
 __all__ = ["CONFIRM_RISKS", "HISTORY_EVENTS", "AttachScreen"]
 
-FRAME = 1 / 60  # events are applied and the view synced at most this often
+FRAME = 1 / 60  # what the stream changed is painted at most this often
 HISTORY_EVENTS = 5_000  # the newest stored events read on attach: a session of 100,000 opens at once
 FIRST_PAINT_WAIT = 0.25  # after the first event, the backlog waits (at most this) for its frame to paint
 FOOTER_AT_THE_LATEST = 0.5  # the keys line comes after the first events, or this long after the mount
-YIELD_EVERY = 100  # while a backlog streams in, the screen runs after this many events
+PAINT_BACKLOG = 1_000  # changes waiting for a frame beyond this many are joined (memory stays bounded)
 SIDE_PANEL_BELOW = 90  # narrower: the side column goes under the timeline, the notes list a toggle (p)
 MIN_SIZE = (50, 14)  # below this many columns × rows one notice replaces a crushed layout
 
@@ -151,8 +152,9 @@ class AttachScreen(Screen[None]):
         """Enter sends typing begun at least half a second after the note box got the focus."""
         self._monotonic, self._leave, self._clock, self._follow = monotonic, leave, clock, follow
         self._drafts, self.marks = drafts if drafts is not None else DraftStore(), marks or MarkStore()
-        self._buffer: list[Event] = []
-        self._flush_scheduled = self._flushed_once = False
+        self._unpainted: list[SessionChange] = []  # what the stream changed since the last frame
+        self._frame: Timer | None = None
+        self._painted_once = False
         self._reshown = self._loading_started = False
         self._mounted = asyncio.Event()  # answers that arrive before the mount wait for it
 
@@ -258,50 +260,56 @@ class AttachScreen(Screen[None]):
 
     @work(exclusive=True, group="attach-stream")
     async def follow_stream(self) -> None:
-        """Take the stream until the session ends, the server refuses, or the screen goes away."""
-        since_yield = 0
-        async for item in self.core.follow(self.backend, tail=HISTORY_EVENTS):
+        """Take the stream until the session ends, the server refuses, or the screen goes away: the core
+        applies each event and status; what they changed is painted once per frame."""
+        async for change in self.core.follow(self.backend, tail=HISTORY_EVENTS):
+            if not change:
+                continue  # (an event seen before)
             if not self._mounted.is_set():
-                if isinstance(item, Connecting):  # the request goes out now; the header shows it once mounted
-                    self.core.apply_status(item)
+                if isinstance(change.status, Connecting):  # the header shows it once mounted
                     continue
                 await self._mounted.wait()
-            if isinstance(item, StreamStatus):
-                if isinstance(item, Ended):
-                    self._flush()
-                self._draw(self.core.apply_status(item))
+            if change.status is not None:
+                self._paint()  # what came before it first
+                self._draw(change)
                 continue
-            self._buffer.append(item)
-            if not self._flushed_once:
+            self._unpainted.append(change)
+            if len(self._unpainted) >= PAINT_BACKLOG:  # a screen not painted for long (in the background)
+                self._unpainted = [SessionChange.join(self._unpainted)]
+            if not self._painted_once:
                 # The first event is shown at once, and the screen gets a frame to paint it before the
                 # rest of a backlog is read: the operator sees the session, then it catches up.
-                self._flush()
+                self._paint()
                 await self._painted()
                 await self._mount_footer()
                 continue
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                self.set_timer(FRAME, self._flush)  # then at most once per frame
-            since_yield += 1
-            if since_yield >= YIELD_EVERY:  # a backlog arrives faster than it is read: let it paint
-                since_yield = 0
-                await asyncio.sleep(0)
+            if self._frame is None:
+                self._frame = self.set_timer(FRAME, self._paint)  # then at most once per frame
+
+    @property
+    def unpainted(self) -> int:
+        """What the stream brought that the screen does not show yet: items the core has still to apply,
+        and changes waiting for the next frame (0: the screen shows all that came)."""
+        return self.core.behind + len(self._unpainted)
 
     async def _painted(self) -> None:
-        """Wait until the app has painted what was just applied (at most ``FIRST_PAINT_WAIT``: a screen
+        """Wait until the app has painted what was just drawn (at most ``FIRST_PAINT_WAIT``: a screen
         followed in the background is not painted at all)."""
         painted = asyncio.get_running_loop().create_future()
         self.app.call_after_refresh(lambda: None if painted.done() else painted.set_result(None))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(painted, FIRST_PAINT_WAIT)
 
-    def _flush(self) -> None:
-        self._flush_scheduled = False
+    def _paint(self) -> None:
+        """Draw what the stream changed since the last frame, joined into one change."""
+        if self._frame is not None:
+            self._frame.stop()
+            self._frame = None
         # The view, not the screen: when the screen is taken apart its widgets go first.
-        if self._buffer and self.view.is_attached:
-            self._flushed_once = True
-            batch, self._buffer = self._buffer, []
-            self._draw(self.core.apply_events(batch))
+        if self._unpainted and self.view.is_attached:
+            self._painted_once = True
+            changes, self._unpainted = self._unpainted, []
+            self._draw(SessionChange.join(changes))
 
     def _draw(self, change: SessionChange, *, announce: bool = True) -> None:
         """Draw what the core says changed (``announce``: tell approvals settled elsewhere)."""
@@ -343,8 +351,8 @@ class AttachScreen(Screen[None]):
             self.banner.session_ended(change.ended.reason)
             self.note_box.clear()  # the box itself says why nothing is sent now
             self._box_closed()
-        if change.timeline:
-            self.view.sync()
+        if change.timeline is not None:
+            self.view.show(change.timeline)
         self.last_looked.changed()
 
     def _show_lists(self) -> None:
@@ -438,7 +446,12 @@ class AttachScreen(Screen[None]):
     @work(exclusive=True, group="attach-send")
     async def send_note(self, text: str) -> None:
         """Send the composer's text; on failure it stays in the box with the server's reason above it."""
-        outcome = await self.note_box.send(text, partial(self.steering.send_note, session_id=self.session_id))
+        outcome: SendOutcome | None = None
+        self.note_box.sending()
+        try:
+            outcome = await self.steering.send_note(text, session_id=self.session_id)
+        finally:
+            self.note_box.answered(text, outcome)
         self._draw(self.core.record(outcome))
         tell(self, steering_notice(outcome))
 

@@ -20,7 +20,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -46,6 +46,8 @@ class ConfirmScreen(ModalScreen[bool]):
         border: thick $warning; background: $surface; padding: 1 2;
     }
     ConfirmScreen Static { margin-bottom: 1; }
+    ConfirmScreen #detail-scroll { height: auto; max-height: 45vh; margin-bottom: 1; }
+    ConfirmScreen #detail-scroll > Static { margin-bottom: 0; }
     ConfirmScreen #too-soon { display: none; color: $text-muted; }
     ConfirmScreen #too-soon.-shown { display: block; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
@@ -64,8 +66,11 @@ class ConfirmScreen(ModalScreen[bool]):
         subject: str | None = None,
         clock: Monotonic | None = None,
         named: Text | None = None,
+        scroll_detail: bool = False,
     ) -> None:
         super().__init__()
+        self.scroll_detail = scroll_detail
+        """The detail may be long (a list of calls): it scrolls, and the buttons stay in view."""
         self.question = question
         self.named = named
         """What the answer decides, in a line or two under the question (a call: tool, session, command)."""
@@ -88,7 +93,11 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(question, id="question")
             if self.detail:
                 detail = Text(self.detail) if isinstance(self.detail, str) else self.detail
-                yield Static(detail, id="detail")
+                if self.scroll_detail:
+                    with VerticalScroll(id="detail-scroll"):
+                        yield Static(detail, id="detail")
+                else:
+                    yield Static(detail, id="detail")
             yield Static("", id="too-soon")
             with Horizontal():
                 yield Button(f"{self.no_label} (n)", id="no")

@@ -11,14 +11,21 @@ of its arguments: :func:`widgets.approvals_panel.call_first_line`, the one place
 their decision keys for half a second after they open. This holds at every risk level, also when
 ``PRELOOP_CONFIRM_RISK=none`` makes ``a`` approve at once. The decision itself goes
 through ``client.steering`` in a worker of the screen, and its outcome is told in one notice (decided,
-lost the race or expired, failed). When the approval is settled elsewhere while a dialog about it is open,
-:func:`settle_open_dialogs` turns that dialog into a notice instead of letting it decide something that no
-longer waits.
+lost the race or expired, failed). When the approval is settled elsewhere while a dialog about it is
+open, :func:`settle_open_dialogs` turns that dialog into a notice instead of letting it decide something
+that no longer waits.
+
+Many approvals at once (the inbox's marked rows) take the same path: the key pressed alone, not too soon,
+then always a dialog, at every risk level, that names how many, which tools, which sessions and the
+highest risk, and lists every call at a risk that asks (``confirm_risks``, and always danger and critical)
+by name (:class:`widgets.batch_view.ManyCalls`); approving asks ``y`` as the "are you sure?" does,
+declining takes one optional comment for all. ``Steering.decide_many`` then decides each on its own, and
+the screen is told the whole :class:`client.steering.BatchDecision` to show each row's result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from textual.app import App
@@ -26,13 +33,14 @@ from textual.screen import Screen
 
 from client.models import Approval
 from client.present import approval_outcome
-from client.steering import DecideOutcome, Steering, Verb
+from client.steering import ASK_RISKS, BatchDecision, DecideOutcome, Steering, Verb
 from client.textsafe import safe_line
 from tui.keypace import pace_of
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineAnswer, DeclineCommentScreen, KeptComment
 from tui.typeahead import Monotonic, TypeAheadGuard
 from widgets.approvals_panel import call_title, decision_card
+from widgets.batch_view import ManyCalls
 from widgets.notices import steering_notice, tell
 
 CONFIRM_RISKS = frozenset({"high", "danger", "critical"})
@@ -199,6 +207,84 @@ class Decider:
         ask = getattr(self.screen.app, "ask_allow", None)
         if callable(ask):
             ask(approval, session)
+
+    def many(self, approvals: Sequence[Approval]) -> ManyCalls:
+        """The calls of a marked set as its dialog names them (the risky ones one by one)."""
+        return ManyCalls(tuple(approvals), self.confirm_risks | ASK_RISKS)
+
+    def approve_many(
+        self,
+        approvals: Sequence[Approval],
+        *,
+        started: Callable[[], None],
+        decided: Callable[[BatchDecision], None],
+    ) -> None:
+        """``a`` with rows marked: after a yes to the dialog naming them all, approve every one."""
+        if not approvals or self.read_only or self.too_soon("approve the marked calls"):
+            return
+        many = self.many(approvals)
+        count = many.count
+
+        def _answered(yes: bool | None) -> None:
+            if yes:
+                self.decide_many(approvals, "approve", None, started=started, decided=decided)
+
+        self.screen.app.push_screen(
+            ConfirmScreen(
+                f"Approve these {count} calls?",
+                many.card(),
+                named=many.title(),
+                yes=f"Approve {count}",
+                no="Keep pending",
+                clock=self.clock,
+                scroll_detail=True,
+            ),
+            _answered,
+        )
+
+    def decline_many(
+        self,
+        approvals: Sequence[Approval],
+        *,
+        started: Callable[[], None],
+        decided: Callable[[BatchDecision], None],
+    ) -> None:
+        """``d`` with rows marked: one optional comment, then decline every one."""
+        if not approvals or self.read_only or self.too_soon("decline the marked calls"):
+            return
+
+        def _answered(answer: DeclineAnswer) -> None:
+            if isinstance(answer, str):
+                self.decide_many(approvals, "decline", answer or None, started=started, decided=decided)
+
+        self.screen.app.push_screen(
+            DeclineCommentScreen(None, clock=self.clock, many=self.many(approvals)), _answered
+        )
+
+    def decide_many(
+        self,
+        approvals: Sequence[Approval],
+        verb: Verb,
+        comment: str | None,
+        *,
+        started: Callable[[], None],
+        decided: Callable[[BatchDecision], None],
+    ) -> None:
+        """Send one decision for all of them from a worker of the screen: ``started`` is told it left,
+        ``decided`` gets the batch (each approval's outcome)."""
+        if not self.read_only:
+            started()
+            self.screen.run_worker(self._decide_many(approvals, verb, comment, decided), group="decide")
+
+    async def _decide_many(
+        self,
+        approvals: Sequence[Approval],
+        verb: Verb,
+        comment: str | None,
+        decided: Callable[[BatchDecision], None],
+    ) -> None:
+        batch = await self.steering.decide_many([a.id for a in approvals], verb, comment, known=approvals)
+        decided(batch)
 
     def decide(self, approval: Approval, verb: Verb, comment: str | None) -> None:
         """Send the decision from a worker of the screen (a second one on its way sends nothing)."""

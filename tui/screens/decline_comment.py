@@ -8,6 +8,10 @@ second after the dialog appeared (``tui.keypace.KeyPace.run_began``: a burst tha
 opened is such typing), or a comment whose first letter came that soon. That Enter says to press Enter
 again, and the next one declines.
 
+Given the calls of a marked set (``many``: :class:`widgets.batch_view.ManyCalls`) instead of one approval,
+the same dialog declines them all with the one comment: it names how many, which tools and sessions, the
+highest risk and every risky call (a list that scrolls), and guards its Enter the same way.
+
 The approval can be settled elsewhere while the operator is still typing (another operator, expiry, the
 session ending). The dialog then stops being a decision: it says what happened, keeps the focus (so the
 rest of what is being typed still lands in the box, never on the screen below as key commands), and when
@@ -23,7 +27,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
@@ -31,6 +35,7 @@ from client.models import Approval
 from tui.keypace import pace_of
 from tui.typeahead import Monotonic, TypeAheadGuard
 from widgets.approvals_panel import call_title, decision_card
+from widgets.batch_view import ManyCalls
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,8 @@ class DeclineCommentScreen(ModalScreen[DeclineAnswer]):
         border: thick $error; background: $surface; padding: 1 2;
     }
     DeclineCommentScreen Static { margin-bottom: 1; }
+    DeclineCommentScreen #detail-scroll { height: auto; max-height: 40vh; margin-bottom: 1; }
+    DeclineCommentScreen #detail-scroll > Static { margin-bottom: 0; }
     DeclineCommentScreen #too-soon { display: none; color: $text-muted; }
     DeclineCommentScreen #too-soon.-shown { display: block; }
     DeclineCommentScreen Horizontal { height: auto; margin-top: 1; align-horizontal: right; }
@@ -71,11 +78,22 @@ class DeclineCommentScreen(ModalScreen[DeclineAnswer]):
     DeclineCommentScreen.-settled #decline { display: none; }
     """
 
-    def __init__(self, approval: Approval, session: str = "", *, clock: Monotonic | None = None) -> None:
+    def __init__(
+        self,
+        approval: Approval | None,
+        session: str = "",
+        *,
+        clock: Monotonic | None = None,
+        many: ManyCalls | None = None,
+    ) -> None:
         super().__init__()
+        if approval is None and many is None:
+            raise ValueError("a decline dialog is about an approval or a set of them")
         self.approval = approval
+        self.many = many
+        """The calls of a marked set, declined together (then ``approval`` is None)."""
         self.session = session
-        self.subject = approval.id
+        self.subject = approval.id if approval is not None else None
         self.guard = TypeAheadGuard(clock)
         self.settled: str | None = None
         self._begun_unread = False
@@ -84,19 +102,31 @@ class DeclineCommentScreen(ModalScreen[DeclineAnswer]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            question = Text("Decline this call?\n", style="bold")
-            question.append_text(call_title(self.approval, self.session))
-            yield Static(question, id="question")
-            yield Static(decision_card(self.approval, self.session, named=True), id="detail")
-            yield Static(
-                Text("Optional comment for the agent. Enter declines, Escape cancels.", style="dim"),
-                id="how",
-            )
+            if self.many is not None:
+                count = self.many.count
+                question = Text(f"Decline these {count} calls?\n", style="bold")
+                question.append_text(self.many.title())
+                yield Static(question, id="question")
+                with VerticalScroll(id="detail-scroll"):
+                    yield Static(self.many.card(), id="detail")
+                how = (
+                    f"One optional comment, given with each of the {count}. Enter declines all, Esc cancels."
+                )
+                label = f"Decline {count} (Enter)"
+            else:
+                assert self.approval is not None
+                question = Text("Decline this call?\n", style="bold")
+                question.append_text(call_title(self.approval, self.session))
+                yield Static(question, id="question")
+                yield Static(decision_card(self.approval, self.session, named=True), id="detail")
+                how = "Optional comment for the agent. Enter declines, Escape cancels."
+                label = "Decline (Enter)"
+            yield Static(Text(how, style="dim"), id="how")
             yield Input(placeholder="why not? (optional)", max_length=2000, id="comment")
             yield Static("", id="too-soon")
             with Horizontal():
                 yield Button("Cancel (Esc)", id="cancel", compact=True)
-                yield Button("Decline (Enter)", id="decline", variant="error", compact=True)
+                yield Button(label, id="decline", variant="error", compact=True)
 
     def on_mount(self) -> None:
         self.guard.arm()

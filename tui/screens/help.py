@@ -70,6 +70,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("", "typing in the inbox is kept in the draft of the session you came from"),
             ("", "x in the inbox: the highlighted call's whole arguments (its column is cut to fit)"),
             ("", "A in the inbox: a rule for calls like the highlighted one (as on the card)"),
+            ("", "space in the inbox marks a row (M: all): a / d then decide the marked ones together"),
             ("R", "the allow rules that hold (the banner on every screen names them): x / X end them"),
             ("Ctrl+P", "command palette"),
             ("Ctrl+C, Ctrl+Q", "quit, drafts kept (Ctrl+C with text selected copies it first)"),

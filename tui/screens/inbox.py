@@ -12,6 +12,14 @@ were settled elsewhere while the inbox was open, and the sessions followed in th
 events are new since the operator last looked there and what needs them (``client.marks.News``).
 Opening the inbox marks its notes as seen.
 
+Many at once: space marks (or unmarks) the highlighted approval and ``M`` marks every one (or, all marked,
+none); the title counts the marked ones and each marked row shows ● before its waiting time. With rows
+marked, ``a`` and ``d`` decide the marked set, never only the highlighted row: one dialog names how many,
+which tools, which sessions, the highest risk and every risky call (``tui.screens.decide.Decider``), and
+a decline's comment goes with each. The rows being decided show …; then each marked approval's result is
+listed under the table (decided; already decided, by whom and when as far as the server says; expired;
+not decided and why): those decided or settled leave the list, those not decided stay, still marked.
+
 ``a`` and ``d`` are ignored for half a second after the inbox opens, comes back from a dialog, or the
 terminal gets the focus back (``tui.typeahead``): the inbox opens with a key (``i``, F2), and the letters
 typed right after it were not meant for it. The one-key approve of a low-risk call is guarded the same way.
@@ -41,14 +49,17 @@ from client.marks import News
 from client.models import Approval
 from client.present import describe_session
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
-from client.steering import AlreadySettled, Decided, DecideOutcome, Steering
+from client.steering import AlreadySettled, BatchDecision, Decided, DecideOutcome, Steering
 from client.stream_words import status_line, status_words
 from tui.screens.arguments import whole_call
 from tui.screens.decide import Decider
 from tui.screens.decline_comment import KeptComment
 from tui.typeahead import Monotonic
+from widgets.batch_view import batch_results, marked_in_order
 from widgets.call_preview import CallPreviewPane
 from widgets.inbox_view import (
+    DECIDING,
+    MARKED,
     InboxApprovals,
     InboxBadge,
     agent_of,
@@ -97,6 +108,22 @@ class InboxScreen(Screen[None]):
             "o,enter", "open", "Open session", id="inbox.open", tooltip="Attach to this approval's session"
         ),
         Binding("x", "arguments", "Args", id="inbox.arguments", tooltip="The highlighted call in full"),
+        Binding(
+            "space",
+            "mark",
+            "Mark",
+            show=False,
+            id="inbox.mark",
+            tooltip="Mark or unmark the highlighted approval: a / d then decide every marked one",
+        ),
+        Binding(
+            "M",
+            "mark_all",
+            "Mark all",
+            show=False,
+            id="inbox.mark_all",
+            tooltip="Mark every approval listed (all marked already: unmark them)",
+        ),
         Binding("escape,i", "back", "Back", id="inbox.back", tooltip="Back to where you were"),
         Binding("question_mark", "app.help", "Help", id="inbox.help", tooltip="All keys"),
     ]
@@ -107,6 +134,7 @@ class InboxScreen(Screen[None]):
     InboxScreen #inbox-state { width: auto; padding: 0 1; }
     InboxScreen #inbox-empty { padding: 1 2; color: $text-muted; }
     InboxScreen #inbox-recent { padding: 0 1; margin-top: 1; color: $text-muted; }
+    InboxScreen #inbox-batch { padding: 0 1; margin-top: 1; display: none; }
     InboxScreen #inbox-notes { padding: 0 1; margin-top: 1; }
     InboxScreen #inbox-followed { padding: 0 1; margin-top: 1; }
     InboxScreen #inbox-main { height: 1fr; }
@@ -154,6 +182,15 @@ class InboxScreen(Screen[None]):
         self._shown_version = -1
         self._can_act: bool | None = None
         """Whether an approval was highlighted when the keys were last checked (the footer follows it)."""
+        self.marked: dict[str, None] = {}
+        """The approvals marked to be decided together (space, M), in the order marked."""
+        self.deciding: set[str] = set()
+        """Marked approvals whose decision is on its way."""
+        self.last_batch: BatchDecision | None = None
+        """What came of the last decision of marked approvals (listed under the table)."""
+        self._batch_rows: dict[str, Approval] = {}
+        """The approvals of the last batch as they were listed when it was decided."""
+        self._batch_drawn: BatchDecision | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="inbox-top"):
@@ -164,6 +201,7 @@ class InboxScreen(Screen[None]):
         with Horizontal(id="inbox-main"):
             with VerticalScroll(id="inbox-body"):
                 yield InboxApprovals(id="inbox-approvals")
+                yield Static("", id="inbox-batch")
                 yield Static("", id="inbox-empty")
                 yield Static("", id="inbox-recent")
                 yield Static("", id="inbox-notes")
@@ -214,13 +252,19 @@ class InboxScreen(Screen[None]):
         # The table first: the first widget to report a change starts the next frame, and a new row needs
         # the table's new size (a layout) in that frame to be seen.
         table = self.query_one(InboxApprovals)
+        self._keep_marks(approvals)
         table.show(approvals, now)
+        table.set_marks(self._mark_glyphs(), now)
         self._set_display(table, bool(approvals))
         title = Text("Inbox", style="bold")
+        where = " · " if self.marked else " across all sessions"  # room for the count at 80 columns
         title.append(
-            f"  {len(approvals)} approval{'s' if len(approvals) != 1 else ''} waiting across all sessions",
+            f"  {len(approvals)} approval{'s' if len(approvals) != 1 else ''} waiting{where}",
             style="" if approvals else "dim",
         )
+        if self.marked:
+            title.append(f"{len(self.marked)} marked", style="bold yellow")
+        self._show_batch()
         update_static(self.query_one("#inbox-title", Static), title, fixed_size=True)
         update_static(self.query_one("#inbox-state", Static), feed_state(self.status, self.inbox.synced))
         empty = self.query_one("#inbox-empty", Static)
@@ -248,6 +292,14 @@ class InboxScreen(Screen[None]):
             self._can_act = can_act
             self.refresh_bindings()
 
+    def _show_batch(self) -> None:
+        """What came of the last decision of marked rows, drawn once per decision."""
+        shown = self.query_one("#inbox-batch", Static)
+        self._set_display(shown, self.last_batch is not None)
+        if self.last_batch is not None and self._batch_drawn is not self.last_batch:
+            shown.update(batch_results(self.last_batch, self._batch_rows))
+            self._batch_drawn = self.last_batch
+
     @staticmethod
     def _set_display(widget: Static | InboxApprovals, shown: bool) -> None:
         if widget.display != shown:
@@ -271,13 +323,75 @@ class InboxScreen(Screen[None]):
     # ------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Approve, decline and open only when an approval is highlighted (and not read-only)."""
-        if action in ("approve", "decline", "open", "arguments", "allow_like"):
+        """Approve, decline, mark and open only when an approval is highlighted (and not read-only)."""
+        if action in ("approve", "decline", "open", "arguments", "allow_like", "mark", "mark_all"):
             if not self.is_mounted or self.query_one(InboxApprovals).selected is None:
                 return None
-            if action in ("approve", "decline", "allow_like") and self.read_only:
+            if action in ("approve", "decline", "allow_like", "mark", "mark_all") and self.read_only:
                 return None
         return True
+
+    # ------------------------------------------------------------------ marks
+
+    def _keep_marks(self, approvals: Sequence[Approval]) -> None:
+        """Marks follow what waits: an approval that left (decided, expired) is no longer marked."""
+        waiting = {a.id for a in approvals}
+        for approval_id in [k for k in self.marked if k not in waiting]:
+            del self.marked[approval_id]
+        self.deciding &= waiting
+
+    def _mark_glyphs(self) -> dict[str, str]:
+        glyphs = dict.fromkeys(self.marked, MARKED)
+        glyphs.update(dict.fromkeys(self.deciding, DECIDING))
+        return glyphs
+
+    def action_mark(self) -> None:
+        """Space: mark the highlighted approval to be decided with the others marked, or unmark it."""
+        approval = self.query_one(InboxApprovals).selected
+        if approval is None or approval.id in self.deciding:
+            return
+        if approval.id in self.marked:
+            del self.marked[approval.id]
+        else:
+            self.marked[approval.id] = None
+        self.refresh_view()
+
+    def action_mark_all(self) -> None:
+        """``M``: mark every approval listed; when all are marked already, unmark them."""
+        listed = [a.id for a in self.inbox.approvals if a.id not in self.deciding]
+        if listed and all(a in self.marked for a in listed):
+            self.marked.clear()
+        else:
+            self.marked.update(dict.fromkeys(listed))
+        self.refresh_view()
+
+    def _marked_approvals(self) -> list[Approval]:
+        return marked_in_order(self.inbox.approvals, self.marked)
+
+    def _batch_started(self, approvals: Sequence[Approval]) -> None:
+        for approval in approvals:
+            self.marked.pop(approval.id, None)
+            self.deciding.add(approval.id)
+        self.refresh_view()
+
+    def _batch_decided(self, batch: BatchDecision, approvals: Sequence[Approval]) -> None:
+        """Each approval's result: those decided or settled leave the inbox now (without their echo),
+        those not decided stay, marked again, and the list under the table says what came of each."""
+        self.last_batch = batch
+        self._batch_rows = {a.id: a for a in approvals}
+        ids = {a.id for a in approvals}
+        self.deciding -= ids
+        settled = {a.id for a in batch.settled}
+        for approval in approvals:
+            if approval.id not in settled and self.inbox.get(approval.id) is not None:
+                self.marked[approval.id] = None
+        for approval in batch.settled:
+            self.inbox.decided(approval)
+        sync = getattr(self.app, "inbox_updated", None)
+        if callable(sync):
+            sync()
+        else:
+            self.refresh_view()
 
     def action_back(self) -> None:
         """Back to the screen the inbox was opened from."""
@@ -306,12 +420,30 @@ class InboxScreen(Screen[None]):
         return describe_session(approval.runtime_session_id, agent_of(approval))
 
     def action_approve(self) -> None:
-        """Let the highlighted approval's tool call run; a risky one asks first (as on the attach screen)."""
+        """Let the highlighted approval's tool call run; a risky one asks first (as on the attach screen).
+        With rows marked: the marked ones, after a dialog that names them."""
+        marked = self._marked_approvals()
+        if marked:
+            self.decider.approve_many(
+                marked,
+                started=lambda: self._batch_started(marked),
+                decided=lambda batch: self._batch_decided(batch, marked),
+            )
+            return
         approval = self.query_one(InboxApprovals).selected
         self.decider.approve(approval, self._session(approval) if approval else "")
 
     def action_decline(self) -> None:
-        """Ask for an optional comment, then decline the highlighted approval."""
+        """Ask for an optional comment, then decline the highlighted approval (with rows marked: every
+        marked one, with the one comment)."""
+        marked = self._marked_approvals()
+        if marked:
+            self.decider.decline_many(
+                marked,
+                started=lambda: self._batch_started(marked),
+                decided=lambda batch: self._batch_decided(batch, marked),
+            )
+            return
         approval = self.query_one(InboxApprovals).selected
         self.decider.decline(approval, self._session(approval) if approval else "")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from client.backends.base import ApprovalPage, Capabilities, ServerKind, SessionFilter
+from client.backends.base import ApprovalPage, BatchItem, Capabilities, ServerKind, SessionFilter
 from client.backends.dendrux.mapping import (
     TERMINAL_STATUSES,
     approval_from_row,
@@ -486,6 +486,40 @@ class DendruxBackend(RestBackend):
     async def original_args(self, approval_id: str) -> dict[str, Any]:
         """A Dendrux app redacts nothing of a gated call: its params are the call's own."""
         raise Unsupported("a Dendrux app keeps a gated call's params as they are: nothing was redacted")
+
+    async def decide_batch(
+        self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None
+    ) -> list[BatchItem]:
+        """One call per approval (the steer router decides the calls of one run's pause, no batch across
+        runs): the calls of one run one after another (the last decision of a pause resumes the run),
+        several runs at a time; each call's answer or failure is its item. An approval's comment is
+        refused before anything is sent, as for one."""
+        if approve and comment and comment.strip():
+            raise Unsupported(NO_APPROVE_COMMENT)
+        ids = list(dict.fromkeys(approval_ids))
+        runs: dict[str | None, list[str]] = {}
+        for approval_id in ids:
+            try:
+                run_id: str | None = await self._run_of_call(approval_id)
+            except ClientError:
+                run_id = None  # its own call says what is wrong with it
+            runs.setdefault(run_id, []).append(approval_id)
+        found: dict[str, BatchItem] = {}
+        gate = asyncio.Semaphore(_PARALLEL)
+
+        async def one_run(calls: list[str]) -> None:
+            async with gate:
+                for approval_id in calls:
+                    try:
+                        row = await self._decide(approval_id, approve, comment)
+                    except ClientError as exc:
+                        found[approval_id] = BatchItem(approval_id, decided=False, error=exc)
+                        continue
+                    status = "approved" if approve else "declined"
+                    found[approval_id] = BatchItem(approval_id, decided=True, status=status, approval=row)
+
+        await asyncio.gather(*(one_run(calls) for calls in runs.values()))
+        return [found[approval_id] for approval_id in ids]
 
     # ----------------------------------------------------------------------------------- live
 

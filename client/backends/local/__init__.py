@@ -9,7 +9,6 @@ or the account, one tool, an argument pattern, applied by the server where an ap
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -72,16 +71,14 @@ class LocalBackend(PreloopRestApi):
         """The session detail as is: our server fills every counter (no list-row lookup needed)."""
         return await self._session_detail(session_id)
 
-    async def follow(
+    def follow(
         self, session_id: str, *, after: int = 0, tail: int | None = None
     ) -> AsyncGenerator[Event | StreamStatus, None]:
         """Live events after seq ``after`` (or the newest ``tail`` first), in order, exactly once, with
-        connection states between them."""
+        connection states between them (the feed's own generator: no layer of its own per event)."""
         from client.backends.local import feed  # streaming only: scripted commands never load it
 
-        async with aclosing(feed.follow(self, require_uuid(session_id), after=after, tail=tail)) as items:
-            async for item in items:
-                yield item
+        return feed.follow(self, require_uuid(session_id), after=after, tail=tail)
 
     async def history(
         self, session_id: str, *, since: datetime | None = None, after: Place | None = None

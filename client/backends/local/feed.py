@@ -89,7 +89,8 @@ def follow(
             released_here = 0
             async with aclosing(source.aiter_sse()) as frames:
                 async for frame in frames:
-                    link.alive()  # bytes flow again: the next drop starts the backoff afresh
+                    if link.failures or link.token_refused:
+                        link.alive()  # bytes flow again: the next drop starts the backoff afresh
                     if frame.retry is not None:
                         link.retry_hint = frame.retry / 1000
                     if not frame.data:
