@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from client.models import Approval, Session, TokenUsage
+from client.models import Approval, ApprovalDecider, Session, TokenUsage
 from client.status import Live
 from tests.fake_preloop.app import load_capture
 from tests.tui import data
@@ -96,7 +96,7 @@ def _decided_script() -> list[Any]:
             "approver_comment": "looks fine, ship it",
             "resolved_at": ago(seconds=90),
             "decided_by_human": True,
-            "decider": {"kind": "person", "name": "dana", "user_id": "u-dana", "at": ago(seconds=90)},
+            "decider": ApprovalDecider(kind="person", name="dana", user_id="u-dana", at=ago(seconds=90)),
         }
     )
     return [
