@@ -202,11 +202,16 @@ def _file_bytes(db: Path) -> bytes:
     return db.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
-async def test_a_database_from_before_names_and_costs_is_upgraded_keeping_its_rows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("written_by", [3, 4])
+async def test_a_database_from_before_names_and_costs_is_upgraded_keeping_its_rows(
+    tmp_path: Path, written_by: int
+) -> None:
+    """A demo database from before named operators and costs (version 3, or 4: main's allow rules) opens
+    with the newest schema and keeps its rows; an old decision names nobody rather than inventing one."""
     db = tmp_path / "old.sqlite3"
-    with sqlite3.connect(db) as conn:  # what version 3 of this program wrote
+    with sqlite3.connect(db) as conn:  # what that version of this program wrote
         conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        for version in (1, 2, 3):
+        for version in range(1, written_by + 1):
             for statement in store_module._split_sql(store_module.MIGRATIONS[version]):
                 conn.execute(statement)
             conn.execute("INSERT INTO schema_version VALUES (?)", (version,))
