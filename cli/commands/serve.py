@@ -239,6 +239,18 @@ def restart_hint(db_path: Path) -> str:
     )
 
 
+def _demo_url(port: int | None) -> str:
+    """The demo's URL to sign in at: ``--port`` when given, else the one the running (or last) demo wrote
+    to the local-server file (it takes a free port when its usual one is taken), else its usual port."""
+    if port is None:
+        from client.config import local_server_url
+
+        written = local_server_url("demo")
+        if written is not None:
+            return written
+    return f"http://127.0.0.1:{DEMO_PORT if port is None else port}"
+
+
 async def demo(args: argparse.Namespace) -> int:
     """A local server on a stable port plus demo agents; the sessions screen (or instructions) on top."""
     from cli.commands.common import is_tty
@@ -247,8 +259,7 @@ async def demo(args: argparse.Namespace) -> int:
     db_path = _db(args.db) or demo_db_path()
     if args.add_operator is not None:
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        port = DEMO_PORT if args.port is None else args.port
-        return await add_operator(db_path, args.add_operator, f"http://127.0.0.1:{port}")
+        return await add_operator(db_path, args.add_operator, _demo_url(args.port))
     use_tui = not args.no_tui and is_tty(sys.stdout) and is_tty(sys.stdin)
     from server.demo import start_demo
 
