@@ -94,6 +94,29 @@ async def test_a_decision_is_stored_with_the_person_who_made_it(live_server, har
     await asyncio.wait_for(check, 30)
 
 
+async def test_a_batch_decision_is_stored_with_the_person_who_made_it(live_server, harness) -> None:
+    """``decide-batch`` by dana: each approval it decided names her (row and stream), as one decision does."""
+    dana = live_server.add_operator("dana")
+    agent = await harness.start_session(agent_name="asker")
+    check = asyncio.create_task(agent.permission_check("Bash", {"command": "git push"}))
+    async with (
+        httpx.AsyncClient(base_url=live_server.url, headers=auth(dana)) as as_dana,
+        httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as as_me,
+    ):
+        approval = await _pending(as_me, agent.session_id)
+        batch = await as_dana.post(
+            "/api/v1/approval-requests/decide-batch",
+            json={"ids": [approval["id"]], "approved": False, "comment": "not today"},
+        )
+        (result,) = batch.json()["results"]
+        assert result["ok"] and result["approval"]["decider"]["name"] == "dana"
+        row = (await as_me.get(f"/api/v1/approval-requests/{approval['id']}")).json()
+        assert row["status"] == "declined" and row["decider"]["name"] == "dana"
+        stream = await read_until(live_server, agent.session_id, "approval.decided")
+        assert stream.first("approval.decided").data["approval"]["decider"]["name"] == "dana"
+    await asyncio.wait_for(check, 30)
+
+
 async def test_an_expired_approval_has_no_decider(live_server, harness) -> None:
     agent = await harness.start_session(agent_name="asker")
     verdict = await agent.permission_check("Bash", {"command": "ls"}, timeout_seconds=0.3)
