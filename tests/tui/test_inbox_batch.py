@@ -20,7 +20,7 @@ from client.config import Settings
 from server.harness_client import HarnessClient, HarnessSession
 from tests.conftest import LiveServer
 from tests.tui.test_pilot import plain, until
-from tests.tui.test_type_ahead import PERSON, TypingClock, on_top, press_alone, type_keys
+from tests.tui.test_type_ahead import PERSON, TypingClock, inbox_ready, on_top, press_alone, type_keys
 from tui.app import PreloopApp
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
@@ -66,7 +66,7 @@ async def test_mark_then_approve_the_marked_set_in_one_dialog(
     async with app.run_test(size=(120, 32)) as pilot:
         await until(pilot, lambda: app.inbox_count == 4, "four approvals")
         await pilot.press("i")
-        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await until(pilot, lambda: inbox_ready(app), "the inbox, an approval highlighted")
         order = [a.tool_args.get("command") or a.tool_args.get("path") for a in app.inbox.approvals]
         first, second = order.index("git push origin main"), order.index("README.md")
         for row in (first, second):
@@ -114,7 +114,7 @@ async def test_decline_all_with_one_comment_and_each_rows_own_result(
     async with app.run_test(size=(120, 32)) as pilot:
         await until(pilot, lambda: app.inbox_count == 3, "three approvals")
         await pilot.press("i")
-        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await until(pilot, lambda: inbox_ready(app), "the inbox, an approval highlighted")
         await pilot.press("M")
         await until(pilot, lambda: "· 3 marked" in text_of(app, "#inbox-title"), "all marked")
         await pilot.press("d")
@@ -150,7 +150,7 @@ async def test_a_row_whose_session_ended_meanwhile_is_told_as_cancelled(
     async with app.run_test(size=(120, 32)) as pilot:
         await until(pilot, lambda: app.inbox_count == 2, "two approvals")
         await pilot.press("i")
-        await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        await until(pilot, lambda: inbox_ready(app), "the inbox, an approval highlighted")
         await pilot.press("M")
         await until(pilot, lambda: "· 2 marked" in text_of(app, "#inbox-title"), "both marked")
         await pilot.press("a")
@@ -178,7 +178,7 @@ async def test_a_burst_of_typing_decides_no_marked_row_and_the_dialog_ignores_a_
     async with app.run_test(size=(120, 32)) as pilot:
         await until(pilot, lambda: app.inbox_count == 2, "two approvals")
         await press_alone(pilot, clock, "i")
-        await until(pilot, lambda: on_top(app, InboxScreen), "the inbox")
+        await until(pilot, lambda: inbox_ready(app), "the inbox, an approval highlighted")
         await press_alone(pilot, clock, "M")
         await until(pilot, lambda: "· 2 marked" in text_of(app, "#inbox-title"), "both marked")
         await type_keys(pilot, clock, "ad", PERSON)

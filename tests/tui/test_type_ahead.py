@@ -33,6 +33,7 @@ from tui.screens.confirm import ConfirmScreen
 from tui.screens.decline_comment import DeclineCommentScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.sessions import SessionsScreen
+from widgets.inbox_view import InboxApprovals
 
 pytestmark = pytest.mark.type_ahead
 
@@ -98,6 +99,13 @@ def on_top(app: PreloopApp, kind: type[Any]) -> bool:
     return isinstance(app.screen, kind) and app.screen.is_mounted
 
 
+def inbox_ready(app: PreloopApp) -> bool:
+    """The inbox is on top with an approval highlighted: its keys (decide, open, mark) have a row to act
+    on. Its rows arrive after the screen mounts; a key pressed before then does nothing."""
+    screen = app.screen
+    return on_top(app, InboxScreen) and screen.query_one(InboxApprovals).selected is not None
+
+
 def messages(app: PreloopApp) -> list[str]:
     return said(app)
 
@@ -152,7 +160,7 @@ async def test_the_inbox_ignores_a_decision_key_typed_as_it_opens(
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
         await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
         await press_alone(pilot, clock, "i")
-        await until(pilot, lambda: on_top(app, InboxScreen), "the inbox")
+        await until(pilot, lambda: inbox_ready(app), "the inbox, an approval highlighted")
         await press_alone(pilot, clock, "a", after=PERSON)
         await pilot.pause(0.3)
         assert not one_key.done() and await statuses(client, other) == ["pending"]
@@ -284,7 +292,7 @@ async def test_a_decline_comment_from_the_inbox_whose_approval_expired_is_kept_a
     async with app.run_test(size=(140, 30)) as pilot:
         await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
         await press_alone(pilot, clock, "i")
-        await until(pilot, lambda: on_top(app, InboxScreen), "the inbox")
+        await until(pilot, lambda: inbox_ready(app), "the inbox, an approval highlighted")
         await press_alone(pilot, clock, "d")
         await until(pilot, lambda: on_top(app, DeclineCommentScreen), "the comment box")
         dialog = app.screen

@@ -34,6 +34,7 @@ from tests.tui.test_type_ahead import (
     SLOW,
     TypingClock,
     ask,
+    inbox_ready,
     messages,
     on_top,
     press_alone,
@@ -274,7 +275,7 @@ async def test_typing_in_the_inbox_after_f2_goes_to_the_draft_and_opens_nothing(
             clock.advance(2.0)
             await type_keys(pilot, clock, "nabc")
             await type_keys(pilot, clock, ["f2"])
-            await until(pilot, lambda: on_top(app, InboxScreen), "the inbox")
+            await until(pilot, lambda: inbox_ready(app), "the inbox, an approval highlighted")
             clock.advance(0.3)
             await type_keys(pilot, clock, keys, pace)
             await stop_typing(pilot, app, clock)
@@ -306,7 +307,7 @@ async def test_typing_right_after_o_opens_a_session_is_not_sent_before_it_is_rea
     async with app.run_test(size=(140, 30)) as pilot:
         await until(pilot, lambda: app.inbox_count == 1, "the approval in the inbox")
         await press_alone(pilot, clock, "i")
-        await until(pilot, lambda: on_top(app, InboxScreen), "the inbox")
+        await until(pilot, lambda: inbox_ready(app), "the inbox, an approval highlighted")
         await press_alone(pilot, clock, "o")
         await until(pilot, lambda: on_top(app, AttachScreen), "the session")
         screen = app.screen
