@@ -305,14 +305,23 @@ class AttachScreen(Screen[None]):
         if self._frame is not None:
             self._frame.stop()
             self._frame = None
-        # The view, not the screen: when the screen is taken apart its widgets go first.
-        if self._unpainted and self.view.is_attached:
+        if self._unpainted and self._whole():
             self._painted_once = True
             changes, self._unpainted = self._unpainted, []
             self._draw(SessionChange.join(changes))
 
+    def _whole(self) -> bool:
+        """Every widget a change is drawn on is still attached. When the screen is taken apart (popped,
+        the app closing) its widgets go first, in no set order, while the stream may still deliver a
+        change (the session's end: the note box asked for its screen when it had none)."""
+        widgets = (self.header, self.banner, self.view, self.approvals_panel, self.notes_panel, self.note_box)
+        return all(widget.is_attached for widget in widgets)
+
     def _draw(self, change: SessionChange, *, announce: bool = True) -> None:
-        """Draw what the core says changed (``announce``: tell approvals settled elsewhere)."""
+        """Draw what the core says changed (``announce``: tell approvals settled elsewhere); nothing once
+        the screen is being taken apart."""
+        if not self._whole():
+            return
         if change.session is not None:
             self.header.set_session(change.session)
         if change.session is not None or change.timeline:
