@@ -302,6 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="which approvals (default pending)",
     )
     p.add_argument(
+        "--decided",
+        action="store_true",
+        help="every settled approval, the latest decision first: who decided (you, a colleague by name, an "
+        "AI, a standing rule), when, and the comment",
+    )
+    p.add_argument(
         "-o", "--output", choices=("table", "id"), default="table", help="table (default) or id, one per line"
     )
     p.add_argument("--json", action="store_true", help="print the approvals as JSON (NDJSON with --watch)")
@@ -322,11 +328,19 @@ def build_parser() -> argparse.ArgumentParser:
         approvals_sub,
         "show",
         "show one approval and what its call will change",
-        "Show one approval: its session, tool, risk, status and the agent's summary, then what the call\n"
-        "will change: a unified diff for a file edit, the command for a shell call, else the arguments.\n"
-        "Every line is printed; --json gives the approval and the preview's model.",
+        "Show one approval: its session, tool, risk and status; why it is asked (the agent's reasoning,\n"
+        "the server's summary, the rule that asked, what the server redacted); who decided it, when and\n"
+        "with which comment, votes and who looked, as far as the server says; then what the call will\n"
+        "change: a unified diff for a file edit, the command for a shell call, else the arguments.\n"
+        "Every line is printed; --json gives all of it and the preview's model.",
     )
     p.add_argument("approval_id", metavar="APPROVAL_ID", help="approval id (full, or 4+ leading characters)")
+    p.add_argument(
+        "--original",
+        action="store_true",
+        help="also fetch the call's arguments from before the server redacted them (Preloop keeps them "
+        "while the approval is pending, when its rule says so)",
+    )
     p.add_argument("--json", action="store_true", help="print the approval and its preview as JSON")
     p.set_defaults(handler=_handler("approvals", "show"))
 
@@ -424,6 +438,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8765, help="port to bind (default 8765; 0 = any free port)")
     p.add_argument("--db", metavar="PATH", help="SQLite database file (default: in the user data directory)")
+    p.add_argument(
+        "--add-operator",
+        metavar="NAME",
+        help="add a person with their own operator token (printed once) and exit; their decisions and "
+        "notes are shown under NAME",
+    )
     p.set_defaults(handler=_handler("serve", "serve"))
 
     p = add(
@@ -451,6 +471,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="port to bind (default 8766, or a free one when it is taken; 0 = any free port)",
     )
     p.add_argument("--fresh", action="store_true", help="delete the demo's database first and start over")
+    p.add_argument(
+        "--add-operator",
+        metavar="NAME",
+        help="add a person to the demo's server with their own operator token (printed once) and exit",
+    )
     p.set_defaults(handler=_handler("serve", "demo"))
     return parser
 

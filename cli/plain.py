@@ -61,11 +61,11 @@ from client.ids import resolve_approval, resolve_note, short_id
 from client.models import Approval
 from client.present import (
     clock,
+    decision_words,
     event_line,
     format_duration,
     session_title,
     settled_line,
-    settled_phrase,
     withdraw_outcome,
 )
 from client.preview import approval_preview
@@ -184,6 +184,8 @@ class _Printer:
         self.style = Style(out)
         self.err_style = Style(err)
         self._title: str | None = None
+        self.by_you: Callable[[Approval], bool] | None = None
+        """Tells the approvals this operator decided (a decided line then says "by you")."""
         self._texts_shown: set[int] = set()
 
     def notice(self, text: str) -> None:
@@ -225,7 +227,7 @@ class _Printer:
             elif text.phase is TextPhase.COMMENTARY and text.text.strip():
                 self.line(event.at, "commentary", safe_line(text.text))
             # (a final answer settled by run.completed is the "done" line itself)
-        kind, line = event_line(event)
+        kind, line = event_line(event, by_you=self.by_you)
         self.line(event.at, kind, line)
 
     def cut_off(self, at: datetime | None, text: TextEntry) -> None:
@@ -366,7 +368,7 @@ class _Commands:
             return
         if not approval.pending:
             self.core.lists_loaded((), [approval])
-            said = settled_line(approval)
+            said = settled_line(approval, you=self.steering.decisions.by_you(approval))
             if self.steering.decisions.here(approval.id):
                 said += " (from here)"
             self.printer.notice(
@@ -396,8 +398,8 @@ class _Commands:
         if isinstance(outcome, Decided):
             self.printer.notice(f"approval {sid} {safe_line(outcome.approval.status)}")
         elif isinstance(outcome, AlreadySettled):
-            said = settled_phrase(outcome.approval.status, elsewhere=True)
-            self.printer.notice(f"approval {sid} {said}: nothing decided")
+            said = decision_words(outcome.approval, you=outcome.by_you)
+            self.printer.notice(f"approval {sid} was already {said}: nothing decided")
         elif isinstance(outcome, DecisionFailed):
             self.printer.notice(f"{outcome.error.title}: {outcome.error.hint}")
 
@@ -508,6 +510,9 @@ async def follow_plain(
     """
     printer = _Printer(out or sys.stdout, err or sys.stderr, json_lines)
     steer = _Commands(backend, session_id, printer)
+    printer.by_you = steer.steering.decisions.by_you
+    with contextlib.suppress(ClientError):
+        await steer.steering.decisions.learn_me(backend)
     now = datetime.now(UTC)
     threshold: datetime | None = None if replay_all else now - (since or timedelta(0))
     if history_from is not None and not replay_all:

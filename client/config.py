@@ -58,6 +58,7 @@ __all__ = [
     "delete_token",
     "keyring_status",
     "load_config",
+    "local_server_url",
     "normalise_url",
     "read_local_server",
     "remember_server_kind",
@@ -384,6 +385,12 @@ def read_local_server() -> tuple[str, str | None] | None:
         return None
     token = raw.get("token")
     return raw["url"], token if isinstance(token, str) else None
+
+
+def local_server_url(started_by: str) -> str | None:
+    """The URL in the local-server file when the command ``started_by`` ("demo", "serve") wrote it."""
+    raw = _local_server_record()
+    return str(raw["url"]) if raw is not None and raw.get("started_by") == started_by else None
 
 
 def how_to_start(url: str) -> str:

@@ -18,9 +18,12 @@ expired, which are counted ("⌛ 4 expired (Bash)"), and list every problem or s
 "Since" is a :class:`Since`: a time (``--since 30m``) or a mark's place (``--since-last``, the rule line
 on coming back), which counts by the server's own numbering where it has one (``client.timeline.Place``).
 
-Servers differ in what they keep: none names the person who decided (``decided_by_human`` only says a
-person did; a decision made in this process is "by you"), and a Dendrux app keeps no comment for an
-approval (its decline carries the reason): the digest says so rather than showing nothing.
+Servers differ in what they keep: our server names the operator who decided, Preloop names them in the
+approval's history (read by ``Backend.approval_trail`` before the digest is made), a Dendrux app names
+nobody (the digest says so once, never inventing one) and keeps no comment for an approval (its decline
+carries the reason). A decision by this operator reads "you". What the session's model calls cost in the
+window ("+$0.42 · 12k tokens") is the sum of their usage (``client.costs``); a server that reports none
+shows nothing.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from client.costs import Cost, cost_json, cost_words, row_cost
 from client.export import md_block, md_inline
 from client.ids import short_id
 from client.models import Approval, Note, Session, iso
-from client.present import decided_by, how_long
+from client.present import decider_words, how_long
 from client.preview import Preview, approval_preview
 from client.session import THEN_WIDTH, SessionCore
 from client.textsafe import safe_line
@@ -72,6 +76,8 @@ __all__ = [
 
 NO_APPROVE_COMMENT = "this server keeps no comment for an approval"
 """Said beside an approval decided on a server that keeps no comment for one (a Dendrux app)."""
+NO_DECIDER = "this server does not record who decided an approval"
+"""Said once where decisions are listed, on a server that keeps no decider (a Dendrux app)."""
 
 _TEXT = 120
 """Agent and operator words are cut to this many characters on a digest line."""
@@ -129,6 +135,8 @@ class Decision:
     comment_kept: bool
     at: datetime | None
     session_id: str
+    you: bool = False
+    """This operator decided it (``by`` is then "you")."""
     change: Preview | None = None
     """What the decided call changes, when it is a file edit (``client.preview``): the digest shows it."""
 
@@ -178,6 +186,12 @@ class Digest:
     entries: int = 0
     """Timeline entries made or changed since."""
     partial: str | None = None
+    spent: Cost | None = None
+    """What the model calls since cost (their usage added up); None when the server reports none."""
+    total: Cost | None = None
+    """What the whole session has cost (its row), for scripts and the export."""
+    deciders_recorded: bool = True
+    """False on a server that keeps no decider: the digest says so once."""
 
     @property
     def away(self) -> timedelta:
@@ -220,8 +234,9 @@ def session_digest(
     partial: str | None = None,
 ) -> Digest:
     """The digest of what ``core`` holds since ``since``. ``approvals`` are the server's list of the
-    session's approvals in every status (the timeline alone knows only the decisions it saw happen);
-    ``comment_kept`` False when the server keeps no comment for an approval (``Capabilities``)."""
+    session's approvals in every status (the timeline alone knows only the decisions it saw happen), with
+    their trails read; ``comment_kept`` False when the server keeps no comment for an approval
+    (``Capabilities``); ``core.deciders_recorded`` False when it keeps no decider."""
     timeline = core.timeline
     tools = failed = entries = 0
     problems: list[str] = []
@@ -265,6 +280,7 @@ def session_digest(
     waiting = tuple(a for a in core.pending.values() if a.pending)
     notes = _notes(core, since)
     problems += [f"note {n.state}: “{safe_line(n.text, 40)}”" for n in notes if n.failed]
+    spent = Cost.of_calls(u for place, u in timeline.usage.values() if since.covers(place))
     row = core.session
     return Digest(
         session_id=core.session_id,
@@ -284,6 +300,9 @@ def session_digest(
         over=ended is not None or core.ended or (row is not None and row.ended_at is not None),
         entries=entries,
         partial=partial,
+        spent=spent,
+        total=row_cost(row),
+        deciders_recorded=core.deciders_recorded,
     )
 
 
@@ -311,24 +330,18 @@ def _problem(entry: TimelineEntry) -> str:
 
 
 def _decision(approval: Approval, core: SessionCore, comment_kept: bool) -> Decision:
-    here = core.decisions.here(approval.id)
-    who = decided_by(approval)
-    if here and approval.status in ("approved", "declined"):
-        by: str | None = "you"
-    elif who is None or who["kind"] == "expiry":
-        by = None
-    else:
-        by = who["detail"] or None
+    you = core.decisions.by_you(approval)
     kept = comment_kept or approval.status != "approved"
     return Decision(
         approval_id=approval.id,
         tool=approval.tool_name or "tool",
         status=approval.status,
-        by=by,
+        by=decider_words(approval, you=you),
         comment=approval.approver_comment or None,
         comment_kept=kept,
         at=approval.resolved_at,
         session_id=approval.runtime_session_id or core.session_id,
+        you=you,
         change=decided_change(approval),
     )
 
@@ -471,10 +484,11 @@ def _note_words(n: NoteLine, *, limit: int = 60) -> str:
     return words
 
 
-def digest_lines(digest: Digest) -> list[str]:
+def digest_lines(digest: Digest, *, say_no_decider: bool = True) -> list[str]:
     """The digest in three to six plain lines (terminal-safe; the attach screen and the CLI print them):
-    time away and tool calls; approvals decided and waiting; notes (up to two) and what followed; problems;
-    the agent's latest words and whether a final answer came."""
+    time away and tool calls (and what the model calls since cost); approvals decided (by whom) and
+    waiting; notes (up to two) and what followed; problems; the agent's latest words and whether a final
+    answer came. ``say_no_decider`` False: a handoff says once for all that the server names no decider."""
     d = digest
     if d.since.looked_at is not None:
         head = f"Away {how_long(d.away)} (last looked {_clock(d.since.looked_at)})"
@@ -484,6 +498,9 @@ def digest_lines(digest: Digest) -> list[str]:
     if d.tools:
         tools += f", {d.tools_failed} failed" if d.tools_failed else ", none failed"
     head += f" · {tools}"
+    spent = cost_words(d.spent, split=False)
+    if spent:
+        head += f" · +{spent}"
     if d.ended:
         head += f" · session ended ({safe_line(d.ended, 30)})"
     if d.partial:
@@ -497,6 +514,8 @@ def digest_lines(digest: Digest) -> list[str]:
         approvals += f" · ⚑ {len(d.waiting)} waiting now ({names})"
     else:
         approvals += " · none waiting"
+    if d.decided and not d.deciders_recorded and say_no_decider:
+        approvals += f" ({NO_DECIDER})"
     lines.append(approvals)
     for note in d.notes[:_NOTES_SHOWN]:
         lines.append(f"Note {_note_words(note)}")
@@ -539,10 +558,14 @@ def digest_json(digest: Digest) -> dict[str, Any]:
                 "comment": x.comment,
                 "comment_kept_by_server": x.comment_kept,
                 "at": iso(x.at),
+                "you": x.you,
                 "change": _change_json(x.change),
             }
             for x in d.decided
         ],
+        "deciders_recorded_by_server": d.deciders_recorded,
+        "cost_since": cost_json(d.spent),
+        "cost_total": cost_json(d.total),
         "approvals_waiting": [
             {"id": a.id, "tool": a.tool_name, "requested_at": iso(a.requested_at)} for a in d.waiting
         ],
@@ -565,7 +588,7 @@ def _md(text: str) -> str:
     return md_inline(text, newline=" ")
 
 
-def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
+def digest_markdown(digest: Digest, *, heading: str = "###", say_no_decider: bool = True) -> str:
     """The digest to paste into a ticket or a chat: a heading and a list, every time with its zone."""
     d = digest
     name = f"{_md(d.title)} " if d.title else ""
@@ -581,6 +604,9 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
         lines.append(f"- **Note**: {_md(d.partial)}")
     failed = f", {d.tools_failed} failed" if d.tools_failed else ""
     lines.append(f"- **Tool calls**: {d.tools}{failed}")
+    spent = cost_words(d.spent)
+    if spent:
+        lines.append(f"- **Cost since**: +{_md(spent)}")
     if d.decided:
         lines.append("- **Approvals decided**:")
         for x in (*d.made, *d.lapsed):
@@ -594,6 +620,8 @@ def digest_markdown(digest: Digest, *, heading: str = "###") -> str:
             lines.append(f"  - {x.status} `{_code(x.tool)}`{by}{when}{said}")
     else:
         lines.append("- **Approvals decided**: none")
+    if d.decided and not d.deciders_recorded and say_no_decider:
+        lines.append(f"- _{NO_DECIDER}_")
     lines += _changes_markdown(d.decided)
     if d.waiting:
         names = ", ".join(f"`{_code(a.tool_name or 'tool')}`" for a in d.waiting)
@@ -633,6 +661,14 @@ class Handoff:
     comment_kept: bool = True
     skipped: Mapping[str, str] = field(default_factory=dict)
     """Sessions whose digest could not be read, with why."""
+    deciders_recorded: bool = True
+    """False on a server that keeps no decider (say so once)."""
+
+    @property
+    def spent(self) -> Cost | None:
+        """What every session's model calls in the window cost, added up (None: no server said)."""
+        costs = [d.spent for d in self.digests if d.spent is not None]
+        return sum(costs[1:], costs[0]) if costs else None
 
     @property
     def first(self) -> list[Digest]:
@@ -679,9 +715,15 @@ def handoff_lines(handoff: Handoff) -> list[str]:
     approvals nobody decided (expired, cancelled)."""
     h = handoff
     span = f"{local_time(h.since, date=True)} → {local_time(h.until, date=True)}"
-    lines = [
+    head = (
         f"Shift handoff · {span} · {len(h.digests)} session{'s' if len(h.digests) != 1 else ''} with activity"
-    ]
+    )
+    spent = cost_words(h.spent, split=False)
+    if spent:
+        head += f" · +{spent} since {_clock(h.since)}"
+    lines = [head]
+    if not h.deciders_recorded:
+        lines.append(f"(Who decided is not shown: {NO_DECIDER}.)")
     if not h.comment_kept:
         lines.append(f"(Approvals here carry no comment: {NO_APPROVE_COMMENT}; a decline keeps its reason.)")
     for title, group in (("Needs a human first", h.first), ("Other sessions with activity", h.rest)):
@@ -690,7 +732,7 @@ def handoff_lines(handoff: Handoff) -> list[str]:
         lines += ["", f"{title}:"]
         for d in group:
             lines.append(f"  {_session_head(d)}")
-            lines += [f"    {line}" for line in digest_lines(d)]
+            lines += [f"    {line}" for line in digest_lines(d, say_no_decider=False)]
     lines += ["", "Decided in this window:"]
     if not h.made and not h.notes:
         lines.append("  nothing: no approval decided, no note sent")
@@ -724,6 +766,11 @@ def handoff_markdown(handoff: Handoff) -> str:
     """The handoff to paste into a ticket or a chat (times with their zone)."""
     h = handoff
     out = [f"## Shift handoff, {local_time(h.since, date=True)} → {local_time(h.until, date=True)}", ""]
+    spent = cost_words(h.spent)
+    if spent:
+        out += [f"Model calls in this window: +{_md(spent)}.", ""]
+    if not h.deciders_recorded:
+        out += [f"_Who decided is not shown: {NO_DECIDER}._", ""]
     if not h.comment_kept:
         out += [f"_Approvals here carry no comment ({NO_APPROVE_COMMENT}); a decline keeps its reason._", ""]
     for title, group in (("Needs a human first", h.first), ("Other sessions with activity", h.rest)):
@@ -731,7 +778,7 @@ def handoff_markdown(handoff: Handoff) -> str:
         if not group:
             out += ["None.", ""]
         for d in group:
-            out.append(digest_markdown(d, heading="####"))
+            out.append(digest_markdown(d, heading="####", say_no_decider=False))
     out += ["### Decided in this window", ""]
     if not h.made and not h.notes:
         out.append("Nothing: no approval decided, no note sent.")
@@ -757,6 +804,8 @@ def handoff_json(handoff: Handoff) -> dict[str, Any]:
         "since": iso(h.since),
         "until": iso(h.until),
         "comment_kept_by_server": h.comment_kept,
+        "deciders_recorded_by_server": h.deciders_recorded,
+        "cost_since": cost_json(h.spent),
         "needs_human": [digest_json(d) for d in h.first],
         "other": [digest_json(d) for d in h.rest],
         "decided": [
@@ -766,6 +815,7 @@ def handoff_json(handoff: Handoff) -> dict[str, Any]:
                 "tool": x.tool,
                 "status": x.status,
                 "by": x.by,
+                "you": x.you,
                 "comment": x.comment,
                 "at": iso(x.at),
             }

@@ -8,6 +8,7 @@ the words live here.
 
 from __future__ import annotations
 
+from client.present import decider_words
 from client.timeline import (
     ApprovalEntry,
     NoteEntry,
@@ -120,6 +121,9 @@ def entry_words(entry: TimelineEntry) -> list[str]:
             parts += [a.tool_name, *by_rule]
         elif a is not None:
             parts += [a.tool_name, a.summary, a.approver_comment if entry.decided else None]
+            who = decider_words(a) if entry.decided else None
+            if who:  # who decided, as the line says it (this operator's own read "you" there)
+                parts.append(f"by {who}")
         if not entry.decided and entry.status != "pending":
             parts.append(f"(now {entry.status})")
     elif isinstance(entry, RunEntry):

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from client.models import Approval, Note, Session, UtcDatetime, WireModel
+from client.models import Approval, CallUsage, Note, Session, UtcDatetime, WireModel
 
 EventType = Literal[
     "session.started",
@@ -140,6 +140,8 @@ class ModelStep(BaseEvent):
     phase: Literal["commentary", "final_answer"]
     text: str = ""
     tool_calls: int = 0
+    usage: CallUsage | None = Field(default=None, exclude_if=lambda v: v is None)
+    """What the step's model call used, when the agent or server says (tokens, cost)."""
 
 
 class ToolStarted(BaseEvent):

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from client.costs import Cost, cost_json, cost_words, row_cost
 from client.entry_words import duration_words
 from client.models import Approval, Note, Session, iso
 from client.paths import replace_file
@@ -185,24 +186,21 @@ def _note_item(note: Note, timeline: Timeline) -> dict[str, Any]:
     }
 
 
-def _sole_author(notes: Iterable[Note]) -> str | None:
-    """The one person the notes name as their author (None: no note names one, or several do)."""
-    names = {n.author.display for n in notes if n.author is not None and n.author.display}
-    return names.pop() if len(names) == 1 else None
-
-
-def _approval_item(approval: Approval, operator: str | None) -> dict[str, Any]:
+def _approval_item(approval: Approval, you: bool) -> dict[str, Any]:
+    rule = approval.rule_context.get("rule_name") if approval.rule_context else None
     return {
         "approval_id": approval.id,
         "tool": _clean(approval.tool_name),
         "summary": _clean(approval.summary),
+        "reasoning": _clean(approval.agent_reasoning),
+        "rule": _clean(rule) if isinstance(rule, str) else None,
         "arguments": json.loads(safe_text(json.dumps(approval.tool_args, ensure_ascii=False, default=str))),
         "risk": _clean(approval.risk_level),
         "status": approval.status,
         "requested_at": iso(approval.requested_at),
         "expires_at": iso(approval.expires_at),
         "decided_at": iso(approval.resolved_at) if not approval.pending else None,
-        "decided_by": decided_by(approval, operator),
+        "decided_by": decided_by(approval, you=you),
         "comment": _clean(approval.approver_comment),
         "change": _change(approval),
     }
@@ -258,19 +256,18 @@ def build_export(
     notes: Iterable[Note] = (),
     approvals: Iterable[Approval] = (),
     exported_at: datetime,
-    decided_here: Callable[[str], bool] | None = None,
-    operator: str | None = None,
-    sole_operator: bool = False,
+    by_you: Callable[[Approval], bool] | None = None,
+    deciders_recorded: bool = True,
 ) -> dict[str, Any]:
     """The whole export as a JSON-ready dict (see ``docs/export.schema.json``).
 
     ``notes`` and ``approvals`` are the server's lists (the newest state of each wins over the timeline's
     copy); whatever only the timeline saw is included too, so an export from events alone is complete.
-    ``decided_here`` tells the approvals decided by this client, whose operator the server calls
-    ``operator`` (see :func:`decided_by`). ``sole_operator``: the server has one operator per account
-    (our local server: every token of an account is its one user's), so every human decision was made
-    by the person the notes name as their author (``operator`` when given), and approvals and notes
-    name them alike; with no note to learn the name from, "the operator".
+    Each approval says who decided it as the server names them (``decider``: pass approvals through
+    ``Backend.approval_trail`` first where the server keeps it apart); ``by_you`` tells the ones this
+    operator decided (``Decisions.by_you``), which read "you". ``deciders_recorded`` False: the server
+    keeps no decider (a Dendrux app), which the document says once. The session's tokens and cost are
+    its row's (``client.costs``), absent when the server gives none.
     """
     row = session or timeline.session
     note_by_id: dict[str, Note] = {nid: record.note for nid, record in timeline.notes.items()}
@@ -288,18 +285,21 @@ def build_export(
     ordered_approvals = sorted(
         approval_by_id.values(), key=lambda a: a.requested_at or datetime.min.replace(tzinfo=UTC)
     )
-    human = (operator or _sole_author(ordered_notes) or "the operator") if sole_operator else None
+    session_item: dict[str, Any] = {
+        "id": session_id,
+        "title": safe_text(session_title(row)) if row is not None else None,
+        "agent": safe_text(row.agent_label) if row is not None else None,
+        "agent_kind": _clean(row.agent_kind) if row is not None else None,
+        "started_at": iso(row.started_at) if row is not None else None,
+        "ended_at": iso(row.ended_at) if row is not None else None,
+    }
+    spent = cost_json(row_cost(row))
+    if spent is not None:
+        session_item["cost"] = spent
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "exported_at": iso(exported_at),
-        "session": {
-            "id": session_id,
-            "title": safe_text(session_title(row)) if row is not None else None,
-            "agent": safe_text(row.agent_label) if row is not None else None,
-            "agent_kind": _clean(row.agent_kind) if row is not None else None,
-            "started_at": iso(row.started_at) if row is not None else None,
-            "ended_at": iso(row.ended_at) if row is not None else None,
-        },
+        "session": session_item,
         "run_status": timeline.run_status.value if timeline.run_status is not None else None,
         "final_answer": safe_text(timeline.final_answer) if timeline.final_answer is not None else None,
         "dropped_entries": timeline.dropped_count,
@@ -311,12 +311,11 @@ def build_export(
         },
         "notes": [_note_item(n, timeline) for n in ordered_notes],
         "approvals": [
-            _approval_item(
-                a, human or (operator if decided_here is not None and decided_here(a.id) else None)
-            )
-            for a in ordered_approvals
+            _approval_item(a, by_you(a) if by_you is not None else False) for a in ordered_approvals
         ],
     }
+    if not deciders_recorded:
+        doc["deciders_recorded"] = False
     if timeline.events_not_loaded:
         doc["events_not_loaded"] = timeline.events_not_loaded
     return doc
@@ -428,7 +427,7 @@ def _timeline_lines(doc: dict[str, Any]) -> list[str]:
                     what = _li(settled_phrase("expired", elsewhere=False))
                     lines.append(f"- {at} Approval for **{tool}** {what}{said}")
                 else:
-                    by = f" by {_li(who.get('detail') or who.get('kind'))}" if who else ""
+                    by = f" by {_li(who['detail'])}" if who.get("detail") else ""
                     lines.append(f"- {at} Approval for **{tool}** {_li(item['status'])}{by}{said}")
         elif kind == "note":
             note = notes.get(item["note_id"], {})
@@ -445,6 +444,17 @@ def _timeline_lines(doc: dict[str, Any]) -> list[str]:
             said = _li(item["summary"], 200)
             lines.append(f"- {at} Unknown event {_li(item['event_type'], 60)}: {said}")
     return lines
+
+
+def _cost_cell(cost: dict[str, Any]) -> str:
+    """The session's cost row: the same words the app and the digest use (``client.costs``)."""
+    spent = Cost(
+        cost.get("total_tokens") or 0,
+        cost.get("input_tokens"),
+        cost.get("output_tokens"),
+        cost.get("cost_usd"),
+    )
+    return md_inline(cost_words(spent) or "–")
 
 
 def to_markdown(doc: dict[str, Any]) -> str:
@@ -468,6 +478,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
         ),
         _row("Notes", str(len(doc["notes"]))),
         _row("Approvals", str(len(doc["approvals"]))),
+        *([_row("Cost", _cost_cell(session["cost"]))] if session.get("cost") else []),
         _row("Exported (UTC)", _when(doc["exported_at"])),
         "",
     ]
@@ -531,6 +542,8 @@ def to_markdown(doc: dict[str, Any]) -> str:
     out.append("")
 
     out += ["## Approvals", ""]
+    if doc.get("deciders_recorded") is False and doc["approvals"]:
+        out += ["*This server does not record who decided an approval.*", ""]
     if doc["approvals"]:
         out += [
             _row("Requested (UTC)", "Tool", "Risk", "Request", "Decision", "Decided (UTC)", "By", "Comment"),
@@ -543,9 +556,15 @@ def to_markdown(doc: dict[str, Any]) -> str:
                 if not who
                 else "nobody"
                 if who["kind"] == "expiry"
-                else md_inline(who["detail"] or who["kind"])
+                else md_inline(who["detail"])
+                if who["detail"]
+                else "–"
             )
             request = md_inline(a["summary"] or json.dumps(a["arguments"], ensure_ascii=False), 300)
+            if a.get("reasoning"):
+                request += f"<br>why: {md_inline(a['reasoning'], 300)}"
+            if a.get("rule"):
+                request += f"<br>rule: {md_inline(a['rule'], 120)}"
             out.append(
                 _row(
                     _when(a["requested_at"]),

@@ -25,9 +25,10 @@ from client.backends.base import Backend, SessionFilter
 from client.digest import Digest, Handoff, Since, session_digest
 from client.errors import ClientError
 from client.events import Event
-from client.listing import all_approvals, session_notes
+from client.listing import all_approvals, session_notes, with_trails
 from client.models import Approval, Note, Session
 from client.session import SessionCore
+from client.steering import Decisions
 from client.timeline import Place, Timeline
 
 __all__ = ["HANDOFF_SESSIONS", "read_digest", "read_handoff", "since_filter"]
@@ -43,17 +44,38 @@ def since_filter(events: list[Event], since: Since) -> list[Event]:
     return [e for e in events if since.covers(Place.of(e.seq, e.at, e.origin))]
 
 
+def _in_window(approval: Approval, since: Since) -> bool:
+    """A decision the digest lists: settled since (only those need who decided, read per approval)."""
+    return (
+        not approval.pending and approval.resolved_at is not None and since.covers(None, approval.resolved_at)
+    )
+
+
 async def read_digest(
-    backend: Backend, session_id: str, since: Since, now: datetime, *, row: Session | None = None
+    backend: Backend,
+    session_id: str,
+    since: Since,
+    now: datetime,
+    *,
+    row: Session | None = None,
+    decisions: Decisions | None = None,
 ) -> Digest:
-    """One session's digest since ``since`` (a time, or a mark's place), read from the server now."""
+    """One session's digest since ``since`` (a time, or a mark's place), read from the server now; the
+    decisions in it say who made them (``decisions``: whose are "you"; learnt from the server when not
+    given)."""
+    if decisions is None:
+        decisions = Decisions()
+        await decisions.learn_me(backend)
     if row is None:
         row = await backend.get_session(session_id)
     by_place = since.place is not None and since.place.number is not None
     events = await backend.history(
         session_id, since=None if by_place else since.at, after=since.place if by_place else None
     )
-    core = SessionCore(session_id, timeline=Timeline(max_entries=1_000_000, max_chars=500_000_000))
+    core = SessionCore(
+        session_id, decisions=decisions, timeline=Timeline(max_entries=1_000_000, max_chars=500_000_000)
+    )
+    core.deciders_recorded = backend.capabilities.names_decider
     core.row_loaded(row)
     core.apply_events(since_filter(events, since))
     can = backend.capabilities
@@ -63,6 +85,9 @@ async def read_digest(
         notes = await session_notes(backend, session_id)
     if can.approvals:
         everything = await all_approvals(backend, session_id)
+        everything = await with_trails(backend, [a for a in everything if _in_window(a, since)]) + [
+            a for a in everything if not _in_window(a, since)
+        ]
     core.lists_loaded(notes, [a for a in everything if a.pending])
     return session_digest(core, since, now, approvals=everything, comment_kept=can.approve_comment)
 
@@ -79,11 +104,15 @@ async def read_handoff(backend: Backend, since: datetime, now: datetime) -> Hand
     ]
     gate = asyncio.Semaphore(PARALLEL)
     skipped: dict[str, str] = {}
+    decisions = Decisions()
+    await decisions.learn_me(backend)
 
     async def one(row: Session) -> Digest | None:
         async with gate:
             try:
-                return await read_digest(backend, row.id, Since.within(since, row), now, row=row)
+                return await read_digest(
+                    backend, row.id, Since.within(since, row), now, row=row, decisions=decisions
+                )
             except ClientError as exc:
                 skipped[row.id] = str(exc)
                 return None
@@ -95,4 +124,5 @@ async def read_handoff(backend: Backend, since: datetime, now: datetime) -> Hand
         digests=tuple(found),
         comment_kept=backend.capabilities.approve_comment,
         skipped=skipped,
+        deciders_recorded=backend.capabilities.names_decider,
     )

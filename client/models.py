@@ -168,9 +168,34 @@ class SessionList(WireModel):
 
 
 class UsageByModel(WireModel):
+    """One model's share of a session's use (``usage_by_model`` of the session detail)."""
+
     model_alias: str | None = None
     provider_name: str | None = None
     total_requests: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    estimated_cost: float | None = None
+
+
+class CallUsage(WireModel):
+    """What one model call used (ours): an agent reports it with its ``model.step``; a Dendrux app's
+    ``llm.completed`` and a Preloop model call carry the same facts. A figure the server does not give is
+    None, never 0: "no cost known" is not "free"."""
+
+    model: str | None = Field(default=None, max_length=200)
+    input_tokens: int | None = Field(default=None, ge=0, le=2**53)
+    output_tokens: int | None = Field(default=None, ge=0, le=2**53)
+    total_tokens: int | None = Field(default=None, ge=0, le=2**53)
+    cost_usd: float | None = Field(default=None, ge=0, le=1e9, allow_inf_nan=False)
+
+    @property
+    def tokens(self) -> int:
+        """Every token of the call: the total the server gave, else input plus output."""
+        if self.total_tokens is not None:
+            return self.total_tokens
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
 
 
 class SessionDetail(WireModel):
@@ -325,6 +350,26 @@ class ApprovalSessionRef(WireModel):
     subject: str | None = None
 
 
+DeciderKind = Literal["person", "ai", "rule"]
+"""How an approval was settled by someone or something: a person, an AI reviewer, a standing rule (a
+bypass, a policy). An expiry or a session's end is nobody's decision: no decider."""
+
+
+class ApprovalDecider(WireModel):
+    """Who or what decided an approval, and when (ours). Our server sends it with every decided approval;
+    a Preloop approval gets it from the approval's history (``client.backends.preloop.trail``), the only
+    place Preloop names the decider; a Dendrux app keeps none."""
+
+    kind: DeciderKind = "person"
+    name: str | None = None
+    """The person's name (Preloop: their email or user name), the AI's model, or the rule."""
+    user_id: str | None = None
+    """The person's user id, to tell "you" from a colleague."""
+    at: UtcDatetime | None = None
+    channel: str | None = None
+    """Where the decision came from, when the server says (Preloop: console, cli, api, mobile)."""
+
+
 class ApprovalVotes(WireModel):
     """A quorum's progress (ours: from Preloop's history or its websocket's vote events)."""
 
@@ -358,7 +403,15 @@ class Approval(WireModel):
     auto_approved_reason: str | None = None
     agent: ApprovalAgentRef | None = None
     session: ApprovalSessionRef | None = None
+    rule_context: dict[str, Any] | None = None
+    """Why the server asked: the rule that required approval (Preloop's shape: ``rule_name``,
+    ``explanation``, ``source``, ``expression``...); None when no rule was evaluated."""
+    # Ours (Preloop ignores them): who decided and who looked, read from Preloop's history (and its
+    # websocket's vote and escalation events) or sent by ours.
+    decider: ApprovalDecider | None = None
     votes: ApprovalVotes | None = None
+    viewed_by: list[str] = Field(default_factory=list)
+    """Who has opened the approval (Preloop's history), in the order they first did."""
     escalated_at: UtcDatetime | None = None
     """When an unanswered approval was escalated (its ``expires_at`` is then the new deadline)."""
     auto_approval_bypass_id: str | None = None
@@ -508,6 +561,20 @@ class AttentionSnapshot(WireModel):
 # --------------------------------------------------------------------------------------------------
 # Health
 # --------------------------------------------------------------------------------------------------
+
+
+class UserMe(WireModel):
+    """``GET /api/v1/auth/users/me``: who this token acts for (to tell "you" from a colleague)."""
+
+    id: str
+    username: str | None = None
+    email: str | None = None
+    full_name: str | None = None
+
+    @property
+    def name(self) -> str:
+        """How others see this person's decisions named."""
+        return self.full_name or self.username or self.email or self.id
 
 
 class Health(WireModel):

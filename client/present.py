@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from client.cells import cell_len, fit, head, tail
 from client.ids import short_id
-from client.models import AllowRule, Approval, Note, NoteState, Session
+from client.models import AllowRule, Approval, ApprovalDecider, Note, NoteState, Session
 from client.textsafe import safe_line, safe_text
 
 if TYPE_CHECKING:
@@ -139,58 +139,180 @@ def settled_phrase(status: str, *, elsewhere: bool) -> str:
     return f"is no longer pending ({state})"
 
 
-def decided_by(approval: Approval, operator: str | None = None) -> dict[str, str | None] | None:
-    """Who or what decided an approval, as far as the server says (None while it is pending).
+def decider_of(approval: Approval) -> ApprovalDecider | None:
+    """Who or what decided an approval, as far as the server says: its ``decider`` (our server names the
+    operator; Preloop's history, read by ``Backend.approval_trail``), else what the row's flags say (an AI
+    reviewer's model, a standing rule's reason). None while pending, for an expiry or a session's end
+    (nobody's decision), and for a person the server does not name."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    rule = _deciding_rule(approval)
+    if rule is not None:
+        return ApprovalDecider(kind="rule", name=rule, at=approval.resolved_at)
+    if approval.decider is not None:
+        return approval.decider
+    if approval.decided_by_ai:
+        return ApprovalDecider(kind="ai", name=approval.ai_model, at=approval.resolved_at)
+    if approval.auto_approved_reason:
+        return ApprovalDecider(kind="rule", name=approval.auto_approved_reason, at=approval.resolved_at)
+    return None
 
-    Servers do not name the person: ``decided_by_human`` says a human decided, ``decided_by_ai`` an AI
-    reviewer, ``auto_approved_reason`` a policy; an allow rule (ours, or a Preloop approval bypass) is
-    named with who set it (:func:`decided_by_rule`); an expired approval was decided by nobody.
-    ``operator`` is the person's name when it is known who decided (this client did, and the server named
-    this client's operator as the author of its notes): the same person is then named the same way in
-    both tables.
-    """
+
+def _deciding_rule(approval: Approval) -> str | None:
+    """The allow rule (ours) or Preloop approval bypass that approved a call nobody was asked about, named
+    with what it covers and who set it (:func:`decided_by_rule`); None when none did."""
+    rule = approval.rule
+    if rule is not None and rule.mode == "allow" and approval.status == "approved":
+        return decided_by_rule(rule)
+    if approval.auto_approved_reason == "bypass":
+        return f"Preloop approval bypass {short_id(approval.auto_approval_bypass_id)}"
+    return None
+
+
+def decider_words(approval: Approval, *, you: bool = False) -> str | None:
+    """Who decided, in words: "you" (this operator: ``Decisions.by_you``), the person's name ("dana"),
+    "an AI reviewer (gpt-4o)", "a standing rule (bypass_active)", "an operator" (a person the server does not
+    name: one decided before it named them, or a server that only says a person did);
+    None when nobody decided (pending, expired, cancelled) or the server does not say who."""
+    if approval.status not in ("approved", "declined"):
+        return None
+    if you:
+        return "you"
+    rule = _deciding_rule(approval)
+    if rule is not None:
+        return rule
+    who = decider_of(approval)
+    if who is None:
+        return "an operator" if approval.decided_by_human else None
+    name = safe_line(who.name, 60) if who.name else None
+    if who.kind == "ai":
+        return f"an AI reviewer ({name})" if name else "an AI reviewer"
+    if who.kind == "rule":
+        return f"a standing rule ({name})" if name else "a standing rule"
+    return name or "an operator"
+
+
+def decision_words(approval: Approval, *, you: bool = False, comment: int | None = 120) -> str:
+    """What became of an approval, who did it, when and with which comment, in one line:
+    ``approved by dana 14:02: “looks fine”``, ``declined by you 09:15``, ``expired 14:05 (nobody
+    decided)``, ``cancelled 14:06 (the session ended)``; ``comment`` cuts the comment (None: whole)."""
+    status = safe_line(approval.status, 20)
+    who = decider_words(approval, you=you)
+    decider = decider_of(approval)
+    when = (decider.at if decider is not None and decider.at else None) or approval.resolved_at
+    words = status + (f" by {who}" if who else "")
+    if when is not None:
+        words += f" {clock(when)[:5]}"
+    if status == "expired":
+        words += " (nobody decided)"
+    elif status == "cancelled":
+        words += " (the session ended)"
+    elif status == "pending":
+        words = "pending"
+    if approval.approver_comment:
+        words += f": “{safe_line(approval.approver_comment, comment)}”"
+    return words
+
+
+def decided_by(approval: Approval, *, you: bool = False) -> dict[str, object] | None:
+    """Who decided, for scripts (JSON, the export): ``kind`` (``human``, ``ai``, ``policy``, ``rule``: an
+    allow rule or a Preloop approval bypass, ``expiry``, ``unknown``), ``name`` and ``user_id`` as the
+    server gives them, ``you`` (this operator decided it), ``at``, and ``detail`` (the words
+    :func:`decider_words` says). None while pending."""
     if approval.pending:
         return None
     if approval.status == "expired":
         return {"kind": "expiry", "detail": "nobody decided before it expired"}
-    rule = approval.rule
-    if rule is not None and rule.mode == "allow" and approval.status == "approved":
-        return {"kind": "rule", "detail": decided_by_rule(rule)}
-    if approval.auto_approved_reason == "bypass":
-        return {
-            "kind": "rule",
-            "detail": f"Preloop approval bypass {short_id(approval.auto_approval_bypass_id)}",
-        }
-    if approval.decided_by_human:
-        return {"kind": "human", "detail": _clean_text(operator) or "an operator"}
-    if approval.decided_by_ai:
-        return {"kind": "ai", "detail": _clean_text(approval.ai_model) or "an AI reviewer"}
-    if approval.auto_approved_reason:
-        return {"kind": "policy", "detail": _clean_text(approval.auto_approved_reason)}
-    return {"kind": "unknown", "detail": None}
+    rule = _deciding_rule(approval)
+    if rule is not None:  # an allow rule or a bypass decided it: named with who set it
+        return {"kind": "rule", "detail": rule}
+    who = decider_of(approval)
+    kinds = {"person": "human", "ai": "ai", "rule": "policy"}
+    named = "human" if approval.decided_by_human or you else "unknown"
+    kind = kinds[who.kind] if who is not None else named
+    out: dict[str, object] = {"kind": kind, "detail": decider_words(approval, you=you)}
+    if who is not None:
+        out["name"] = _clean_text(who.name)
+        out["user_id"] = who.user_id
+        out["at"] = _iso(who.at)
+    out["you"] = you
+    return out
+
+
+def trail_rows(approval: Approval, *, you: bool = False, names_decider: bool = True) -> list[tuple[str, str]]:
+    """Who decided and who looked, as labelled rows (terminal-safe): the decision (who, when, how, with
+    which comment), the votes of a quorum ("1 of 2"), an escalation and its new deadline, and who has
+    opened the approval (Preloop's history). ``names_decider`` False: the server keeps no decider, said
+    here instead of a name."""
+    rows: list[tuple[str, str]] = []
+    if not approval.pending:
+        words = decision_words(approval, you=you, comment=200)
+        if not names_decider and approval.status in ("approved", "declined") and not you:
+            words += " (this server does not record who decided)"
+        rows.append(("Decided", words))
+    votes = approval.votes
+    if votes is not None:
+        said = f"{votes.approvals} of {votes.required} approvals"
+        if votes.declines:
+            said += f", {votes.declines} decline{'s' if votes.declines != 1 else ''}"
+        rows.append(("Votes", said))
+    if approval.escalated_at is not None:
+        deadline = f"; the new deadline is {clock(approval.expires_at)[:5]}" if approval.expires_at else ""
+        rows.append(("Escalated", f"{clock(approval.escalated_at)[:5]}: nobody answered in time{deadline}"))
+    if approval.viewed_by:
+        shown = ", ".join(safe_line(name, 40) for name in approval.viewed_by[:6])
+        more = f" and {len(approval.viewed_by) - 6} more" if len(approval.viewed_by) > 6 else ""
+        rows.append(("Viewed by", shown + more))
+    return rows
+
+
+def note_author(note: Note, me: str | None) -> str | None:
+    """Who wrote a note, as others are named: "you" when the server names this operator's user (``me``),
+    else their name; None when the server names nobody."""
+    author = note.author
+    if author is None:
+        return None
+    if me is not None and author.user_id is not None and author.user_id == me:
+        return "you"
+    return safe_line(author.display, 40) if author.display else None
+
+
+def colleague_of(note: Note, me: str | None) -> str | None:
+    """The name of a colleague who wrote ``note``; None for this operator's own notes and unnamed ones
+    (what a list of one's own notes need not repeat on every line)."""
+    who = note_author(note, me)
+    return None if who in (None, "you") or me is None else who
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else _utc(when).isoformat().replace("+00:00", "Z")
 
 
 def _clean_text(text: str | None) -> str | None:
     return None if text is None else safe_text(text)
 
 
-def settled_line(approval: Approval) -> str:
-    """An approval that is no longer pending, in one line: what happened to it, by whom (as far as the
-    server says), when, and with which comment ("approval 3f6c1a52 (Bash) was approved by an operator at
-    12:00:05, comment "ship it"")."""
+def settled_line(approval: Approval, *, you: bool = False) -> str:
+    """An approval that is no longer pending, in one line: what happened to it, by whom as the server names
+    them ("you" for this operator), when, and with which comment ("approval 3f6c1a52 (Bash) was approved by
+    dana at 12:00:05, comment "ship it"")."""
     tool = f" ({safe_line(approval.tool_name, 40)})" if approval.tool_name else ""
-    who = decided_by(approval)
-    by = f" by {safe_line(who['detail'], 60)}" if who and who["kind"] != "expiry" and who["detail"] else ""
+    who = decider_words(approval, you=you)
+    by = f" by {safe_line(who, 60)}" if who else ""
     when = f" at {clock(approval.resolved_at)}" if approval.resolved_at else ""
     said = f', comment "{safe_line(approval.approver_comment, 200)}"' if approval.approver_comment else ""
     what = settled_phrase(approval.status, elsewhere=False)
     return f"approval {short_id(approval.id)}{tool} {what}{by}{when}{said}"
 
 
-def approval_outcome(tool: str, status: str, *, elsewhere: bool) -> str:
-    """A sentence for an approval that stopped waiting: "The Bash approval expired before anyone
-    decided.", "... was approved elsewhere." (see :func:`settled_phrase`)."""
-    return f"The {safe_line(tool or 'tool', 40)} approval {settled_phrase(status, elsewhere=elsewhere)}."
+def approval_outcome(approval: Approval, *, elsewhere: bool, you: bool = False) -> str:
+    """A sentence for an approval that stopped waiting, naming who settled it when the server says:
+    "The Bash approval was approved by dana 14:02: “looks fine”.", else "... was approved elsewhere.",
+    "The Bash approval expired before anyone decided." (see :func:`settled_phrase`)."""
+    tool = safe_line(approval.tool_name or "tool", 40)
+    if approval.status in ("approved", "declined") and (you or decider_of(approval) is not None):
+        return f"The {tool} approval was {decision_words(approval, you=you)}."
+    return f"The {tool} approval {settled_phrase(approval.status, elsewhere=elsewhere)}."
 
 
 def normalize_kind(kind: str) -> str:
@@ -236,7 +358,8 @@ first" and marks the STARTED column)."""
 
 NARROW_DROP_ORDER = ("model", "tools", "activity")
 """Columns a sessions list drops first, in this order, while a narrow terminal leaves the titles too little
-room (the CLI's table and the TUI's sessions screen alike): id, agent, title, state and pending stay."""
+room (the CLI's table and the TUI's sessions screen alike): id, agent, title, state, pending and cost
+stay."""
 
 TITLE_WANTED = 40
 """Columns are dropped until the titles have this much room (or the longest title's length)."""
@@ -387,8 +510,9 @@ def clock(when: datetime | None) -> str:
     return _utc(when).astimezone().strftime("%H:%M:%S")
 
 
-def event_line(event: Event) -> tuple[str, str]:
-    """A short kind label and one terminal-safe line of text for an event (plain attach, logs).
+def event_line(event: Event, *, by_you: Callable[[Approval], bool] | None = None) -> tuple[str, str]:
+    """A short kind label and one terminal-safe line of text for an event (plain attach, logs); a decided
+    approval says who decided it, when and with which comment (``by_you``: this operator's read "you").
 
     Model deltas are returned as their raw chunk (still made safe); the caller decides whether to buffer
     them into whole lines.
@@ -442,8 +566,10 @@ def event_line(event: Event) -> tuple[str, str]:
             if who is not None and who["kind"] == "rule":  # nobody was asked: which rule, set by whom
                 what = safe_line(a.summary or a.tool_name or "a tool call", 200)
                 return "approval", f"{safe_line(a.status)} {short_id(a.id)} by {who['detail']}: {what}"
+            named = decider_words(a, you=by_you(a) if by_you is not None else False)
+            by = f" by {named}" if named else ""
             comment = f": {safe_line(a.approver_comment, 200)}" if a.approver_comment else ""
-            return "approval", f"{safe_line(a.status)} {short_id(a.id)}{comment}"
+            return "approval", f"{safe_line(a.status)} {short_id(a.id)}{by}{comment}"
         case NoteEvent(type=kind, note=n):
             state = kind.split(".", 1)[1]
             why = f" ({safe_line(n.undeliverable_reason)})" if n.undeliverable_reason else ""

@@ -49,6 +49,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from client.costs import Cost, row_cost
 from client.errors import ApiError, ClientError, NotFound, PermissionDenied
 from client.events import BaseEvent
 from client.models import Approval, Note, Session
@@ -239,6 +240,8 @@ class SessionCore:
         """Ids of the notes the agent has read: their "then" lines follow what it does next."""
         self._streamed: set[str] = set()
         """Approval ids the stream reported (a list's copy of those is older)."""
+        self.deciders_recorded = True
+        """False on a server that keeps no record of who decided (``Capabilities.names_decider``)."""
         self._end_seq = 0
         self._row_settled: asyncio.Event | None = None
         self._last_export: tuple[Path, datetime] | None = None
@@ -451,6 +454,24 @@ class SessionCore:
             why = "What the agent did next is no longer in the timeline (older entries were dropped)."
         return self.timeline.then_entry(record.note.note_id), why
 
+    @property
+    def cost(self) -> Cost | None:
+        """What the session has cost so far, as far as the server says: its row's tokens and cost, plus
+        the model calls reported after that row was made (so a header between two rows still moves);
+        None when nothing says anything."""
+        row = self.session
+        since = (row.last_request_at or row.last_activity_at) if row is not None else None
+        later = []
+        for place, usage in reversed(self.timeline.usage.values()):  # newest first: stop at the row's time
+            if since is not None and place.at <= since:
+                break
+            later.append(usage)
+        base = row_cost(row)
+        extra = Cost.of_calls(later)
+        if extra is None:
+            return base
+        return extra if base is None else base + extra
+
     def describe(self) -> str:
         """The session named in one line for notices and dialogs ("a1b2c3d4 (agent)")."""
         return describe_session(self.session_id, self.session.agent_label if self.session else None)
@@ -478,17 +499,9 @@ class SessionCore:
             self.timeline,
             session=self.session,
             exported_at=exported_at,
-            decided_here=self.decisions.here,
-            operator=self._operator(),
+            by_you=self.decisions.by_you,
+            deciders_recorded=self.deciders_recorded,
         )
-
-    def _operator(self) -> str | None:
-        """The name the server gives the operator of this process: the author of a note sent from here."""
-        for note_id in self.sent_here:
-            record = self.timeline.notes.get(note_id)
-            if record is not None and record.note.author is not None and record.note.author.display:
-                return record.note.author.display
-        return None
 
     # ------------------------------------------------------------------ merging
 

@@ -10,7 +10,8 @@ must be told about; it returns one of the outcome types below and each front end
 * a withdrawal: :class:`Withdrawn`, :class:`TooLate` (the note was no longer pending: picked up,
   delivered, expired, or withdrawn already; its row says which) or :class:`WithdrawFailed`;
 * a decision: :class:`Decided`, :class:`AlreadySettled` (lost the race to another operator, or expired:
-  the approval's current row, fetched at once, says who or what settled it and with which comment),
+  the approval's current row, fetched at once with its trail (``Backend.approval_trail``), says who or
+  what settled it and with which comment),
   :class:`AlreadyDeciding` (a decision from here is on its way) or :class:`DecisionFailed`;
 * one decision for many approvals (:meth:`Steering.decide_many`, the inbox's marked rows and
   ``preloop approvals approve ID ID ...``): a :class:`BatchDecision`, one of those outcomes per approval,
@@ -51,6 +52,7 @@ from client.errors import (
     ValidationFailed,
 )
 from client.models import Approval
+from client.present import colleague_of
 
 if TYPE_CHECKING:
     from client.backends.base import ApprovalDesk, Backend
@@ -151,10 +153,12 @@ class Decided:
 @dataclass(frozen=True, slots=True)
 class AlreadySettled:
     """Someone or something else settled it first (another operator, its expiry, the session ending):
-    ``approval`` is its current row (status, comment, who decided as far as the server says)."""
+    ``approval`` is its current row (status, comment, who decided as far as the server says);
+    ``by_you`` when the server says this very operator did (from another terminal)."""
 
     approval: Approval
     verb: Verb
+    by_you: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +219,34 @@ READ_AT_ONCE = 4
 class Decisions:
     """The approvals decided in this process (one per app or command): an approval's echo from a feed is
     "decided here" from the moment its decision leaves until the server says it lost; remembered in a
-    bounded window (the oldest forgotten first)."""
+    bounded window (the oldest forgotten first). ``me`` is this operator's user id on the server
+    (``Backend.whoami``, set once known): a decision the server says that user made is "you" too, made
+    from another terminal or before a restart."""
 
     def __init__(self, remember: int = 2000) -> None:
         self._remember = remember
         self._here: OrderedDict[str, None] = OrderedDict()
         self._in_flight: set[str] = set()
+        self.me: str | None = None
+
+    def by_you(self, approval: Approval) -> bool:
+        """Whether this operator decided ``approval``: here, or as the server's decider names them."""
+        if approval.status not in ("approved", "declined"):
+            return False
+        if self.here(approval.id):
+            return True
+        decider = approval.decider
+        return self.me is not None and decider is not None and decider.user_id == self.me
+
+    def colleague(self, note: Note) -> str | None:
+        """The colleague who wrote ``note``, by name; None for this operator's own and unnamed notes."""
+        return colleague_of(note, self.me)
+
+    async def learn_me(self, backend: Backend) -> None:
+        """Ask the server once who this token acts for (nothing when it cannot say)."""
+        if self.me is None:
+            me = await backend.whoami()
+            self.me = me.id if me is not None else None
 
     def start(self, approval_id: str) -> bool:
         """A decision leaves now; False when one from here is already on its way (send nothing)."""
@@ -307,7 +333,7 @@ class Steering:
             except ClientError:
                 settled = None
             if settled is not None:
-                return AlreadySettled(settled, verb)
+                return await self._settled_first(settled, verb)
             return DecisionFailed(approval_id, verb, exc)
         self.decisions.finish(approval_id, decided=True)
         return Decided(result, verb)
@@ -363,7 +389,7 @@ class Steering:
         error = item.error or ClientError("the server did not decide it")
         row = item.approval
         if row is not None and not row.pending:
-            return AlreadySettled(row, verb)
+            return await self._settled_first(row, verb)
         quiet = isinstance(error, _NOTHING_HAPPENED) or (isinstance(error, TransportError) and not error.sent)
         settled_as = item.status if item.status and item.status != "pending" else None
         if not quiet or settled_as is not None:
@@ -372,18 +398,25 @@ class Steering:
             except ClientError:
                 record = None
             if record is not None:
-                return AlreadySettled(record, verb)
+                return await self._settled_first(record, verb)
         if settled_as is not None:  # the server said what it is, the read did not answer
             base = row or known or Approval(id=aid)
             return AlreadySettled(base.model_copy(update={"status": settled_as}), verb)
         return DecisionFailed(aid, verb, error)
 
+    async def _settled_first(self, row: Approval, verb: Verb) -> AlreadySettled:
+        """An approval settled before this decision reached it: by whom, "you" from another terminal."""
+        await self.decisions.learn_me(self.backend)
+        return AlreadySettled(row, verb, self.decisions.by_you(row))
+
     async def current(self, approval_id: str) -> Approval | None:
-        """The approval's row as the server has it now; None when it cannot be read."""
+        """The approval's row as the server has it now, with who settled it when it is no longer pending
+        (a race lost to a colleague names them); None when it cannot be read."""
         try:
-            return await self.backend.get_approval(approval_id)
+            approval = await self.backend.get_approval(approval_id)
         except ClientError:
             return None
+        return approval if approval.pending else await self.backend.approval_trail(approval)
 
 
 async def final_record(desk: ApprovalDesk, approval_id: str) -> Approval | None:
@@ -396,7 +429,7 @@ async def final_record(desk: ApprovalDesk, approval_id: str) -> Approval | None:
         row = await desk.get_approval(approval_id)
     except (NotFound, PermissionDenied):
         return None
-    return None if row.pending else row
+    return None if row.pending else await desk.approval_trail(row)  # Preloop names the decider there
 
 
 def _decided_row(item: BatchItem, known: Approval | None, verb: Verb, comment: str | None) -> Approval:

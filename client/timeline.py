@@ -79,7 +79,7 @@ from client.events import (
     ToolStarted,
     UnknownEvent,
 )
-from client.models import Approval, Note, Session
+from client.models import Approval, CallUsage, Note, Session
 
 __all__ = [
     "ApprovalEntry",
@@ -436,6 +436,10 @@ def then_line(entry: TextEntry | ToolEntry, limit: int = 80) -> str:
     return _short(" ".join(line.split()), limit)
 
 
+USAGE_KEPT = 100_000
+"""At most this many model calls' usage are kept per timeline (the oldest go first)."""
+
+
 class Timeline:
     """The timeline of one session. Feed it events in seq order; read entries and side tables."""
 
@@ -481,6 +485,10 @@ class Timeline:
         """The event being applied (``_append`` / ``_touch`` stamp entries with its place)."""
         self._last_event: Event | None = None
         self._entry_seq = 0  # the seq of the newest event that made or changed an entry
+        self.usage: dict[tuple[str | None, int], tuple[Place, CallUsage]] = {}
+        """What each model step's call used (``model.step``'s ``usage``), by (run, iteration), with the
+        step's place: a window's cost adds these up (``client.costs``). A step reported twice (a Dendrux
+        step, then the same step with its text) counts once; the newest :data:`USAGE_KEPT` are kept."""
 
     # ------------------------------------------------------------------ reading
 
@@ -694,6 +702,11 @@ class Timeline:
 
     def _on_step(self, event: ModelStep) -> None:
         run_id = self._run(event.run_id)
+        if event.usage is not None:
+            usage = self.usage
+            usage[(run_id, event.iteration)] = (Place.of(event.seq, event.at, event.origin), event.usage)
+            if len(usage) > USAGE_KEPT:
+                del usage[next(iter(usage))]
         entry = self._text_bucket(run_id, event.iteration, event)
         if event.text and event.text != entry.text:
             self._chars += len(event.text) - entry.chars

@@ -4,6 +4,10 @@ Two kinds of principal: an :class:`Operator` (a human's token, may read and stee
 account) and a :class:`Runtime` (an agent's token, bound to exactly one session). Only a token's SHA-256
 is stored, so a copied database file grants nothing.
 
+Every person gets a name: :meth:`Accounts.add_operator` (``preloop serve --add-operator dana``) adds a
+user with that name to the first account and mints their own operator token, printed once; every note
+and decision made with it is stored under that user and shown by name.
+
 The first account's operator token (the one the demo and ``preloop serve`` hand to the local client) is
 needed in clear again at every start, so that a client still holding it carries on after a restart. It
 lives only in a file beside the database, readable by its owner alone (:func:`operator_token_file`);
@@ -98,8 +102,28 @@ async def insert_token(
     )
 
 
+OPERATOR_NAME_MAX = 64
+"""The longest operator name (it is shown beside every decision and note)."""
+
+
+class OperatorNameError(ValueError):
+    """An operator name that cannot be used (empty, too long, control characters, or taken)."""
+
+
+def check_operator_name(name: str) -> str:
+    """The name as it will be shown, or :class:`OperatorNameError` saying why it cannot be."""
+    text = " ".join(name.split())
+    if not text:
+        raise OperatorNameError("an operator name is empty: give the person's name, e.g. dana")
+    if len(text) > OPERATOR_NAME_MAX:
+        raise OperatorNameError(f"an operator name is at most {OPERATOR_NAME_MAX} characters")
+    if any(not ch.isprintable() for ch in text):
+        raise OperatorNameError("an operator name cannot hold control characters")
+    return text
+
+
 class Accounts:
-    """Creates accounts and resolves bearer tokens to principals."""
+    """Creates accounts and operators and resolves bearer tokens to principals."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -142,6 +166,32 @@ class Accounts:
                 return token
         account_id, token = await self._new_account("local", "Local Operator")
         await self._set_meta("bootstrap_account", account_id)
+        return token
+
+    async def add_operator(self, name: str) -> str:
+        """A new person on the first account (made if this is a fresh database): a user named ``name`` and
+        an operator token of their own, returned once (only its hash is kept). A name already taken on
+        the account is refused: decisions are told apart by it."""
+        display = check_operator_name(name)
+        account_id = await self._meta("bootstrap_account")
+        if account_id is None:
+            await self.bootstrap()
+            account_id = await self._meta("bootstrap_account")
+        assert account_id is not None
+        user_id, token = str(uuid.uuid4()), new_token("plo_")
+        async with self.store.write() as tx:
+            taken = await tx.fetchone(
+                "SELECT 1 FROM users WHERE account_id = ? AND display = ?", (account_id, display)
+            )
+            if taken is not None:
+                raise OperatorNameError(f"an operator named {display!r} already exists on this server")
+            await tx.execute(
+                "INSERT INTO users (id, account_id, display, created_at) VALUES (?, ?, ?, ?)",
+                (user_id, account_id, display, ts(now_utc())),
+            )
+            await insert_token(
+                tx, token, "operator", account_id=account_id, user_id=user_id, api_key_id=str(uuid.uuid4())
+            )
         return token
 
     async def _meta(self, key: str) -> str | None:

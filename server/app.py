@@ -436,6 +436,11 @@ def create_app(
         """One approval of this account."""
         return await plane.approvals.get_approval(op, approval_id)
 
+    @app.get(f"{API}/approval-requests/{{approval_id}}/original-args")
+    async def original_args(op: Op, approval_id: str) -> dict[str, Any]:
+        """Preloop's arguments before redaction: this server redacts nothing, so always its 404."""
+        return await plane.approvals.original_args(op, approval_id)
+
     @app.post(f"{API}/approval-requests/{{approval_id}}/approve")
     async def approve(op: Op, approval_id: str, body: DecisionBody = None) -> dict[str, Any]:
         """Let the waiting tool call run."""
@@ -499,6 +504,20 @@ def create_app(
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+    # -- who is asking ---------------------------------------------------------------------------
+
+    @app.get(f"{API}/auth/users/me")
+    async def users_me(op: Op) -> dict[str, Any]:
+        """Preloop's ``users/me``: the operator this token belongs to (a client tells "you" from a
+        colleague by ``id``, the user id every decision is stored with)."""
+        return {
+            "id": op.user_id,
+            "account_id": op.account_id,
+            "username": op.display,
+            "email": None,
+            "full_name": op.display,
+        }
 
     # -- harness API -----------------------------------------------------------------------------
 

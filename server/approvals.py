@@ -74,6 +74,13 @@ class Approvals:
         row = await own_row(self.store, "approvals", approval_id, op.account_id)
         return await approval_dict(self.store, row["id"])
 
+    async def original_args(self, op: Operator, approval_id: str) -> dict[str, Any]:
+        """Preloop's ``original-args``: this server never redacts arguments, so there is no sealed original
+        to give: the same 404 Preloop answers for a request without one (an unknown id stays a 404 of its
+        own)."""
+        await own_row(self.store, "approvals", approval_id, op.account_id)
+        raise ApiError(404, "No original arguments are available for this request")
+
     async def decide(
         self, op: Operator, approval_id: str, *, approve: bool, comment: str | None, sweep: bool = True
     ) -> dict[str, Any]:
@@ -86,7 +93,7 @@ class Approvals:
             if row["status"] != "pending":
                 raise ApiError(400, f"Request already {row['status']}")
             status = "approved" if approve else "declined"
-            await self.finish(tx, str(row["id"]), status, comment, human=True)
+            await self.finish(tx, str(row["id"]), status, comment, by=op)
             return await approval_dict(tx, row["id"])
 
     async def decide_batch(
@@ -116,13 +123,22 @@ class Approvals:
         return {"results": results, "succeeded": succeeded, "failed": len(results) - succeeded}
 
     async def finish(
-        self, tx: WriteTx, approval_id: str, status: str, comment: str | None, *, human: bool
+        self, tx: WriteTx, approval_id: str, status: str, comment: str | None, *, by: Operator | None
     ) -> None:
-        """Close a still-pending approval (decided or expired) and wake the agent waiting on it."""
+        """Close a still-pending approval (decided by the operator ``by``, or expired: None) and wake the
+        agent waiting on it. The decider is stored by user and name, so every client names them."""
         changed = await tx.execute(
-            "UPDATE approvals SET status = ?, resolved_at = ?, approver_comment = ?, decided_by_human = ?"
-            " WHERE id = ? AND status = 'pending'",
-            (status, ts(now_utc()), comment, int(human), approval_id),
+            "UPDATE approvals SET status = ?, resolved_at = ?, approver_comment = ?, decided_by_human = ?,"
+            " decided_by_user_id = ?, decided_by_display = ? WHERE id = ? AND status = 'pending'",
+            (
+                status,
+                ts(now_utc()),
+                comment,
+                int(by is not None),
+                by.user_id if by is not None else None,
+                by.display if by is not None else None,
+                approval_id,
+            ),
         )
         if not changed:
             return
@@ -205,7 +221,7 @@ class Approvals:
                 status = await asyncio.wait_for(asyncio.shield(fut), timeout + 0.5)
             except TimeoutError:
                 async with self.store.write() as tx:
-                    await self.finish(tx, approval_id, "expired", None, human=False)
+                    await self.finish(tx, approval_id, "expired", None, by=None)
                 status = fut.result() if fut.done() else "expired"
         finally:
             self._waiters.pop(approval_id, None)
@@ -256,7 +272,7 @@ class Approvals:
             await tx.execute(
                 "INSERT INTO approvals (id, account_id, session_id, agent_id, api_key_id, tool_name,"
                 " tool_args, agent_reasoning, summary, status, requested_at, resolved_at, expires_at,"
-                " risk_level, rule_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " risk_level, rule_id, rule_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     approval_id,
                     rt.account_id,
@@ -273,6 +289,7 @@ class Approvals:
                     ts(now + timedelta(seconds=wait_seconds)),
                     risk,
                     rule.id if rule is not None else None,
+                    req.rule_name,
                 ),
             )
             if allowed:

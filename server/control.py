@@ -101,7 +101,7 @@ class ControlPlane:
                 for note_id in due_notes:
                     await self.notes.expire(tx, note_id, now)
                 for approval_id in due_approvals:
-                    await self.approvals.finish(tx, approval_id, "expired", None, human=False)
+                    await self.approvals.finish(tx, approval_id, "expired", None, by=None)
         nxt = await self.store.fetchone(
             "SELECT MIN(t) AS t FROM (SELECT MIN(expires_at) AS t FROM notes WHERE state = 'pending'"
             " UNION ALL SELECT MIN(expires_at) FROM approvals WHERE status = 'pending')"

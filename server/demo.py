@@ -1,9 +1,11 @@
 """Three demo agents that behave like coding agents, talking to a control plane over HTTP (harness API).
 
 Each agent works through tasks. A task is a handful of model steps: the agent streams its narration
-(``model.delta`` chunks, then ``model.step`` phase ``commentary``), calls tools (Read / Grep / Edit / Bash
-with realistic arguments and durations), sometimes asks for approval and waits for the human (a decline
-makes it change plan, and it says so), writes a final answer (deltas, ``model.step`` ``final_answer``,
+(``model.delta`` chunks, then ``model.step`` phase ``commentary``, with the call's tokens and cost as
+``usage``: list prices of a real model, the context growing through the task), calls tools (Read / Grep /
+Edit / Bash with realistic arguments and durations), sometimes asks for approval, saying why and which of
+its permission rules asks (``reasoning``, ``rule``), and waits for the human (a decline makes it change
+plan, and it says so), writes a final answer (deltas, ``model.step`` ``final_answer``,
 ``run.completed``) and takes the next task. At every turn boundary it claims operator notes the way a
 real harness hook does (channel ``hook``, event ``pre_tool_use``, or ``stop`` before the final answer) and
 its next narration starts with "Operator note received: …", then it follows the note. The migrator ends its
@@ -54,6 +56,7 @@ class Tool:
     result: str
     approval: bool = False
     reasoning: str | None = None
+    rule: str | None = None  # the permission rule that asks for approval (shown to the operator)
     fallback: Tool | None = None  # what the agent does instead when a human declines
 
 
@@ -75,6 +78,32 @@ class Task:
 
 
 @dataclass(frozen=True)
+class Model:
+    """A model the demo agents report usage for, with list prices in USD per million tokens."""
+
+    name: str
+    input_per_million: float
+    output_per_million: float
+
+    def usage(self, context: int, text: str, tools: int, rng: random.Random) -> dict[str, Any]:
+        """One call's usage as an agent reports it: the context read so far plus this step's prompt in,
+        the narration and tool calls out (about four characters a token), and what that costs."""
+        input_tokens = context + rng.randint(900, 2400)
+        output_tokens = max(len(text) // 4, 12) + 70 * tools + rng.randint(0, 40)
+        cost = (input_tokens * self.input_per_million + output_tokens * self.output_per_million) / 1e6
+        return {
+            "model": self.name,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cost_usd": round(cost, 6),
+        }
+
+
+SONNET = Model("claude-sonnet-4.5", 3.0, 15.0)
+CODEX = Model("gpt-5-codex", 1.25, 10.0)
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     """Who the agent is and what it works on."""
 
@@ -85,6 +114,7 @@ class AgentSpec:
     end_after: int | None = None  # end the session after this many tasks, then start a new one
     patience: float = 180.0  # seconds (at pace 1) an approval waits for a human before it expires
     start_delay: float = 0.0  # seconds (at pace 1) before the first session, so the agents are out of step
+    model: Model | None = None  # the model the agent reports its calls' usage for
 
 
 def _read(path: str, lines: int, seconds: float = 0.3) -> Tool:
@@ -107,6 +137,7 @@ BUILDER = AgentSpec(
     name="builder",
     kind="claude_code",
     cwd="/home/dev/shop-api",
+    model=SONNET,
     tasks=(
         Task(
             "Fix the failing checkout test",
@@ -153,6 +184,7 @@ BUILDER = AgentSpec(
                             "pushed 1 commit",
                             approval=True,
                             reasoning="Publish the discount fix so the release can be cut.",
+                            rule="git push needs a human",
                             fallback=_bash(
                                 "git format-patch -1 -o /tmp/patches", 0.4, "/tmp/patches/0001.patch"
                             ),
@@ -197,6 +229,7 @@ REVIEWER = AgentSpec(
     name="reviewer",
     kind="codex",
     cwd="/home/dev/web-frontend",
+    model=CODEX,
     patience=240.0,
     start_delay=9.0,
     tasks=(
@@ -236,6 +269,7 @@ REVIEWER = AgentSpec(
                             "removed dist/",
                             approval=True,
                             reasoning="Stale chunks from the old bundler config are being served.",
+                            rule="recursive delete",
                             fallback=_bash(
                                 "npm run build -- --emptyOutDir=false", 2.0, "built in 4.1s (kept old files)"
                             ),
@@ -256,6 +290,7 @@ MIGRATOR = AgentSpec(
     name="migrator",
     kind="claude_code",
     cwd="/home/dev/billing",
+    model=SONNET,
     end_after=2,
     patience=150.0,
     start_delay=4.0,
@@ -290,6 +325,7 @@ MIGRATOR = AgentSpec(
                             "0041 -> 0042",
                             approval=True,
                             reasoning="Apply the new index to staging.",
+                            rule="database migrations",
                             fallback=_bash(
                                 "alembic upgrade head --sql > /tmp/0042.sql",
                                 0.5,
@@ -401,6 +437,17 @@ class DemoAgent:
         self.resume = resume
         self.generation = resume.generation if resume is not None else 0
         """The number of the agent's current session (1, then "(shift 2)"...)."""
+        self.context = 0  # tokens the model reads at its next call (grows through a task)
+
+    def _usage(self, text: str, tools: int) -> dict[str, Any] | None:
+        """The usage of the model call that wrote ``text`` (None for an agent without a model); the
+        context grows by what the call wrote and by each tool's result."""
+        model = self.spec.model
+        if model is None:
+            return None
+        usage = model.usage(self.context, text, tools, self.rng)
+        self.context = int(usage["input_tokens"]) + int(usage["output_tokens"]) + 350 * tools
+        return usage
 
     async def _sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds * self.rng.uniform(0.7, 1.3) / self.pace)
@@ -461,12 +508,13 @@ class DemoAgent:
         for chunk in _chunks(text, self.rng):
             await session.delta(chunk, iteration)
             await self._sleep(0.06)
-        await session.step(iteration, "commentary", text, tool_calls=tools)
+        await session.step(iteration, "commentary", text, tool_calls=tools, usage=self._usage(text, tools))
 
     async def _task(self, session: HarnessSession, task: Task, iteration: int) -> int:
         """One run. Notes are claimed at every turn boundary, including the last one: notes that arrive
         while the agent is finishing get their own step (narrated and acted on) before the answer."""
         state = _State()
+        self.context = 4_000  # the system prompt and the task
         await session.run_started(task.title)
         steps = list(task.steps)
         while True:
@@ -494,7 +542,9 @@ class DemoAgent:
             answer += f" Note: {state.declined[-1]}, so I took the safer path instead."
         if state.notes:
             answer += " Operator notes followed: " + "; ".join(f"“{n}”" for n in state.notes) + "."
-        await session.final_answer(iteration, answer, chunks=_chunks(answer, self.rng))
+        await session.final_answer(
+            iteration, answer, chunks=_chunks(answer, self.rng), usage=self._usage(answer, 0)
+        )
         return iteration
 
     async def _tool(self, session: HarnessSession, iteration: int, tool: Tool, state: _State) -> int:
@@ -532,6 +582,7 @@ class DemoAgent:
                 tool.name,
                 tool.args,
                 reasoning=tool.reasoning,
+                rule=tool.rule,
                 cwd=self.spec.cwd,
                 timeout_seconds=round(self.patience, 1),
             )
@@ -766,7 +817,7 @@ async def resume_points(plane: Any) -> dict[str, Resume]:
                 "SELECT id FROM approvals WHERE session_id = ? AND status = 'pending'", (sid,)
             )
             for approval in waiting:
-                await plane.approvals.finish(tx, str(approval["id"]), "cancelled", NOT_RUN, human=False)
+                await plane.approvals.finish(tx, str(approval["id"]), "cancelled", NOT_RUN, by=None)
             await insert_token(
                 tx,
                 token,

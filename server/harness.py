@@ -143,7 +143,9 @@ class NotesAckResponse(WireModel):
 class PermissionCheckRequest(WireModel):
     """A tool call about to run. ``client_decision="ask"`` asks a human and blocks until decided.
 
-    ``timeout_seconds`` is ours (Preloop waits 300 s); the server caps it at its own limit.
+    ``timeout_seconds`` and ``rule_name`` are ours (Preloop waits 300 s; its rules are its own); the server
+    caps the timeout at its own limit. ``agent_reasoning`` and ``rule_name`` reach the operator's approval
+    card as "why it is asked".
     """
 
     tool_name: str = Field(min_length=1, max_length=200)
@@ -153,7 +155,10 @@ class PermissionCheckRequest(WireModel):
     evaluation_phase: str | None = None
     hook_event_name: str | None = None
     client_decision: Literal["allow", "deny", "ask"] | None = None
-    agent_reasoning: str | None = None
+    agent_reasoning: str | None = Field(default=None, max_length=20_000)
+    """Why the agent wants to make the call: shown to the operator on the approval."""
+    rule_name: str | None = Field(default=None, max_length=200)
+    """Ours: the rule of the agent's permission hook that asked for approval (shown as "rule: ...")."""
     timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
 
 
@@ -195,7 +200,6 @@ class ApprovalRecord(Approval):
     ai_reasoning: str | None = None
     auto_approved_reason: str | None = None
     auto_approval_bypass_id: str | None = None
-    rule_context: dict[str, Any] | None = None
     api_key: dict[str, Any] | None = None
     flow_execution: dict[str, Any] | None = None
     was_bypassed: bool = False

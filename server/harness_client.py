@@ -178,24 +178,20 @@ class HarnessSession:
         text: str = "",
         *,
         tool_calls: int = 0,
+        usage: dict[str, Any] | None = None,
     ) -> AgentEventsAccepted:
-        """Close model step ``iteration``: ``commentary`` if tools follow, ``final_answer`` otherwise."""
-        return await self.emit(
-            {
-                "type": "model.step",
-                "run_id": self.run_id,
-                "iteration": iteration,
-                "phase": phase,
-                "text": text,
-                "tool_calls": tool_calls,
-            }
-        )
+        """Close model step ``iteration``: ``commentary`` if tools follow, ``final_answer`` otherwise.
+        ``usage`` is what the step's model call used (``model``, ``input_tokens``, ``output_tokens``,
+        ``cost_usd``): the session's tokens and cost are the sum of these."""
+        return await self.emit(_step_event(self.run_id, iteration, phase, text, tool_calls, usage))
 
-    async def narrate(self, iteration: int, chunks: list[str], *, tool_calls: int = 1) -> None:
+    async def narrate(
+        self, iteration: int, chunks: list[str], *, tool_calls: int = 1, usage: dict[str, Any] | None = None
+    ) -> None:
         """Stream ``chunks`` as deltas, then close the step as commentary (text that precedes tool calls)."""
         for chunk in chunks:
             await self.delta(chunk, iteration)
-        await self.step(iteration, "commentary", "".join(chunks), tool_calls=tool_calls)
+        await self.step(iteration, "commentary", "".join(chunks), tool_calls=tool_calls, usage=usage)
 
     async def tool_started(
         self,
@@ -243,19 +239,19 @@ class HarnessSession:
             }
         )
 
-    async def final_answer(self, iteration: int, answer: str, *, chunks: list[str] | None = None) -> None:
+    async def final_answer(
+        self,
+        iteration: int,
+        answer: str,
+        *,
+        chunks: list[str] | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> None:
         """Stream the answer, close the step as ``final_answer`` and complete the run with it."""
         for chunk in chunks or [answer]:
             await self.delta(chunk, iteration)
         await self.emit(
-            {
-                "type": "model.step",
-                "run_id": self.run_id,
-                "iteration": iteration,
-                "phase": "final_answer",
-                "text": answer,
-                "tool_calls": 0,
-            },
+            _step_event(self.run_id, iteration, "final_answer", answer, 0, usage),
             {"type": "run.completed", "run_id": self.run_id, "iteration": iteration, "answer": answer},
         )
 
@@ -290,11 +286,14 @@ class HarnessSession:
         *,
         ask: bool = True,
         reasoning: str | None = None,
+        rule: str | None = None,
         cwd: str | None = None,
         timeout_seconds: float | None = None,
         evaluation_phase: str | None = None,
     ) -> PermissionCheckResponse:
-        """Ask a human (``ask=True``): blocks until approved, declined, expired or the session ends."""
+        """Ask a human (``ask=True``): blocks until approved, declined, expired or the session ends.
+        ``reasoning`` (why the agent wants the call) and ``rule`` (the hook's rule that asks) are shown
+        to the operator on the approval."""
         body: dict[str, Any] = {
             "tool_name": tool_name,
             "tool_input": tool_input,
@@ -302,6 +301,7 @@ class HarnessSession:
             "cwd": cwd,
             "client_decision": "ask" if ask else None,
             "agent_reasoning": reasoning,
+            "rule_name": rule,
             "timeout_seconds": timeout_seconds,
             "evaluation_phase": evaluation_phase,
         }
@@ -313,6 +313,27 @@ class HarnessSession:
     async def end(self, reason: str = "exit") -> SessionEndResponse:
         """End the session: pending notes become undeliverable and ``session.ended`` closes the stream."""
         return SessionEndResponse.model_validate(await self._post("/agents/session-end", {"reason": reason}))
+
+
+def _step_event(
+    run_id: str | None,
+    iteration: int,
+    phase: str,
+    text: str,
+    tool_calls: int,
+    usage: dict[str, Any] | None,
+) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": "model.step",
+        "run_id": run_id,
+        "iteration": iteration,
+        "phase": phase,
+        "text": text,
+        "tool_calls": tool_calls,
+    }
+    if usage is not None:
+        event["usage"] = usage
+    return event
 
 
 def _summarise(args: dict[str, Any]) -> str:

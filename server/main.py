@@ -6,8 +6,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from client import paths
-from server.accounts import mask_token
+from server.accounts import Accounts, mask_token
 from server.embedded import EmbeddedServer
+from server.store import Store
 
 
 async def serve(
@@ -33,3 +34,15 @@ async def serve(
     finally:
         server.stop()
         print("Stopped.")
+
+
+async def add_operator(db_path: Path, name: str) -> str:
+    """Add a person named ``name`` to the first account of the database at ``db_path`` (created or upgraded
+    as a start would) and return their new operator token; a running server on the same file sees them at
+    once (SQLite, WAL). :class:`server.accounts.OperatorNameError` when the name cannot be used."""
+    store = Store(db_path)
+    await store.open()
+    try:
+        return await Accounts(store).add_operator(name)
+    finally:
+        await store.close()

@@ -1,7 +1,8 @@
 """Runtime sessions: mint (with the agent's runtime token), list, detail, activity, agent events, end.
 
 A session's events get contiguous seqs from the store; this desk adds the counters Preloop shows
-(``tool_call_count``, ``total_requests``) and re-sends the session row when they change. Ending a session
+(``tool_call_count``, ``total_requests``, and the tokens and cost a ``model.step`` reports as its
+``usage``, summed per model) and re-sends the session row when they change. Ending a session
 hands its open notes and approvals to their desks first, so ``session.ended`` is always the last event.
 """
 
@@ -12,7 +13,8 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from client.events import EventDecodeError
+from client.events import EventDecodeError, ModelStep
+from client.models import CallUsage
 from server.accounts import Operator, Runtime, insert_token, new_token
 from server.approvals import Approvals
 from server.errors import ApiError
@@ -25,13 +27,34 @@ from server.harness import (
     SessionEndResponse,
 )
 from server.notes import Notes
-from server.rows import Where, own_row, page, parse_uuid, session_dict, session_entries
+from server.rows import Where, own_row, page, parse_uuid, session_dict, session_entries, usage_by_model
 from server.shapes import activity_item
-from server.store import Store, now_utc, ts
+from server.store import Store, WriteTx, now_utc, ts
 
 # Agent events that change a session's counters: the session row is re-sent after a batch with one.
 _COUNTER_EVENTS = frozenset({"model.step", "tool.started"})
 _SESSIONS = "sessions s LEFT JOIN agents a ON a.id = s.agent_id"
+
+
+async def _add_usage(tx: WriteTx, session_id: str, usage: CallUsage) -> None:
+    """Add one model call's reported usage to the session's sums for its model (a cost only when given)."""
+    await tx.execute(
+        "INSERT INTO session_usage (session_id, model, calls, input_tokens, output_tokens, total_tokens,"
+        " cost_usd) VALUES (?, ?, 1, ?, ?, ?, ?) ON CONFLICT (session_id, model) DO UPDATE SET"
+        " calls = calls + 1, input_tokens = input_tokens + excluded.input_tokens,"
+        " output_tokens = output_tokens + excluded.output_tokens,"
+        " total_tokens = total_tokens + excluded.total_tokens,"
+        " cost_usd = CASE WHEN excluded.cost_usd IS NULL THEN cost_usd"
+        " ELSE COALESCE(cost_usd, 0) + excluded.cost_usd END",
+        (
+            session_id,
+            usage.model or "",
+            usage.input_tokens or 0,
+            usage.output_tokens or 0,
+            usage.tokens,
+            usage.cost_usd,
+        ),
+    )
 
 
 class Sessions:
@@ -166,7 +189,7 @@ class Sessions:
             "period_start": None,
             "period_end": None,
             "session": await session_dict(self.store, row["id"]),
-            "usage_by_model": [],
+            "usage_by_model": await usage_by_model(self.store, str(row["id"])),
         }
 
     async def session_status(self, op: Operator, session_id: str) -> tuple[str, bool, int]:
@@ -269,12 +292,14 @@ class Sessions:
                         "UPDATE sessions SET tool_call_count = tool_call_count + 1 WHERE id = ?",
                         (rt.session_id,),
                     )
-                elif stored.type == "model.step":
+                elif isinstance(stored, ModelStep):
                     await tx.execute(
                         "UPDATE sessions SET total_requests = total_requests + 1, last_request_at = ?"
                         " WHERE id = ?",
                         (ts(stored.at), rt.session_id),
                     )
+                    if stored.usage is not None:
+                        await _add_usage(tx, rt.session_id, stored.usage)
                 counters = counters or stored.type in _COUNTER_EVENTS
             if counters:
                 await tx.emit(rt.session_id, "session.updated", session=await session_dict(tx, rt.session_id))

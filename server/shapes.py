@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import aiosqlite
 
-from client.models import ActivityItem, AllowRule, Note, NoteAuthor, Session, TokenUsage
+from client.models import ActivityItem, AllowRule, ApprovalDecider, Note, NoteAuthor, Session, TokenUsage
 from server.harness import ApprovalRecord, PendingNote, PendingNotesResponse
 from server.store import dumps, now_utc, parse_ts
 
@@ -36,6 +37,51 @@ RULE_CONTEXT = {
         "No Preloop access rule was evaluated for it."
     ),
 }
+"""Why an approval was asked for, in Preloop's ``rule_context`` shape (its source for a hook's "ask"); a
+rule the agent named (``rule_name`` of the permission check) replaces the generic label."""
+
+
+def rule_context(rule_name: str | None) -> dict[str, Any]:
+    """The approval's ``rule_context``: the hook's rule as the agent named it, else the generic one."""
+    if not rule_name:
+        return dict(RULE_CONTEXT)
+    return {
+        **RULE_CONTEXT,
+        "rule_name": rule_name,
+        "explanation": "The agent's permission hook asked for human approval under this rule.",
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """A session's model calls summed (``session_usage`` rows): ``cost_usd`` None when none reported one."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    cost_usd: float | None
+
+    @staticmethod
+    def of(row: aiosqlite.Row | None) -> Usage | None:
+        """The sums of a ``SELECT SUM(calls) AS calls, ...`` row; None when no call reported usage."""
+        if row is None or not row["calls"]:
+            return None
+        cost = row["cost_usd"]
+        return Usage(
+            int(row["calls"]),
+            int(row["input_tokens"] or 0),
+            int(row["output_tokens"] or 0),
+            int(row["total_tokens"] or 0),
+            float(cost) if cost is not None else None,
+        )
+
+
+USAGE_SUMS = (
+    "SUM(calls) AS calls, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,"
+    " SUM(total_tokens) AS total_tokens, SUM(cost_usd) AS cost_usd"
+)
+"""The columns :meth:`Usage.of` reads (SQLite's SUM of only NULLs is NULL: no cost known stays None)."""
 
 
 def dt(value: Any) -> datetime | None:
@@ -44,9 +90,16 @@ def dt(value: Any) -> datetime | None:
 
 
 def session_model(
-    row: aiosqlite.Row, *, note_count: int, latest_note: aiosqlite.Row | None, pending_approvals: int
+    row: aiosqlite.Row,
+    *,
+    note_count: int,
+    latest_note: aiosqlite.Row | None,
+    pending_approvals: int,
+    usage: Usage | None = None,
 ) -> Session:
-    """A session row (joined with its agent's name) plus its counters, as Preloop's session row."""
+    """A session row (joined with its agent's name) plus its counters, as Preloop's session row. Tokens
+    and cost are what the agent reported with its model calls (``usage``); none reported, they are null
+    (never a made-up 0)."""
     sid = row["id"]
     ended = dt(row["ended_at"])
     last_activity = dt(row["last_activity_at"])
@@ -81,8 +134,17 @@ def session_model(
         total_requests=row["total_requests"],
         successful_requests=row["total_requests"],
         failed_requests=0,
-        token_usage=TokenUsage(),
-        estimated_cost=0.0,
+        token_usage=None
+        if usage is None
+        else TokenUsage(
+            prompt_tokens=usage.input_tokens,
+            completion_tokens=usage.output_tokens,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            uncached_input_tokens=usage.input_tokens,
+            total_tokens=usage.total_tokens,
+        ),
+        estimated_cost=usage.cost_usd if usage is not None else None,
         last_request_at=dt(row["last_request_at"]),
         note_count=note_count,
         latest_note_author_display=latest_note["author_display"] if latest_note else None,
@@ -185,6 +247,20 @@ def pending_response(rows: list[aiosqlite.Row], session_id: str) -> PendingNotes
     return PendingNotesResponse(notes=notes, text=block, channel_event=channel_event)
 
 
+def decider(row: aiosqlite.Row) -> ApprovalDecider | None:
+    """Who decided a stored approval: the operator whose token approved or declined it (None while it is
+    pending, after an expiry or a session's end, and for decisions stored before operators were named)."""
+    if row["status"] not in ("approved", "declined") or row["decided_by_display"] is None:
+        return None
+    return ApprovalDecider(
+        kind="person",
+        name=row["decided_by_display"],
+        user_id=row["decided_by_user_id"],
+        at=dt(row["resolved_at"]),
+        channel="token",
+    )
+
+
 def rule_model(row: aiosqlite.Row) -> AllowRule:
     """An ``allow_rules`` row (joined with its agent's name) as the wire's rule."""
     return AllowRule(
@@ -210,7 +286,7 @@ def rule_model(row: aiosqlite.Row) -> AllowRule:
 
 def approval_model(row: aiosqlite.Row, rule: AllowRule | None = None) -> ApprovalRecord:
     """An approvals row (joined with agent and session) as Preloop's full approval record; ``rule`` is
-    the allow rule that decided or muted it (ours)."""
+    the allow rule that decided or muted it, ``decider`` the operator who decided it (both ours)."""
     agent_id = row["agent_id"]
     by_rule = rule is not None and rule.mode == "allow" and row["status"] == "approved"
     return ApprovalRecord(
@@ -238,7 +314,8 @@ def approval_model(row: aiosqlite.Row, rule: AllowRule | None = None) -> Approva
             "id": row["api_key_id"],
             "name": f"Managed Agent {row['agent_name']} [{row['session_source_id'] or row['session_id']}]",
         },
-        rule_context=dict(RULE_CONTEXT),
+        rule_context=rule_context(row["rule_name"]),
+        decider=decider(row),
         auto_approved_reason="rule" if by_rule else None,
         rule=rule,
     )

@@ -30,7 +30,7 @@ import aiosqlite
 
 from client.events import Event, event_from_dict, event_to_json
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -115,7 +115,21 @@ ALTER TABLE approvals ADD COLUMN rule_id TEXT;
 """Time-boxed allow rules (``server.rules``: who made each, its scope, pattern and expiry), and on each
 approval the rule that decided or muted it."""
 
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}
+_SCHEMA_V5 = """
+ALTER TABLE approvals ADD COLUMN rule_name TEXT;
+ALTER TABLE approvals ADD COLUMN decided_by_user_id TEXT;
+ALTER TABLE approvals ADD COLUMN decided_by_display TEXT;
+CREATE UNIQUE INDEX users_by_name ON users (account_id, display);
+CREATE TABLE session_usage (
+    session_id TEXT NOT NULL REFERENCES sessions(id), model TEXT NOT NULL, calls INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, total_tokens INTEGER NOT NULL,
+    cost_usd REAL, PRIMARY KEY (session_id, model)
+) WITHOUT ROWID;
+"""
+"""Named operators (who decided an approval, by user), the rule that asked for it, and what each session's
+model calls used (per model; ``cost_usd`` NULL while no call of that model reported a cost)."""
+
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4, 5: _SCHEMA_V5}
 """``version -> SQL`` that takes a database from ``version - 1`` to ``version``. Append, never edit."""
 
 

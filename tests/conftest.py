@@ -9,6 +9,7 @@ temporary folders so nothing touches the real home (an autouse fixture does that
   token: its view must never show the first account's sessions), ``db_path``;
 * ``stop()`` / ``start()`` to restart on the same port and database (restart-persistence tests);
 * ``rotate_token()``: the operator token revoked server-side and a new one issued (expired-token tests);
+* ``add_operator(name)``: a named colleague on the first account, with a token of their own;
 * ``harness()``: a new :class:`server.harness_client.HarnessClient` for the first account (use as
   ``async with live_server.harness() as h: agent = await h.start_session(agent_name="a")``).
 
@@ -135,6 +136,11 @@ class LiveServer:
         # for a remote server) is the test's to update: a restart must not hand the client a token itself.
         self.server.write_local_file = False
         return new
+
+    def add_operator(self, name: str) -> str:
+        """A named person on the first account with a token of their own (``preloop serve
+        --add-operator``); returns the token."""
+        return self.server.call(self.server.plane.accounts.add_operator(name))
 
     def harness(self) -> HarnessClient:
         """A new agent-side client (close it, or use ``async with``); the fixture ``harness`` does both."""

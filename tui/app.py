@@ -231,6 +231,8 @@ class PreloopApp(App[str | None]):
             self.push_screen(self._attach_screen(self.start_session_id))
         else:
             self.push_screen(self._sessions_screen())
+        # Who this operator is on the server, so a decision the server names them for reads "you".
+        self.call_after_refresh(self.learn_me)
         if self.attention:
             # The screen the user asked for starts loading first; the inbox after its first frame.
             self.call_after_refresh(self.watch_inbox)
@@ -238,6 +240,13 @@ class PreloopApp(App[str | None]):
             can = self.backend.capabilities
             if can.rules is not None or can.halts:
                 self.call_after_refresh(self.watch_standing)
+
+    @work(group="whoami", exclusive=True)
+    async def learn_me(self) -> None:
+        """Ask the server once who this token acts for (``Decisions.me``); a failure leaves "you" to the
+        decisions made in this app."""
+        with contextlib.suppress(ClientError):
+            await self.steering.decisions.learn_me(self.backend)
 
     async def on_event(self, event: events.Event) -> None:
         """Every key the terminal sends passes the key pace first (``tui.keypace``): a letter command
@@ -452,7 +461,8 @@ class PreloopApp(App[str | None]):
         self.alerter.changes([c for c in changes if not self._muted(c)], viewing=self._viewing())
         for change in changes:
             if isinstance(change, ApprovalGone):
-                settle_open_dialogs(self, change.approval)
+                you = self.steering.decisions.by_you(change.approval)
+                settle_open_dialogs(self, change.approval, you=you)
                 if change.approval.pending:  # it went without its final record: read it once
                     self.final_record(change.approval)
         # The inbox screen first, then the headers' count (the inbox screen may have marked notes seen):

@@ -1,8 +1,10 @@
 """Pending approvals of the attached session: tool, summary and what the call will change, with buttons.
 
-Each approval is a card: ``⚑ tool · summary [risk]``, then the call's preview (``client.preview``: a
-coloured diff for a file edit, the command for a shell call, else the arguments), its first lines and
-"… N more lines (x shows all)"; ``x`` (or the button) asks the screen to show the whole call. Agent text
+Each approval is a card: ``⚑ tool · summary [risk]``, then why it is asked (``client.why``: the agent's
+reasoning, the rule that asked, what the server redacted, each span of it standing out), then the call's
+preview (``client.preview``: a coloured diff for a file edit, the command for a shell call, else the
+arguments), its first lines and "… N more lines (x shows all)"; ``x`` (or the button) asks the screen to
+show the whole call (where ``o`` fetches the originals of a redacted call). Agent text
 is made terminal-safe and shown as ``rich.text.Text``. The panel shows a table it does not own
 (``client.session``'s pending approvals, read live; :meth:`ApprovalsPanel.sync` after it changed). The
 panel only *asks* (it posts :class:`ApprovalsPanel.Decide` and :class:`ApprovalsPanel.ShowCall`); the
@@ -14,7 +16,7 @@ saying the pending approvals are loading (or could not be loaded): an empty pane
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,7 +34,8 @@ from client.models import Approval
 from client.preview import approval_preview
 from client.session import ListsState
 from client.textsafe import safe_line
-from widgets.call_preview import PATH_CELLS, PATH_ROOM, preview_text
+from client.why import REDACTED, redaction, why_rows
+from widgets.call_preview import PATH_CELLS, PATH_ROOM, REDACTED_STYLE, preview_text
 
 PANEL_LINES = 6
 """A card in the approvals panel shows this many lines of the call's preview (then how many follow) when
@@ -60,9 +63,48 @@ def card_lines(terminal_height: int) -> int:
     return max(3, min(16, (terminal_height - 4) // 4))
 
 
+MIN_PREVIEW_LINES = 3
+"""However many lines say why a call is asked, a card keeps this many lines of the call itself."""
+
+
+def why_lines(approval: Approval) -> list[Text]:
+    """The lines of a card that say why the call is asked (``client.why``), one row each: the agent's
+    reasoning when the head shows the server's summary, the rule that asked, and what the server
+    redacted (with how to see the originals: the whole call's ``o``)."""
+    out: list[Text] = []
+    reasoning = (approval.agent_reasoning or "").strip()
+    if reasoning and approval.summary and approval.summary.strip() != reasoning:
+        out.append(_labelled("why", safe_line(reasoning, 200)))
+    rule = approval.rule_context.get("rule_name") if approval.rule_context else None
+    if isinstance(rule, str) and rule.strip():
+        out.append(_labelled("rule", safe_line(rule, 80)))
+    hidden = redaction(approval)
+    if hidden is not None:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append("⚿ redacted ", style=REDACTED_STYLE)
+        line.append(f" {hidden.words or 'arguments redacted by the server'}")
+        line.append(f" · {hidden.hint(pending=approval.pending, key='x then o')}", style="dim")
+        out.append(line)
+    return out
+
+
+def _labelled(label: str, words: str) -> Text:
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append(f"{label} ", style="dim italic")
+    line.append(words)
+    return line
+
+
+def mark_redacted(text: Text) -> Text:
+    """``text`` with every span the server redacted (``[REDACTED:type]``) standing out (in place)."""
+    text.highlight_regex(REDACTED.pattern, REDACTED_STYLE)
+    return text
+
+
 def approval_prompt(approval: Approval, lines: int = PANEL_LINES, path_cells: int = PATH_CELLS) -> Group:
-    """One approval: ``⚑ tool [risk] · summary`` on one row, then the first ``lines`` lines of its call's
-    preview (and how many more there are), indented; long rows end in "…" (x shows the whole call)."""
+    """One approval: ``⚑ tool [risk] · summary`` on one row, then why it is asked (:func:`why_lines`), then
+    the first lines of its call's preview (and how many more there are), ``lines`` rows in all below the
+    head, indented; long rows end in "…" (x shows the whole call)."""
     head = Text(no_wrap=True, overflow="ellipsis")
     head.append("⚑ ", style="bold yellow")
     head.append(safe_line(approval.tool_name or "tool", 40), style="bold")
@@ -71,11 +113,15 @@ def approval_prompt(approval: Approval, lines: int = PANEL_LINES, path_cells: in
     summary = approval.summary or approval.agent_reasoning
     if summary:
         head.append(" · ")
-        head.append(safe_line(summary, 160))
-    body = preview_text(approval_preview(approval), limit=lines, hint="x shows all", path_cells=path_cells)
+        head.append(mark_redacted(Text(safe_line(summary, 160))))
+    why = why_lines(approval)
+    room = max(MIN_PREVIEW_LINES, lines - len(why))
+    body = preview_text(approval_preview(approval), limit=room, hint="x shows all", path_cells=path_cells)
     # One row a line, long ones cut with "…" (x shows them whole): the card keeps the height it says.
     body.no_wrap, body.overflow = True, "ellipsis"
-    return Group(head, Padding(body, (0, 0, 0, 2)))
+    return Group(
+        head, *(Padding(line, (0, 0, 0, 2)) for line in why), Padding(mark_redacted(body), (0, 0, 0, 2))
+    )
 
 
 def call_first_line(approval: Approval, width: int = 100) -> str:
@@ -107,12 +153,15 @@ def decision_card(
     limit: int | None = CARD_LINES,
     preview: bool = True,
     named: bool = False,
+    trail: Sequence[tuple[str, str]] = (),
 ) -> Table:
-    """What a decision dialog decides, named in full: the session, the tool (and its risk), the agent's
-    summary and what the call will change (its preview: the first ``limit`` lines, then how many more;
-    None: every line; ``preview`` False: left out, for a screen that shows it below), so the operator
-    confirms what they read, not what they assume. ``named``: the dialog names the tool and the session
-    above it already (:func:`call_title`), so the card starts with why."""
+    """What a decision dialog decides, named in full: the session, the tool (and its risk), why it is
+    asked (``client.why``: the agent's reasoning, the server's summary, the rule, what was redacted), who
+    decided and who looked (``trail``: rows of ``client.present.trail_rows``, when known) and what the
+    call will change (its preview: the first ``limit`` lines, then how many more; None: every line;
+    ``preview`` False: left out, for a screen that shows it below), so the operator confirms what they
+    read, not what they assume. ``named``: the dialog names the tool and the session above it already
+    (:func:`call_title`), so the card starts with why."""
     card = Table.grid(padding=(0, 2))
     card.add_column(style="dim", no_wrap=True)
     card.add_column(overflow="fold")
@@ -122,15 +171,22 @@ def decision_card(
         if approval.risk_level:
             tool.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
         card.add_row("Tool", tool)
-    summary = approval.summary or approval.agent_reasoning
-    if summary:
-        card.add_row("Why", Text(safe_line(summary, 300)))
+    rows = why_rows(approval)
+    for label, words in rows:
+        shown = Text(words)
+        if label == "Redacted":
+            shown.stylize(REDACTED_STYLE, 0, len(words.split(" · ")[0]))
+        card.add_row(label, mark_redacted(shown))
+    for label, words in trail:
+        card.add_row(label, Text(words))
     if preview:
         call = approval_preview(approval)
-        body = preview_text(call, limit=limit, hint="x in the list shows all")
+        room = None if limit is None else max(MIN_PREVIEW_LINES, limit - max(len(rows) - 1, 0) - len(trail))
+        body = preview_text(call, limit=room, hint="x in the list shows all")
         if limit is not None:  # one row a line, long ones cut with "…": the dialog keeps its height
             body.no_wrap, body.overflow = True, "ellipsis"
-        card.add_row(PREVIEW_LABELS[call.kind], body if call.line_count else Text("none", style="dim"))
+        shown = body if call.line_count else Text("none", style="dim")
+        card.add_row(PREVIEW_LABELS[call.kind], shown)
     return card
 
 

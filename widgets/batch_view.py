@@ -149,7 +149,7 @@ def outcome_words(outcome: DecideOutcome) -> tuple[str, Text]:
         if status not in ("approved", "declined"):  # expired, cancelled: nobody's decision
             return "settled", Text(settled_phrase(status, elsewhere=False), style="yellow")
         # the one sentence for a settled approval (client.present): by whom as the server says, when, comment
-        return "settled", Text(f"already {status}: {settled_line(row)}", style="yellow")
+        return "settled", Text(f"already {status}: {settled_line(row, you=outcome.by_you)}", style="yellow")
     if isinstance(outcome, AlreadyDeciding):
         return "settled", Text("already being decided from here", style="yellow")
     words = Text(f"not {'approved' if outcome.verb == 'approve' else 'declined'}: ", style="red")

@@ -8,7 +8,8 @@ highlighted approval's call beside a list, as much of it as fits.
 
 A diff's lines get their sign and a tinted background (added green, removed red), their content coloured
 by the file's language; a file's head shows its name and its +/− counts; a command is coloured as shell.
-Every piece is built with ``Text.append``, never from markup: the text (already terminal-safe in the
+A span the server redacted (``[REDACTED:email]``) stands out in reverse. Every piece is built with
+``Text.append``, never from markup: the text (already terminal-safe in the
 model) stays literal, whatever brackets or escapes an agent put in a file name or a line.
 """
 
@@ -29,6 +30,7 @@ from client.cells import cell_len, tail
 from client.models import Approval
 from client.preview import Preview, PreviewLine, approval_preview, counts, more_line
 from client.textsafe import safe_line
+from client.why import REDACTED, why_rows
 
 SYNTAX_THEME = "ansi_dark"
 """Colours in the terminal's own palette, on the terminal's background."""
@@ -113,9 +115,20 @@ def short_path(path: str, cells: int = PATH_CELLS) -> str:
     return path if cell_len(path) <= cells else "…" + tail(path, cells - 1)
 
 
+REDACTED_STYLE = Style(bold=True, reverse=True, color="magenta")
+"""A span the server redacted (``[REDACTED:email]``, ``client.why``) stands out wherever a call is shown."""
+
+
 def line_text(line: PreviewLine, content: Text | None = None, *, path_cells: int | None = PATH_CELLS) -> Text:
     """One preview line, styled (``content``: its text already coloured by language); a file's path in
-    ``path_cells`` cells at most (None: whole)."""
+    ``path_cells`` cells at most (None: whole); every span the server redacted stands out."""
+    out = _line_text(line, content, path_cells=path_cells)
+    if "[REDACTED:" in line.text:
+        out.highlight_regex(REDACTED.pattern, REDACTED_STYLE)
+    return out
+
+
+def _line_text(line: PreviewLine, content: Text | None, *, path_cells: int | None) -> Text:
     body = content if content is not None else Text(line.text)
     match line.kind:
         case "add" | "del" | "ctx":
@@ -229,8 +242,9 @@ class CallPreviewView(ScrollView, can_focus=True):
 
 class CallPreviewPane(Static):
     """The highlighted approval's call beside a list (the inbox on a wide terminal): its tool and session,
-    then as many lines of its preview as the pane has room for (long lines cut with "…"), and how many
-    more there are ("x shows all")."""
+    why it is asked (``client.why``: reasoning, the server's ask, the rule, what was redacted), then as many
+    lines of its preview as the pane has room for (long lines cut with "…"), and how many more there are
+    ("x shows all")."""
 
     DEFAULT_CSS = """
     CallPreviewPane {
@@ -268,8 +282,16 @@ class CallPreviewPane(Static):
         if approval.risk_level:
             out.append(f"  risk {safe_line(approval.risk_level, 12)}", style="bold red")
         out.append(f"  {safe_line(self.session, 60)}", style="dim")
-        out.append("\n\n")
-        room = max(height - 3, 3)  # the head, a blank line, and the "more" line
+        out.append("\n")
+        why = why_rows(approval, key="x then o")
+        for label, words in why:  # why it is asked (client.why), one row each
+            out.append(f"{label.lower()} ", style="dim italic")
+            line = Text(words)
+            line.highlight_regex(REDACTED.pattern, REDACTED_STYLE)
+            out.append_text(line)
+            out.append("\n")
+        out.append("\n")
+        room = max(height - 3 - len(why), 3)  # the head, why, a blank line, and the "more" line
         call = approval_preview(approval)
         limit = room + 1 if call.line_count == room + 1 else room  # never "… 1 more line" in its room
         cells = max(width - PATH_ROOM, 16) if width else PATH_CELLS

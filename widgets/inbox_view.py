@@ -7,7 +7,7 @@ agent-supplied text (tool names, arguments, summaries, note text) goes through `
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from rich.text import Text
@@ -19,7 +19,7 @@ from client.ids import short_id
 from client.inbox import ApprovalGone
 from client.marks import News
 from client.models import Approval, Note, note_ended_at
-from client.present import relative_time, settled_phrase, until
+from client.present import decider_of, decision_words, relative_time, settled_phrase, until
 from client.preview import approval_preview, visible_args
 from client.textsafe import safe_line
 from widgets.badges import note_badge
@@ -328,9 +328,12 @@ def followed_text(followed: Sequence[tuple[str, str | None, News]]) -> Text:
     return out
 
 
-def decided_elsewhere_text(gone: Sequence[ApprovalGone]) -> Text:
-    """Approvals that left the inbox because someone (or something) else settled them: "was approved
-    elsewhere", "expired before anyone decided" (an expiry is no one's decision)."""
+def decided_elsewhere_text(
+    gone: Sequence[ApprovalGone], by_you: Callable[[Approval], bool] | None = None
+) -> Text:
+    """Approvals that left the inbox because someone (or something) else settled them, with who did it,
+    when and their comment as the server says: "approved by dana 14:02: “looks fine”" (``by_you``: the
+    ones this operator decided, from another terminal: "by you"); "expired 14:05 (nobody decided)"."""
     out = Text()
     for i, change in enumerate(gone):
         approval = change.approval
@@ -340,6 +343,10 @@ def decided_elsewhere_text(gone: Sequence[ApprovalGone]) -> Text:
         out.append(safe_line(approval.tool_name or "tool", 24), style="bold")
         out.append(" in ")
         out.append_text(session_label(agent_of(approval), approval.runtime_session_id))
+        you = by_you(approval) if by_you is not None else False
+        if approval.status in ("approved", "declined") and (you or decider_of(approval) is not None):
+            out.append(f" {decision_words(approval, you=you, comment=60)}", style="italic")
+            continue
         out.append(f" {settled_phrase(approval.status, elsewhere=change.elsewhere)}", style="italic")
         if approval.approver_comment:
             out.append(f': "{safe_line(approval.approver_comment, 60)}"', style="dim")

@@ -36,12 +36,15 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def note_prompt(note: Note, now: datetime, then: str | None = None) -> Group:
-    """One note: the badge line, then details and text indented (wrapped lines keep the indent), and for a
-    delivered note what the agent did next ("then: ..."), when it did something."""
+def note_prompt(note: Note, now: datetime, then: str | None = None, by: str | None = None) -> Group:
+    """One note: the badge line (with who sent it when it was a colleague, ``by``), then details and text
+    indented (wrapped lines keep the indent), and for a delivered note what the agent did next ("then:
+    ..."), when it did something."""
     head = Text()
     head.append_text(note_badge(note.state))
     head.append(f"  sent {relative_time(note.created_at, now)}", style="dim")
+    if by:
+        head.append(f" by {safe_line(by, 40)}", style="bold")
     text = Text()
     details: list[str] = []
     if note.delivered_at is not None:
@@ -97,10 +100,13 @@ class NotesPanel(OptionList):
         thens: Mapping[str, str] | None = None,
         *,
         clock: Callable[[], datetime] = _utcnow,
+        colleague: Callable[[Note], str | None] | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self._clock = clock
+        self._colleague = colleague
+        """The colleague who sent a note, by name (None: this operator, or nobody named)."""
         self._notes: Mapping[str, Note] = notes if notes is not None else {}
         self._thens: Mapping[str, str] = thens if thens is not None else {}
         self._listed: set[str] = set()
@@ -174,7 +180,8 @@ class NotesPanel(OptionList):
         self._update_title()
 
     def _prompt(self, note: Note, now: datetime) -> Group:
-        return note_prompt(note, now, self._thens.get(note.note_id))
+        by = self._colleague(note) if self._colleague is not None else None
+        return note_prompt(note, now, self._thens.get(note.note_id), by)
 
     @property
     def highlighted_note(self) -> Note | None:

@@ -39,7 +39,7 @@ def steering_notice(outcome: SteeringOutcome, approval: Approval | None = None) 
             "information",
         )
     if isinstance(outcome, AlreadySettled):
-        said = approval_outcome(name, outcome.approval.status, elsewhere=True)
+        said = approval_outcome(outcome.approval, elsewhere=True, you=outcome.by_you)
         return said, "Approval no longer pending", "warning"
     if isinstance(outcome, DecisionFailed):
         return str(outcome.error), f"Could not {outcome.verb} {tool}", "error"

@@ -1,11 +1,13 @@
 """The attach screen's two-line header: which session, what it is doing, and how the stream is doing.
 
 Line one names the session (short id, agent, title); line two carries the pending-approval count (first
-and bold when something waits for a human), read-only, the session state and the connection state
+and bold when something waits for a human), read-only, the session state, the connection state
 (live / connecting / reconnecting in Ns, attempt n / token refused: waiting for a login / ended /
-refused). Until the session's lists have answered (``client.session.ListsState``) the count is not known:
-it says "approvals loading…" (or "approvals not loaded"), never "no approvals pending". The connection's
-words are ``client.stream_words.status_words``, as everywhere. All server text goes through
+refused), what the run has cost so far when the server says (``$0.42 · 12k tokens (9.8k in / 2.2k
+out)``, ``client.costs``: nothing at all when it does not). Until the session's lists have answered
+(``client.session.ListsState``) the count is not known: it says "approvals loading…" (or "approvals not
+loaded"), never "no approvals pending". The connection's words are ``client.stream_words.status_words``,
+as everywhere. All server text goes through
 ``client.present`` / ``client.textsafe`` and is appended to ``rich.text.Text`` objects, never
 interpolated into markup.
 """
@@ -18,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from rich.text import Text
 from textual.widgets import Static
 
+from client.costs import Cost, cost_words
 from client.ids import short_id
 from client.models import Session
 from client.present import agent_state, kind_label, session_title
@@ -26,6 +29,9 @@ from client.status import Connecting, Ended, Live, LoginNeeded, Reconnecting, Re
 from client.stream_words import status_words
 from client.textsafe import safe_line
 from widgets.badges import session_badge
+
+SPLIT_AT = 110
+"""From this many columns the header says the run's tokens in and out, not only their sum."""
 
 _LOOK: dict[type, tuple[str, str]] = {
     Live: ("⇄", "bold green"),
@@ -68,6 +74,7 @@ class SessionHeader(Static):
         self.session: Session | None = None
         self.status: StreamStatus = Connecting()
         self.pending_approvals = 0
+        self.cost: Cost | None = None
         self.lists: ListsState = "loaded"
         """Whether the session's pending approvals are known yet (the attach screen says)."""
         self.read_only = read_only
@@ -95,6 +102,12 @@ class SessionHeader(Static):
             self.status = status
             if isinstance(status, Reconnecting):
                 self._retry_at = self._clock() + timedelta(seconds=status.delay)
+            self._render_header()
+
+    def set_cost(self, cost: Cost | None) -> None:
+        """What the run has cost so far (None: the server says nothing, and nothing is shown)."""
+        if cost != self.cost:
+            self.cost = cost
             self._render_header()
 
     def set_pending(self, count: int) -> None:
@@ -152,6 +165,9 @@ class SessionHeader(Static):
         if session is not None and not (count and state != "ended"):
             parts.append(Text("agent ").append_text(session_badge(state, words)))
         parts.append(Text("stream ").append_text(self.connection_text()))
+        spent = cost_words(self.cost, split=self.size.width >= SPLIT_AT)  # tokens in / out: when it fits
+        if spent:
+            parts.append(Text(spent, style="bold"))
         if not count and self.lists == "loading":
             parts.append(Text("approvals loading…", style="dim italic"))
         elif not count and self.lists == "failed":

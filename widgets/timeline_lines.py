@@ -20,6 +20,7 @@ from textual.cache import LRUCache
 from textual.strip import Strip
 
 from client.find import find_spans
+from client.models import Approval, Note
 from client.reader import Reader
 from client.timeline import TextEntry, TextPhase, TimelineChanges
 from client.views import View
@@ -53,6 +54,10 @@ class Lines:
         """Commentary folded to one line each."""
         self.wrap = False
         """Long tool and approval lines wrapped instead of cut to the width."""
+        self.by_you: Callable[[Approval], bool] | None = None
+        """Tells the approvals this operator decided (their line reads "by you")."""
+        self.colleague: Callable[[Note], str | None] | None = None
+        """The colleague who sent a note, by name (their notes say so)."""
         self.cache: LRUCache[int, Strip] = LRUCache(1024)
         self.rule_make: Callable[[int], list[RenderedLine]] | None = None
         self._rule_lines: tuple[int, list[RenderedLine]] | None = None
@@ -172,7 +177,9 @@ class Lines:
         ):
             lines = cached[3]
         else:
-            lines = render_entry(entry, self.width, wrap=self.wrap, whole=whole)
+            lines = render_entry(
+                entry, self.width, wrap=self.wrap, whole=whole, by_you=self.by_you, colleague=self.colleague
+            )
             self._rendered[entry_id] = (entry.revision, self.width, whole, lines)
         if (
             self.collapse

@@ -18,7 +18,7 @@ commentary (narration)     ``│`` gutter, dim; collapsed: ``▸ commentary (N l
 final answer               ``● answer`` header, ``┃`` gutter, Markdown
 interrupted text           ``┊`` gutter, ends with ``⚠ interrupted``
 tool call                  ``◌ running`` / ``✓ ok`` / ``✗ failed`` / ``⊘ denied`` + duration
-approval                   ``⏸ approval requested`` / ``✓ approval approved`` / ``✗ approval declined``
+approval                   ``⏸ approval requested`` / ``✓ approval approved … by dana`` / ``✗ … declined``
 note                       ``✉ note <state>`` with the state's glyph
 unknown event              ``? unknown event <type>`` (dim)
 highlighted (cursor) entry ``▌`` in the first cell of each of its lines, bold on a tint
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 
 from rich.cells import cell_len, chop_cells
 from rich.console import Console
@@ -53,6 +54,8 @@ from client.entry_words import (
     note_words,
     session_words,
 )
+from client.models import Approval, Note
+from client.present import decider_words
 from client.textsafe import safe_line, safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -304,7 +307,7 @@ def _render_tool(entry: ToolEntry, width: int, wrap: bool = False, whole: bool =
 
 
 def _render_approval(
-    entry: ApprovalEntry, width: int, wrap: bool = False, whole: bool = False
+    entry: ApprovalEntry, width: int, wrap: bool = False, whole: bool = False, you: bool = False
 ) -> list[RenderedLine]:
     approval = entry.approval
     tool = safe_line(approval.tool_name or "tool") if approval else "tool"
@@ -327,17 +330,25 @@ def _render_approval(
     if by_rule is not None:  # nobody was asked: which rule allowed what, and who set the rule
         parts.append(("  " + safe_line(by_rule[0]), STYLE_DIM))
         parts.append(("  " + by_rule[1], None))
-    elif whole and summary:
-        parts.append(("  " + summary, None))
+    else:
+        who = decider_words(approval, you=you) if approval is not None else None
+        if who:
+            parts.append((f"  by {who}", STYLE_DIM))
+        if whole and summary:
+            parts.append(("  " + summary, None))
     if approval is not None and approval.approver_comment and by_rule is None:
         parts.append(("  “" + safe_line(approval.approver_comment) + "”", None))
     return _fit(parts, width, wrap or whole)
 
 
-def _render_note(entry: NoteEntry, width: int, whole: bool = False) -> list[RenderedLine]:
+def _render_note(
+    entry: NoteEntry, width: int, whole: bool = False, by: str | None = None
+) -> list[RenderedLine]:
     icon, style = NOTE_LOOK.get(entry.state, ("•", STYLE_DIM))
     note = entry.note
     parts: list[tuple[str, Style | None]] = [(f"✉ {safe_line(note_words(entry.state))} {icon}", style)]
+    if by:
+        parts.append((f" by {safe_line(by, 40)}", STYLE_DIM))
     if note is not None:
         parts.append(("  “" + safe_line(note.text, None if whole else 80) + "”", None))
         extra = []
@@ -427,20 +438,26 @@ def render_entry(
     collapse_commentary: bool = False,
     wrap: bool = False,
     whole: bool = False,
+    by_you: Callable[[Approval], bool] | None = None,
+    colleague: Callable[[Note], str | None] | None = None,
 ) -> list[RenderedLine]:
     """The lines of one entry at ``width`` cells; the view calls it again when the entry changes.
     ``wrap`` shows tool, approval and unknown-event lines in full instead of cut to one line; ``whole``
     shows every line in full and also what the compact line leaves out (a finished tool's result, the
-    summary of a decided approval, a long note): what find searches, shown for its current match."""
+    summary of a decided approval, a long note): what find searches, shown for its current match.
+    ``by_you`` tells a decision of this operator (it reads "by you"; others by the decider's name);
+    ``colleague`` names a colleague who sent a note ("by dana")."""
     width = max(width, MIN_WIDTH)
     if isinstance(entry, TextEntry):
         return _render_text(entry, width, collapse_commentary and not whole)
     if isinstance(entry, ToolEntry):
         return _render_tool(entry, width, wrap, whole)
     if isinstance(entry, ApprovalEntry):
-        return _render_approval(entry, width, wrap, whole)
+        you = by_you is not None and entry.approval is not None and by_you(entry.approval)
+        return _render_approval(entry, width, wrap, whole, you)
     if isinstance(entry, NoteEntry):
-        return _render_note(entry, width, whole)
+        by = colleague(entry.note) if colleague is not None and entry.note is not None else None
+        return _render_note(entry, width, whole, by)
     if isinstance(entry, RunEntry):
         return _render_run(entry, width, whole)
     if isinstance(entry, SessionEntry):

@@ -42,6 +42,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from client.find import FindStatus
+from client.models import Approval, Note
 from client.reader import Move, Reader
 from client.timeline import Timeline, TimelineChanges, TimelineEntry
 from client.views import View
@@ -139,12 +140,16 @@ class TimelineView(ScrollView, can_focus=True):
         *,
         max_lines: int = 10_000,
         collapse_commentary: bool = False,
+        by_you: Callable[[Approval], bool] | None = None,
+        colleague: Callable[[Note], str | None] | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
         disabled: bool = False,
     ) -> None:
-        """Show ``timeline``; at most ``max_lines`` rendered lines are kept (oldest entries go first)."""
+        """Show ``timeline``; at most ``max_lines`` rendered lines are kept (oldest entries go first).
+        ``by_you`` tells the approvals this operator decided (their line reads "by you"), ``colleague`` the
+        name of a colleague who sent a note (their notes say so)."""
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self.timeline = timeline
         self.reader = Reader(timeline)
@@ -152,6 +157,8 @@ class TimelineView(ScrollView, can_focus=True):
         self._lines = Lines(self.reader, max_lines=max_lines)
         self.reader.hides_match = self._lines.hides
         self._lines.collapse = collapse_commentary
+        self._lines.by_you = by_you
+        self._lines.colleague = colleague
         self._needs_full = True
         self.renders = 0
         """How many times the lines were brought up to date (a benchmark counts frames with it)."""

@@ -1,5 +1,6 @@
-"""``preloop approvals list | show | approve | decline``; approve and decline take one id or many (one
-decision for all, each id told on its own line: ``client.steering.Steering.decide_many``)."""
+"""``preloop approvals list | show | approve | decline``: what waits, what was decided and by whom, why an
+approval is asked and what its call will change; approve and decline take one id or many (one decision for
+all, each id told on its own line: ``client.steering.Steering.decide_many``)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,25 @@ from typing import Any
 
 from cli.commands.common import connect, is_tty, print_json, render_table, terminal_width, usage
 from cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from client.digest import NO_DECIDER
 from client.errors import AmbiguousId, ClientError, NoMatchingId
 from client.ids import ApprovalIds, is_full_id, is_prefix, resolve_approval, resolve_session, short_id
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
-from client.listing import all_approvals
+from client.listing import all_approvals, with_trails
 from client.models import Approval, AttentionSnapshot, Note
-from client.present import cell, clock, decided_by, describe_session, relative_time, settled_line, until
+from client.present import (
+    cell,
+    clock,
+    decided_by,
+    decider_of,
+    decider_words,
+    decision_words,
+    describe_session,
+    relative_time,
+    settled_line,
+    trail_rows,
+    until,
+)
 from client.preview import approval_preview
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.steering import (
@@ -28,38 +42,71 @@ from client.steering import (
     Decided,
     DecideOutcome,
     DecisionFailed,
+    Decisions,
     Steering,
     final_record,
 )
 from client.stream_words import OutageLines
 from client.textsafe import safe_line
+from client.why import redaction, why_rows
 
 
 async def list_approvals(args: argparse.Namespace) -> int:
-    """Approvals waiting for a person (or, with --status, decided ones), oldest first."""
+    """Approvals waiting for a person, oldest first (or, with --status, those in that status; with
+    --decided, every settled one, the latest decision first: who decided, when, with which comment)."""
     if args.json and args.output == "id":
         raise usage("--json and -o id both choose the output: keep one of them")
     if args.all_sessions and args.session:
         raise usage("--all-sessions and --session contradict each other: keep one of them")
+    if args.decided and args.status != "pending":
+        raise usage("--decided lists every settled approval: drop --status, or drop --decided")
     if args.watch:
-        if args.status != "pending" or args.output == "id":
-            raise usage("--watch follows pending approvals: it takes neither --status nor -o id")
+        if args.status != "pending" or args.output == "id" or args.decided:
+            raise usage("--watch follows pending approvals: it takes neither --status, --decided nor -o id")
         return await watch_approvals(args)
     now = datetime.now(UTC)
-    status = None if args.status == "all" else args.status
+    status = None if args.status == "all" or args.decided else args.status
+    decisions = Decisions()
     async with connect(args) as backend:
         session = await resolve_session(backend, args.session) if args.session else None
         items = await all_approvals(backend, session, status)
+        if args.decided:
+            items = [a for a in items if not a.pending]
+        settled = status != "pending"
+        if settled and args.output != "id":
+            items = await with_trails(backend, items)
+            await decisions.learn_me(backend)
+        recorded = backend.capabilities.names_decider
+    if args.decided:
+        epoch = datetime.min.replace(tzinfo=UTC)
+        items.sort(key=lambda a: a.resolved_at or a.requested_at or epoch, reverse=True)
     if args.output == "id":
         for approval in items:
             print(cell(approval.id))
         return EXIT_OK
     if args.json:
-        print_json({"total": len(items), "items": [a.model_dump(mode="json") for a in items]})
+        print_json(
+            {
+                "total": len(items),
+                "deciders_recorded_by_server": recorded,
+                "items": [
+                    {
+                        **a.model_dump(mode="json"),
+                        "decided_by": decided_by(a, you=decisions.by_you(a)),
+                    }
+                    for a in items
+                ],
+            }
+        )
         return EXIT_OK
     if not items:
-        which = "pending " if status == "pending" else ""
+        which = {"pending": "pending ", None: "decided " if args.decided else ""}.get(status, f"{status} ")
         print(f"No {which}approvals" + (f" for session {short_id(session)}." if session else "."))
+        return EXIT_OK
+    width = terminal_width(sys.stdout)
+    if settled:
+        for line in _settled_table(items, decisions, recorded, width):
+            print(line)
         return EXIT_OK
     rows = [
         [
@@ -73,7 +120,7 @@ async def list_approvals(args: argparse.Namespace) -> int:
         for a in items
     ]
     headers = ["ID", "SESSION", "STATUS", "REQUESTED", "TOOL", "SUMMARY"]
-    for line in render_table(headers, rows, last_flexible=True, width=terminal_width(sys.stdout)):
+    for line in render_table(headers, rows, last_flexible=True, width=width):
         print(line)
     if status == "pending" and sys.stdout.isatty():
         print(
@@ -81,6 +128,34 @@ async def list_approvals(args: argparse.Namespace) -> int:
             'preloop approvals decline ID --comment "..."'
         )
     return EXIT_OK
+
+
+def _settled_table(
+    items: list[Approval], decisions: Decisions, recorded: bool, width: int | None
+) -> list[str]:
+    """Settled approvals: what became of each, who decided and when, and the comment (a server that keeps
+    no decider is said to, once, below the table)."""
+    rows = []
+    for a in items:
+        you = decisions.by_you(a)
+        decider = decider_of(a)
+        when = (decider.at if decider is not None and decider.at else None) or a.resolved_at
+        rows.append(
+            [
+                cell(a.id),
+                short_id(a.runtime_session_id),
+                cell(a.tool_name, 24),
+                cell(a.status),
+                cell(decider_words(a, you=you) or "-", 40),
+                clock(when) if when is not None else "-",
+                cell(a.approver_comment or "-"),
+            ]
+        )
+    headers = ["ID", "SESSION", "TOOL", "OUTCOME", "BY", "AT", "COMMENT"]
+    lines = render_table(headers, rows, last_flexible=True, width=width)
+    if not recorded:
+        lines.append(f"({NO_DECIDER}: the BY column stays empty)")
+    return lines
 
 
 def _approval_id_syntax(value: str) -> str:
@@ -97,21 +172,67 @@ def _approval_id_syntax(value: str) -> str:
 
 
 async def show(args: argparse.Namespace) -> int:
-    """One approval, and what its call will change (every line; ``--json``: the preview's model)."""
+    """One approval: why it is asked, who decided it and who looked (as far as the server says), and what
+    its call will change, every line (``--original``: the call's arguments before the server redacted
+    them; ``--json``: all of it for scripts)."""
     text = _approval_id_syntax(args.approval_id)
+    decisions = Decisions()
+    original: dict[str, Any] | None = None
     async with connect(args) as backend:
         approval = await backend.get_approval(await resolve_approval(backend, text))
+        approval = await backend.approval_trail(approval)
+        await decisions.learn_me(backend)
+        names_decider = backend.capabilities.names_decider
+        if args.original:
+            original = await backend.original_args(approval.id)
+    you = decisions.by_you(approval)
     call = approval_preview(approval)
+    hidden = redaction(approval)
     if args.json:
-        print_json({"approval": approval.model_dump(mode="json"), "preview": call.to_json()})
+        doc: dict[str, Any] = {
+            "approval": approval.model_dump(mode="json"),
+            "why": {
+                "reasoning": approval.agent_reasoning,
+                "summary": approval.summary,
+                "rule": approval.rule_context,
+                "redacted": None
+                if hidden is None
+                else {
+                    "types": dict(hidden.types),
+                    "reference_only": hidden.reference_only,
+                    "originals_kept": hidden.originals_kept,
+                },
+            },
+            "decided_by": decided_by(approval, you=you),
+            "deciders_recorded_by_server": names_decider,
+            "preview": call.to_json(),
+        }
+        if original is not None:
+            doc["original_args"] = original
+            doc["original_preview"] = approval_preview(_with_args(approval, original)).to_json()
+        print_json(doc)
         return EXIT_OK
-    for line in show_lines(approval, datetime.now(UTC)):
+    for line in show_lines(approval, datetime.now(UTC), you=you, names_decider=names_decider):
         print(line)
+    if original is not None:
+        print()
+        print("Original arguments, before the server redacted them (kept only until it is decided):")
+        for line in approval_preview(_with_args(approval, original)).text_lines():
+            print(line)
     return EXIT_OK
 
 
-def show_lines(approval: Approval, now: datetime) -> list[str]:
-    """``approvals show`` as plain lines: who asks for what, its status, then the call's whole preview."""
+def _with_args(approval: Approval, args: dict[str, Any]) -> Approval:
+    """The approval with the arguments the server kept apart (its originals) in place of the redacted ones."""
+    return approval.model_copy(update={"tool_args": args})
+
+
+def show_lines(
+    approval: Approval, now: datetime, *, you: bool = False, names_decider: bool = True
+) -> list[str]:
+    """``approvals show`` as plain lines: who asks for what and its status; why it is asked (the agent's
+    reasoning, the server's summary, the rule, what was redacted); who decided and who looked; then the
+    call's whole preview."""
     agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None)
     tool = safe_line(approval.tool_name or "tool", 60)
     risk = f"  (risk {safe_line(approval.risk_level, 12)})" if approval.risk_level else ""
@@ -120,16 +241,18 @@ def show_lines(approval: Approval, now: datetime) -> list[str]:
         if approval.expires_at is not None:
             status += f", expires in {until(approval.expires_at, now)}"
     else:
-        status = settled_line(approval)
+        status = safe_line(approval.status, 20)
     lines = [
         f"Approval  {cell(approval.id)}",
         f"Session   {describe_session(approval.runtime_session_id, agent)}",
         f"Tool      {tool}{risk}",
         f"Status    {status}",
     ]
-    summary = approval.summary or approval.agent_reasoning
-    if summary:
-        lines.append(f"Why       {safe_line(summary, 300)}")
+    for label, words in [
+        *why_rows(approval, key="--original"),
+        *trail_rows(approval, you=you, names_decider=names_decider),
+    ]:
+        lines.append(f"{label:<9} {words}")
     return [*lines, "", *approval_preview(approval).text_lines()]
 
 
@@ -186,7 +309,8 @@ def _tell(outcome: DecideOutcome, args: argparse.Namespace) -> None:
             print(f"Approval {cell(done.id)}{tool} {verb}d{comment}.")
     elif isinstance(outcome, AlreadySettled):
         done = outcome.approval
-        print(f"preloop: already {safe_line(done.status)}: {settled_line(done)}", file=sys.stderr)
+        you = outcome.by_you
+        print(f"preloop: already {safe_line(done.status)}: {settled_line(done, you=you)}", file=sys.stderr)
     elif isinstance(outcome, DecisionFailed):
         error = outcome.error
         print(
@@ -208,7 +332,7 @@ def outcome_record(outcome: DecideOutcome) -> dict[str, Any]:
             "status": row.status
             if not row.pending
             else ("approved" if outcome.verb == "approve" else "declined"),
-            "decided_by": decided_by(row) if isinstance(outcome, AlreadySettled) else None,
+            "decided_by": decided_by(row, you=isinstance(outcome, Decided) or outcome.by_you),
             "error": None,
             "approval": row.model_dump(mode="json"),
         }
@@ -247,22 +371,20 @@ async def decline(args: argparse.Namespace) -> int:
 STATUS_TYPES = tuple(StreamStatus.__args__)
 
 
-def _approval_line(approval: Approval, head: str, now: datetime) -> str:
-    """One human line for an approval: time, what happened (by whom), ids, agent, tool, what it wants,
-    expiry or the decision's comment."""
+def _approval_line(approval: Approval, head: str, now: datetime, *, you: bool = False) -> str:
+    """One human line for an approval: time, what happened, ids, agent, tool, what it wants, then its
+    expiry, or who decided it, when and with which comment."""
     agent = approval.managed_agent_name or (approval.agent.name if approval.agent else None) or "agent"
     args = {k: v for k, v in approval.tool_args.items() if not str(k).startswith("_")}
     what = approval.summary or " ".join(f"{k}={v}" for k, v in args.items()) or ""
     expires = ""
     if approval.pending and approval.expires_at:
         expires = f"  expires in {until(approval.expires_at, now)}"
-    who = decided_by(approval)
-    by = f"  by {safe_line(who['detail'], 40)}" if who and who["kind"] != "expiry" and who["detail"] else ""
-    comment = f'{by}  "{safe_line(approval.approver_comment, 80)}"' if approval.approver_comment else by
+    settled = "" if approval.pending else f"  {decision_words(approval, you=you, comment=80)}"
     return (
         f"{clock(now)}  {head}  {cell(approval.id)}  session {short_id(approval.runtime_session_id)}"
         f"  {safe_line(agent, 24)}  {safe_line(approval.tool_name or 'tool', 24)}  {safe_line(what, 100)}"
-        f"{expires}{comment}"
+        f"{expires}{settled}"
     )
 
 
@@ -310,16 +432,17 @@ async def _emit(
             with contextlib.suppress(ClientError):  # unread, it is said to be gone
                 approval = await final_record(steering.backend, approval.id) or approval
             decision = approval.status in ("approved", "declined")
+            you = steering.decisions.by_you(approval)
             line = (
                 _record(
                     "approval.resolved",
                     status=approval.status if not approval.pending else "gone",
                     elsewhere=change.elsewhere if decision else None,
-                    decided_by=decided_by(approval),
+                    decided_by=decided_by(approval, you=you),
                     approval=approval.model_dump(mode="json"),
                 )
                 if args.json
-                else _approval_line(approval, _gone_head(approval, change.elsewhere), now)
+                else _approval_line(approval, _gone_head(approval, change.elsewhere), now, you=you)
             )
     else:
         note = change.note
@@ -373,6 +496,7 @@ async def _watch(args: argparse.Namespace) -> int:
     outage = OutageLines()
     async with connect(args) as backend:
         steering = Steering(backend, inbox.decisions)
+        await steering.decisions.learn_me(backend)
         session = await resolve_session(backend, args.session) if args.session else None
         if not args.json and is_tty(sys.stderr):
             print("Watching every session's approvals; Ctrl+C stops.", file=sys.stderr)

@@ -24,9 +24,10 @@ from client.backends.base import Backend
 from client.errors import ConnectionLost, error_for_status
 from client.export import build_export, to_json, to_markdown
 from client.ids import resolve_session
-from client.listing import all_approvals, session_notes
+from client.listing import all_approvals, session_notes, with_trails
 from client.paths import replace_file
 from client.status import Connecting, Ended, Live, LoginNeeded, Missed, Reconnecting, Refused, Skipped
+from client.steering import Decisions
 from client.timeline import Timeline
 
 QUIET_SECONDS = 1.5
@@ -69,12 +70,15 @@ async def read_history(backend: Backend, session_id: str, timeline: Timeline) ->
 
 
 async def gather(backend: Backend, session_id: str, now: datetime) -> dict[str, Any]:
-    """Everything the export needs from the server, as the export document."""
+    """Everything the export needs from the server, as the export document: who decided each approval is
+    read with it (``Backend.approval_trail``: Preloop names the person only in the approval's history)."""
     session = await backend.get_session(session_id)
     timeline = Timeline(max_entries=1_000_000, max_chars=500_000_000)
     await read_history(backend, session_id, timeline)
     notes = await session_notes(backend, session_id)
-    approvals = await all_approvals(backend, session_id)
+    approvals = await with_trails(backend, await all_approvals(backend, session_id))
+    decisions = Decisions()
+    await decisions.learn_me(backend)
     return build_export(
         session_id,
         timeline,
@@ -82,9 +86,8 @@ async def gather(backend: Backend, session_id: str, now: datetime) -> dict[str, 
         notes=notes,
         approvals=approvals,
         exported_at=now,
-        # Our local server gives each account one operator: who decided is who wrote the notes. Preloop
-        # and Dendrux do not say which person decided (Preloop 0.17.1: decided_by_human only).
-        sole_operator=backend.server_kind == "local",
+        by_you=decisions.by_you,
+        deciders_recorded=backend.capabilities.names_decider,
     )
 
 

@@ -20,7 +20,14 @@ from client.ids import require_note_id, resolve_session, short_id
 from client.listing import session_notes
 from client.models import Note
 from client.notetext import NOTE_EMPTY, note_text_problem
-from client.present import cell, format_duration, parse_duration, relative_time, withdraw_outcome
+from client.present import (
+    cell,
+    format_duration,
+    note_author,
+    parse_duration,
+    relative_time,
+    withdraw_outcome,
+)
 from client.textsafe import safe_line
 
 TEXT_CELLS = 200
@@ -93,11 +100,12 @@ async def send(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _note_row(note: Note, now: datetime) -> list[str]:
+def _note_row(note: Note, now: datetime, me: str | None) -> list[str]:
     when = note.delivered_at or note.cancelled_at or note.expired_at or note.undeliverable_at
     return [
         cell(note.note_id),
         cell(note.state),
+        cell(note_author(note, me) or "-", 24),
         relative_time(note.created_at, now),
         relative_time(when, now) if when else "-",
         cell(note.text, TEXT_CELLS),
@@ -128,14 +136,15 @@ async def list_notes(args: argparse.Namespace) -> int:
     async with connect(args, blocking=True) as backend:
         session = await resolve_session(backend, args.session)
         notes = await session_notes(backend, session, args.state)
+        me = await backend.whoami() if args.output != "id" and not args.json else None
     if _print_scripted(args, notes):
         return EXIT_OK
     if not notes:
         state = f" in state {args.state}" if args.state else ""
         print(f"No notes{state} for session {short_id(session)}.")
         return EXIT_OK
-    rows = [_note_row(n, now) for n in notes]
-    headers = ["NOTE", "STATE", "CREATED", "SETTLED", "TEXT"]
+    rows = [_note_row(n, now, me.id if me is not None else None) for n in notes]
+    headers = ["NOTE", "STATE", "BY", "CREATED", "SETTLED", "TEXT"]
     for line in render_table(headers, rows, last_flexible=True, width=terminal_width(sys.stdout)):
         print(line)
     return EXIT_OK

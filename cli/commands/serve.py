@@ -102,10 +102,37 @@ def _db(value: str | None) -> Path | None:
     return path
 
 
+async def add_operator(db_path: Path, name: str, url: str) -> int:
+    """``--add-operator NAME``: a person of their own on the server's database, with a token printed once
+    (only its hash is stored, so it cannot be shown again); a name that cannot be used exits 2."""
+    from server.accounts import OperatorNameError
+    from server.main import add_operator as add
+
+    try:
+        token = await add(db_path, name)
+    except OperatorNameError as exc:
+        raise usage(f"--add-operator: {exc}") from None
+    shown = " ".join(name.split())
+    print(f"Operator {shown!r} added to {db_path}.")
+    print("Their token, shown this once (only its hash is kept): hand it to them privately.")
+    print(f"  {token}")
+    print("They sign in with it on their machine:")
+    print(f"  preloop login --url {url} --with-token    (paste the token on standard input)")
+    print(f"Their approvals, declines and notes are shown as {shown!r}.", flush=True)
+    return EXIT_OK
+
+
 async def serve(args: argparse.Namespace) -> int:
-    """Run the local server in the foreground until Ctrl+C."""
+    """Run the local server in the foreground until Ctrl+C (or, with ``--add-operator``, add a person)."""
     require_server_extra()
     db_path = _db(args.db)
+    if args.add_operator is not None:
+        from client import paths
+
+        host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+        return await add_operator(
+            db_path or paths.default_db_path(), args.add_operator, f"http://{host}:{args.port}"
+        )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"preloop: warning: binding {args.host} exposes the control plane beyond this machine",
@@ -212,12 +239,27 @@ def restart_hint(db_path: Path) -> str:
     )
 
 
+def _demo_url(port: int | None) -> str:
+    """The demo's URL to sign in at: ``--port`` when given, else the one the running (or last) demo wrote
+    to the local-server file (it takes a free port when its usual one is taken), else its usual port."""
+    if port is None:
+        from client.config import local_server_url
+
+        written = local_server_url("demo")
+        if written is not None:
+            return written
+    return f"http://127.0.0.1:{DEMO_PORT if port is None else port}"
+
+
 async def demo(args: argparse.Namespace) -> int:
     """A local server on a stable port plus demo agents; the sessions screen (or instructions) on top."""
     from cli.commands.common import is_tty
 
     require_server_extra()
     db_path = _db(args.db) or demo_db_path()
+    if args.add_operator is not None:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        return await add_operator(db_path, args.add_operator, _demo_url(args.port))
     use_tui = not args.no_tui and is_tty(sys.stdout) and is_tty(sys.stdin)
     from server.demo import start_demo
 

@@ -11,6 +11,7 @@ from cli.commands.common import check_uuid, connect, print_json, render_table, t
 from cli.exits import EXIT_OK
 from client.backends.base import Backend, SessionFilter
 from client.cells import cell_len
+from client.costs import cost_json, cost_words, row_cost
 from client.ids import resolve_session, short_id
 from client.listing import session_pages
 from client.models import Session, SessionList
@@ -97,10 +98,13 @@ async def fetch_sessions(
 
 
 def session_json(row: Session, title: str, now: datetime) -> dict[str, Any]:
-    """The row as the server sent it (every field this client knows), plus the computed title and state."""
+    """The row as the server sent it (every field this client knows), plus the computed title, state and
+    ``cost`` (tokens in and out and the estimated cost, the same for every server kind; null when the
+    server gives none)."""
     data: dict[str, Any] = row.model_dump(mode="json")
     data["display_title"] = title
     data["state"] = session_state(row, now)
+    data["cost"] = cost_json(row_cost(row))
     return data
 
 
@@ -122,7 +126,8 @@ def _narrow_columns(
     for key in NARROW_DROP_ORDER:
         if room(shown) >= wanted:
             break
-        shown.remove(key)
+        if key in shown:
+            shown.remove(key)
     if room(shown) < wanted:
         for row in table:
             row["agent"] = cell(row["agent"], 10)
@@ -157,10 +162,12 @@ async def list_sessions(args: argparse.Namespace) -> int:
         return EXIT_OK
     labels = {"id": "ID", "agent": "AGENT", "kind": "KIND", "started": "STARTED"}
     labels |= {"activity": "LAST ACTIVITY", "state": "STATE", "tools": "TOOLS", "model": "MODEL"}
-    labels |= {"pending": "PENDING", "title": "TITLE"}
-    keys = [key for key in labels if key != "kind" or args.wide]
+    labels |= {"pending": "PENDING", "cost": "COST", "title": "TITLE"}
+    costs = [row_cost(row) for row in rows]
+    # A server that gives no tokens or cost for any row gets no COST column (never a column of "$0.00").
+    keys = [key for key in labels if (key != "kind" or args.wide) and (key != "cost" or any(costs))]
     table: list[dict[str, str]] = []
-    for row, title in zip(rows, titles, strict=True):
+    for row, title, cost in zip(rows, titles, costs, strict=True):
         table.append(
             {
                 "id": cell(row.id) if args.wide else short_id(row.id),
@@ -172,6 +179,7 @@ async def list_sessions(args: argparse.Namespace) -> int:
                 "tools": count_cell(row.tool_call_count),
                 "model": cell(row.latest_model_alias, None if args.wide else 20),
                 "pending": count_cell(row.pending_approval_count),
+                "cost": cost_words(cost, split=args.wide, unit=" tok") or "-",
                 "title": title,
             }
         )

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here witho
         Session,
         SessionList,
         Standing,
+        UserMe,
     )
     from client.rules import RuleSpec
     from client.status import StreamStatus
@@ -86,6 +87,12 @@ class Capabilities:
     approve_comment: bool = True
     """An approval can carry a comment (a decline always can): a Dendrux app's approve takes no reason,
     so a front end refuses the comment up front instead of the server dropping it."""
+    names_decider: bool = True
+    """The server records who decided an approval (our server by operator, Preloop in its history); a
+    Dendrux app keeps no decider, which a front end says once instead of inventing one."""
+    original_args: bool = True
+    """The server may keep an approval's arguments from before redaction (Preloop's ``original-args``;
+    ours answers that it keeps none)."""
     rules: RuleSupport | None = None
     """The time-boxed allow rules the server keeps (None: none, every call is decided one by one)."""
     halts: bool = False
@@ -169,6 +176,11 @@ class SessionDesk(Protocol):
 
     async def end_session(self, session_id: str) -> Session: ...
 
+    async def whoami(self) -> UserMe | None:
+        """Who this token acts for (to tell "you" from a colleague among deciders); None when the server
+        does not say. Asked once per backend and remembered."""
+        ...
+
 
 class NoteDesk(Protocol):
     """Operator notes: send, list, withdraw (see ``Capabilities.notes`` / ``withdraw_notes``)."""
@@ -217,6 +229,17 @@ class ApprovalDesk(Protocol):
     async def approve(self, approval_id: str, comment: str | None = None) -> Approval: ...
 
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval: ...
+
+    async def approval_trail(self, approval: Approval) -> Approval:
+        """The approval with who decided it and who has looked at it, as far as the server says (our
+        server sends the decider with the row; Preloop names it only in the approval's history, read
+        here; a failure to read it leaves the approval as given)."""
+        ...
+
+    async def original_args(self, approval_id: str) -> dict[str, Any]:
+        """The approval's arguments before the server redacted them (Preloop keeps them while it is
+        pending when a rule says so); ``client.errors.NotFound`` with the server's sentence otherwise."""
+        ...
 
     async def decide_batch(
         self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None

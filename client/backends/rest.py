@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import httpx
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from client.backends.base import API_PREFIX, ApprovalPage, BatchItem, SessionFilter
 from client.connection import Connection
@@ -55,6 +55,8 @@ from client.models import (
     SessionDetail,
     SessionList,
     Standing,
+    UserMe,
+    WireModel,
 )
 from client.notetext import require_sendable
 from client.rules import RuleSpec
@@ -65,6 +67,14 @@ _approvals_adapter: TypeAdapter[list[Approval]] = TypeAdapter(list[Approval])
 rules_adapter: TypeAdapter[list[AllowRule]] = TypeAdapter(list[AllowRule])
 """A JSON array of rules (our server's listing and revoke-all answer)."""
 
+
+class _OriginalArgs(WireModel):
+    """``GET /approval-requests/{id}/original-args``: ``{request_id, tool_args}``."""
+
+    request_id: str | None = None
+    tool_args: dict[str, Any] = Field(default_factory=dict)
+
+
 # Counters a Preloop session *detail* leaves empty although the list row has them.
 _LIST_ONLY_FIELDS = ("tool_call_count", "pending_approval_count", "note_count", "cwd")
 
@@ -74,6 +84,25 @@ class RestBackend:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self._whoami: UserMe | None = None
+        self._whoami_asked = False
+
+    async def whoami(self) -> UserMe | None:
+        """Who this token acts for, asked once (:meth:`_ask_whoami`); None when the server cannot say."""
+        if not self._whoami_asked:
+            try:
+                self._whoami = await self._ask_whoami()
+            except ClientError:
+                self._whoami = None
+            self._whoami_asked = True
+        return self._whoami
+
+    async def _ask_whoami(self) -> UserMe | None:
+        return None
+
+    async def approval_trail(self, approval: Approval) -> Approval:
+        """As given: a server whose rows already say who decided (or that keeps no decider)."""
+        return approval
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.conn.base_url!r}, token=***)"
@@ -177,6 +206,9 @@ class PreloopRestApi(RestBackend):
     async def _before_note(self, session_id: str) -> None:
         """A note for this session is about to be sent (its text already checked): a server that would
         accept a note it can never deliver is asked about the session here (raise to refuse)."""
+
+    async def _ask_whoami(self) -> UserMe | None:
+        return self.conn.parse(await self._request("GET", "/auth/users/me"), UserMe)
 
     # --------------------------------------------------------------------------------------- health
 
@@ -355,6 +387,16 @@ class PreloopRestApi(RestBackend):
         aid = require_uuid(approval_id, "approval id")
         response = await self._request("GET", f"/approval-requests/{aid}", what=f"approval {aid}")
         return self.conn.parse(response, Approval)
+
+    async def original_args(self, approval_id: str) -> dict[str, Any]:
+        """The approval's arguments before redaction (Preloop: a pending request whose rule keeps them);
+        otherwise the server's 404 ("No original arguments are available for this request")."""
+        aid = require_uuid(approval_id, "approval id")
+        response = await self._request(
+            "GET", f"/approval-requests/{aid}/original-args", what=f"approval {short_id(aid)}"
+        )
+        body = self.conn.parse(response, _OriginalArgs)
+        return body.tool_args
 
     async def approve(self, approval_id: str, comment: str | None = None) -> Approval:
         """Let the waiting tool call run; deciding twice is a BadRequest ("Request already approved")."""

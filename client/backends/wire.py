@@ -20,6 +20,7 @@ they may share (with ``base``, ``rest``, ``client.streaming`` and ``client.conne
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -90,6 +91,20 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, float):
         return int(value)
     return None
+
+
+def as_count(value: Any) -> int | None:
+    """A token count: a JSON number that is 0 or more (anything else, negatives included, is unknown)."""
+    number = as_int(value)
+    return number if number is not None and 0 <= number <= 2**53 else None
+
+
+def as_usd(value: Any) -> float | None:
+    """An amount of money: a finite JSON number that is 0 or more (anything else is unknown)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    amount = float(value)
+    return amount if math.isfinite(amount) and 0 <= amount <= 1e9 else None
 
 
 def event_body(kind: str, session_id: str, at: datetime, **payload: Any) -> dict[str, Any]:

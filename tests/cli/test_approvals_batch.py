@@ -53,11 +53,12 @@ async def test_a_mixed_batch_decides_what_waits_and_says_what_the_rest_is(
 ) -> None:
     """One waiting, one approved by another operator first, one unknown (full id), one waiting given
     twice: the waiting ones are declined once each, the other two told on stderr, exit 1; --json gives
-    one object per id."""
+    one object per id. Who settled each first is named: the colleague, and "you" for this operator's own."""
     agent = await harness.start_session(agent_name="builder")
     calls = [_ask(agent, "make a"), _ask(agent, "make b"), _ask(agent, "make c")]
     first, taken, last = await _pending(live_server, "make a", "make b", "make c")
-    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
+    dana = live_server.add_operator("dana")
+    async with await connect(Settings(live_server.url, dana, server_kind="local")) as other:
         await other.approve(taken, "fine by me")
     argv = ["approvals", "decline", first, taken, UNKNOWN, last, first[:8], "--comment", "not now"]
     code = await asyncio.to_thread(main, argv)
@@ -68,7 +69,9 @@ async def test_a_mixed_batch_decides_what_waits_and_says_what_the_rest_is(
         f'Approval {last} (Bash) declined with comment "not now".',
     ]
     err = captured.err.splitlines()
-    assert err[0].startswith(f"preloop: already approved: approval {taken[:8]} (Bash) was approved by ")
+    assert err[0].startswith(
+        f"preloop: already approved: approval {taken[:8]} (Bash) was approved by dana at "
+    )
     assert err[0].endswith('comment "fine by me"')
     assert err[1].startswith(f"preloop: approval {UNKNOWN[:8]} not declined: not found: ")
     assert err[2] == "preloop: 2 of 4 declined here; 2 not (said above)"
@@ -89,6 +92,10 @@ async def test_a_mixed_batch_decides_what_waits_and_says_what_the_rest_is(
         records[0]["decided_by"]["kind"] == "human"
         and records[0]["approval"]["approver_comment"] == "not now"
     )
+    # Declined by this operator (in the command before): "you"; the colleague by name.
+    assert records[0]["decided_by"]["you"] is True and records[0]["decided_by"]["detail"] == "you"
+    assert records[1]["decided_by"]["name"] == "dana" and records[1]["decided_by"]["you"] is False
+    assert "was declined by you at" in captured.err.splitlines()[0]
 
 
 async def test_a_short_id_that_names_nothing_decides_nothing(

@@ -43,8 +43,10 @@ async def test_show_prints_the_diff_of_an_edit_and_json_gives_the_model(
         assert out[1] == f"Session   {agent.session_id[:8]} (builder)"
         assert out[2] == "Tool      Edit  (risk danger)"  # the local server rates file writes
         assert out[3].startswith("Status    pending, requested ")
-        assert out[4].startswith("Why       Allow Edit")  # the server's summary
-        assert out[6:] == [
+        assert out[4].startswith("Asks      Allow Edit")  # the server's summary (the agent gave no reasoning)
+        assert out[5].startswith("Rule      Agent permission hook: ")  # no rule named: the hook's own words
+        assert out[6] == ""
+        assert out[7:] == [
             "src/checkout.py  +1 −1",
             " def total(cart):",
             "-    return sum(cart)",
@@ -69,7 +71,8 @@ async def test_show_prints_the_diff_of_an_edit_and_json_gives_the_model(
         # Decided: it says so, and still shows what was approved.
         assert await asyncio.to_thread(main, ["approvals", "show", approval_id[:8]]) == 0
         out = capsys.readouterr().out.splitlines()
-        assert out[3].startswith(f"Status    approval {approval_id[:8]} (Edit) was approved")
+        assert out[3] == "Status    approved"
+        assert any(line.startswith("Decided   approved by you ") for line in out)  # the same token decided
         assert "+    return round(sum(cart), 2)" in out
 
 
@@ -111,3 +114,40 @@ def test_show_an_unknown_or_malformed_id(live_server, capsys: pytest.CaptureFixt
     assert "abcd" in capsys.readouterr().err
     assert main(["approvals", "show", "not-an-id!"]) == 2
     assert "is not an approval id" in capsys.readouterr().err
+
+
+async def test_show_says_why_it_is_asked_and_who_decided_it(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 §2-3: the agent's reasoning and the rule its hook named, then, once a colleague decided,
+    who, when and with which comment; ``--original`` says the local server keeps no originals."""
+    dana = live_server.add_operator("dana")
+    async with live_server.harness() as harness:
+        agent = await harness.start_session(agent_name="builder")
+        task = asyncio.create_task(
+            agent.permission_check(
+                "Bash", {"command": "git push"}, reasoning="Publish the fix.", rule="git push needs a human"
+            )
+        )
+        [approval_id] = await _pending(live_server.url, live_server.token, 1)
+        assert await asyncio.to_thread(main, ["approvals", "show", approval_id]) == 0
+        out = capsys.readouterr().out
+        assert "Why       Publish the fix.\n" in out
+        assert "Rule      git push needs a human: The agent's permission hook asked" in out
+        assert "Decided" not in out and "Redacted" not in out
+        async with await connect(Settings(live_server.url, dana)) as colleague:
+            await colleague.approve(approval_id, "looks fine")
+        await asyncio.wait_for(task, 30)
+        assert await asyncio.to_thread(main, ["approvals", "show", approval_id]) == 0
+        out = capsys.readouterr().out
+        assert "Status    approved\n" in out
+        [decided] = [line for line in out.splitlines() if line.startswith("Decided")]
+        assert decided.startswith("Decided   approved by dana ") and decided.endswith(": “looks fine”")
+        assert await asyncio.to_thread(main, ["approvals", "show", approval_id, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["why"]["reasoning"] == "Publish the fix." and data["why"]["redacted"] is None
+        assert data["decided_by"]["name"] == "dana" and data["decided_by"]["you"] is False
+        assert await asyncio.to_thread(main, ["approvals", "show", approval_id, "--token", dana]) == 0
+        assert "Decided   approved by you " in capsys.readouterr().out
+        assert await asyncio.to_thread(main, ["approvals", "show", approval_id, "--original"]) == 1
+        assert "No original arguments are available for this request" in capsys.readouterr().err

@@ -176,7 +176,7 @@ async def test_watch_says_approved_declined_or_expired_never_gone_or_expired_els
     """Issue 18: an expiry was printed "✓ expired (elsewhere)" and, after a reconnect, an approval decided
     meanwhile "✓ gone (elsewhere)". An expiry is no one's decision; an approval seen to go without its
     final record (the snapshot after a reconnect still had the pending copy) is read once, so the line
-    says approved, by whom, with the comment."""
+    says approved, by whom (a colleague by name: issue 24), with the comment."""
     async with (
         live_server.harness() as harness,
         await connect(Settings(live_server.url, live_server.token)) as client,
@@ -203,7 +203,8 @@ async def test_watch_says_approved_declined_or_expired_never_gone_or_expired_els
         from client.steering import Steering
 
         (stale,) = (await client.list_approvals(status="pending")).items
-        await client.approve(stale.id, "ship it")
+        async with await connect(Settings(live_server.url, live_server.add_operator("dana"))) as colleague:
+            await colleague.approve(stale.id, "ship it")
         inbox = Inbox()
         inbox.reset(AttentionSnapshot(approvals=[stale]))
         (gone,) = inbox.reset(AttentionSnapshot(approvals=[]))
@@ -213,11 +214,12 @@ async def test_watch_says_approved_declined_or_expired_never_gone_or_expired_els
             await _emit(argparse.Namespace(json=False), gone, None, Steering(client))
             await _emit(argparse.Namespace(json=True), gone, None, Steering(client))
         human, machine = out.getvalue().splitlines()
-        assert "✓ approved (elsewhere)" in human and "by an operator" in human and '"ship it"' in human
+        assert "✓ approved (elsewhere)" in human and "approved by dana " in human and ": “ship it”" in human
         record = json.loads(machine)
         assert (record["status"], record["elsewhere"], record["decided_by"]["kind"]) == (
             "approved",
             True,
             "human",
         )
+        assert (record["decided_by"]["name"], record["decided_by"]["you"]) == ("dana", False)
         assert (await asyncio.wait_for(decided, 10)).decision == "allow"

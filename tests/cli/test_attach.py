@@ -610,7 +610,8 @@ async def test_an_approval_no_longer_pending_is_refused_by_name_and_never_swappe
         await client.approve(new, None)  # decided elsewhere, then asked for here
         await _say(proc, f"/decline {new[:8]} too late")
         refused = (await _read_until(proc.stderr, "nothing declined"))[-1]
-        assert f"-- approval {new[:8]} (Read) was approved by an operator" in refused
+        # decided with this operator's own token from another client: the server names them, "you"
+        assert f"-- approval {new[:8]} (Read) was approved by you" in refused
         assert (await asyncio.wait_for(replacement, 30)).decision == "allow"
         await agent.end()
         assert await asyncio.wait_for(proc.wait(), 30) == 0

@@ -92,7 +92,7 @@ def test_list_with_state_filter(live_server, capsys: pytest.CaptureFixture[str])
     ids, _ = with_sessions(live_server.url, live_server.token, [{"agent_name": "a"}], deliver_one)
     assert main(["notes", "list", "--session", ids[0][:8]]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["NOTE", "STATE", "CREATED", "SETTLED", "TEXT"]
+    assert lines[0].split() == ["NOTE", "STATE", "BY", "CREATED", "SETTLED", "TEXT"]
     states = {line.split()[1]: line for line in lines[1:]}
     assert set(states) == {"delivered", "pending"}
     assert "still pending" in states["pending"]  # one line per note, newline shown as a space
@@ -237,6 +237,21 @@ def test_a_note_for_an_ended_session_exits_1_and_says_so(
         "reach a live session): `preloop sessions list` shows which sessions are still running\n"
     )
     assert _notes(live_server, sid) == []
+
+
+def test_list_says_who_sent_each_note(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24: every note is stored with its operator; the list's BY column names a colleague, and says
+    "you" for the operator listing them."""
+    session_id = _one_session(live_server)
+    dana = live_server.add_operator("dana")
+    assert main(["notes", "send", "--session", session_id, "mine"]) == 0
+    assert main(["notes", "send", "--session", session_id, "hers", "--token", dana]) == 0
+    capsys.readouterr()
+    assert main(["notes", "list", "--session", session_id]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["NOTE", "STATE", "BY"]
+    by_text = {line.split()[-1]: line.split()[2] for line in lines[1:]}
+    assert by_text == {"mine": "you", "hers": "dana"}
 
 
 def test_a_full_session_id_that_does_not_exist_is_named_in_full(

@@ -127,3 +127,37 @@ def test_without_the_server_extra_serve_and_demo_name_what_to_install(
     assert done.returncode == 2, done.stderr
     assert "pip install 'preloop-steer[server]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_add_operator_prints_a_token_once_that_decides_under_their_name(live_server, tmp_path: Path) -> None:
+    """``preloop serve --add-operator dana --db FILE`` on the file a server is serving: dana's token works
+    at once and says who she is; her name cannot be taken twice."""
+    added = preloop("serve", "--add-operator", "dana", "--db", str(live_server.db_path))
+    assert added.returncode == 0, added.stderr
+    token = next(line.strip() for line in added.stdout.splitlines() if line.strip().startswith("plo_"))
+    assert "dana" in added.stdout and "preloop login" in added.stdout
+    import httpx
+
+    me = httpx.get(f"{live_server.url}/api/v1/auth/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert me.status_code == 200 and me.json()["full_name"] == "dana"
+    again = preloop("serve", "--add-operator", "dana", "--db", str(live_server.db_path))
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert "plo_" not in again.stdout + again.stderr
+
+
+def test_demo_add_operator_names_the_port_the_running_demo_took(tmp_path: Path) -> None:
+    """``preloop demo --add-operator`` while a demo runs on a port other than its usual one (8766 was
+    taken): the sign-in line names the URL that demo wrote to the local-server file, not 8766."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "local-server.json").write_text(
+        '{"url": "http://127.0.0.1:39233", "token": "t", "started_by": "demo"}', encoding="utf-8"
+    )
+    env = {"PRELOOP_STATE_DIR": str(state)}
+    added = preloop("demo", "--add-operator", "dana", "--db", str(tmp_path / "demo.sqlite3"), env=env)
+    assert added.returncode == 0, added.stderr
+    assert "preloop login --url http://127.0.0.1:39233 --with-token" in added.stdout
+    other = preloop(
+        "demo", "--add-operator", "erin", "--db", str(tmp_path / "demo.sqlite3"), "--port", "9001"
+    )
+    assert "preloop login --url http://127.0.0.1:9001 --with-token" in other.stdout, other.stderr

@@ -18,27 +18,35 @@ from server.harness_client import HarnessClient
 from tests.cli.helpers import preloop, run
 from tests.cli.test_approvals import _wait_pending
 
+USAGE = {"model": "m-large", "input_tokens": 9000, "output_tokens": 400, "cost_usd": 0.033}
+"""Each of the three model calls of the shift: +$0.10 · 28k tokens in all."""
 
-async def _shift(url: str, token: str) -> tuple[str, str, Place]:
+
+async def _shift(url: str, token: str, colleague: str | None = None) -> tuple[str, str, Place]:
     """A session: a tool call, a failing one, a note read and acted on, a decline made from another
-    client, a final answer; and a second session left waiting for an approval. Returns both ids and the
-    place of the first session's event just before the note was sent (where a mark would be)."""
-    async with HarnessClient(url, token) as harness, await connect(Settings(url, token)) as client:
+    client (by ``colleague``'s token when given), a final answer, three model calls reporting usage; and
+    a second session left waiting for an approval. Returns both ids and the place of the first session's
+    event just before the note was sent (where a mark would be)."""
+    async with (
+        HarnessClient(url, token) as harness,
+        await connect(Settings(url, token)) as client,
+        await connect(Settings(url, colleague or token)) as decider,
+    ):
         agent = await harness.start_session(agent_name="builder", title="Fix the flaky build")
         await agent.run_started("fix the build")
-        await agent.narrate(1, ["Listing the build folder."])
+        await agent.narrate(1, ["Listing the build folder."], usage=USAGE)
         call = await agent.tool_started("Bash", {"command": "ls dist"}, iteration=1)
         await agent.tool_completed(call, "Bash", duration_ms=20, result_summary="3 files")
         failing = await agent.tool_started("Bash", {"command": "make"}, iteration=1)
         await agent.tool_completed(failing, "Bash", status="error", result_summary="exit 2")
         note = await client.send_note("run | the tests first", session_id=agent.session_id)
         await agent.claim_notes()
-        await agent.narrate(2, ["Running the tests first, as asked."])
+        await agent.narrate(2, ["Running the tests first, as asked."], usage=USAGE)
         check = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf dist"}))
         [approval_id] = await _wait_pending(url, token, 1)
-        await client.decline(approval_id, "not | now")
+        await decider.decline(approval_id, "not | now")
         await asyncio.wait_for(check, 30)
-        await agent.final_answer(3, "Tests pass; nothing removed.")
+        await agent.final_answer(3, "Tests pass; nothing removed.", usage=USAGE)
         other = await harness.start_session(agent_name="deployer", title="Ship it")
         waiting = asyncio.create_task(other.permission_check("Write", {"path": "prod.yaml"}))
         await _wait_pending(url, token, 1)
@@ -50,7 +58,8 @@ async def _shift(url: str, token: str) -> tuple[str, str, Place]:
 
 
 def test_digest_of_one_session_as_text_markdown_and_json(live_server) -> None:
-    session_id, _, _ = run(_shift(live_server.url, live_server.token))
+    dana = live_server.add_operator("dana")
+    session_id, _, _ = run(_shift(live_server.url, live_server.token, dana))
 
     text = preloop("sessions", "digest", session_id[:8], "--since", "30m")
     assert text.returncode == 0, text.stderr
@@ -58,8 +67,8 @@ def test_digest_of_one_session_as_text_markdown_and_json(live_server) -> None:
     assert lines[0].startswith(f"Session {session_id[:8]} builder “Fix the flaky build”")
     body = "\n".join(lines[1:])
     assert 3 <= len(lines) - 1 <= 6
-    assert "2 tool calls, 1 failed" in body
-    assert "Bash declined by an operator: “not | now”" in body
+    assert "2 tool calls, 1 failed · +$0.10 · 28k tokens" in body
+    assert "Bash declined by dana: “not | now”" in body  # a colleague's decision names them
     then = "then: commentary: Running the tests first, as asked."
     assert f"Note “run | the tests first” delivered → {then}" in body
     assert "final answer: “Tests pass; nothing removed.”" in body
@@ -70,13 +79,23 @@ def test_digest_of_one_session_as_text_markdown_and_json(live_server) -> None:
     assert md.stdout.startswith("### Session Fix the flaky build (")
     assert f" {zone}" in md.stdout.splitlines()[2]  # every time carries its zone
     assert "not \\| now" in md.stdout and "- **Final answer**: “Tests pass; nothing removed.”" in md.stdout
+    assert "declined `Bash` by dana" in md.stdout
+    assert "- **Cost since**: +\\$0.10 · 28k tokens (27k in / 1.2k out)" in md.stdout  # "$" escaped (math)
 
     as_json = preloop("sessions", "digest", session_id, "--since", "30m", "--json")
     assert as_json.returncode == 0, as_json.stderr
     doc = json.loads(as_json.stdout)
     assert (doc["tool_calls"], doc["tool_calls_failed"]) == (2, 1)
     [decided] = doc["approvals_decided"]
-    assert (decided["status"], decided["comment"], decided["by"]) == ("declined", "not | now", "an operator")
+    assert (decided["status"], decided["comment"], decided["by"]) == ("declined", "not | now", "dana")
+    assert decided["you"] is False
+    assert doc["cost_since"] == {
+        "input_tokens": 27000,
+        "output_tokens": 1200,
+        "total_tokens": 28200,
+        "cost_usd": 0.099,
+    }
+    assert doc["cost_total"]["total_tokens"] == 28200
     [note] = doc["notes"]
     assert note["then"] == "commentary: Running the tests first, as asked." and note["state"] == "delivered"
     assert doc["final_answer"] == "Tests pass; nothing removed." and doc["needs_human"] is True
@@ -126,7 +145,9 @@ def test_the_shift_handoff_puts_what_needs_a_human_first(live_server) -> None:
     assert "⚑ 1 waiting now (Write)" in need
     # each session's "Since" is its own start (a minute ago), not the 8 h window's
     assert "(8 h 00 min)" not in first and "(7 h 59 min)" not in first
-    assert f"{session_id[:8]} ✗ Bash declined by an operator: “not | now”" in decided
+    # decided with this operator's own token (from another client): "you"
+    assert f"{session_id[:8]} ✗ Bash declined by you: “not | now”" in decided
+    assert " · +$0.10 · 28k tokens since " in out.splitlines()[0]
     assert f"{session_id[:8]} note “run | the tests first” delivered → then:" in decided
     as_json = json.loads(preloop("sessions", "digest", "--all", "--since", "8h", "--json").stdout)
     assert [d["session_id"] for d in as_json["needs_human"]][:1] == [waiting_id]

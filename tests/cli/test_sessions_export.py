@@ -19,12 +19,18 @@ from tests.cli.test_approvals import _wait_pending
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
 
 
-async def _incident(url: str, token: str) -> str:
-    """An agent narrates, runs a tool, reads a note, changes course, is declined, answers and ends."""
-    async with HarnessClient(url, token) as harness, await connect(Settings(url, token)) as client:
+async def _incident(url: str, token: str, decider: str | None = None) -> str:
+    """An agent narrates, runs a tool, reads a note, changes course, is declined (with ``decider``'s token
+    when given), answers and ends; its first model call reports what it used."""
+    async with (
+        HarnessClient(url, token) as harness,
+        await connect(Settings(url, token)) as client,
+        await connect(Settings(url, decider or token)) as declining,
+    ):
         agent = await harness.start_session(agent_name="builder", title="Fix the flaky build")
         await agent.run_started("fix the build")
-        await agent.narrate(1, ["I will clean ", "the build folder."])
+        usage = {"model": "m", "input_tokens": 9800, "output_tokens": 2200, "cost_usd": 0.42}
+        await agent.narrate(1, ["I will clean ", "the build folder."], usage=usage)
         call = await agent.tool_started("Bash", {"command": "ls dist"}, iteration=1)
         await agent.tool_completed(call, "Bash", duration_ms=1250, result_summary="3 files")
         note = await client.send_note("run | the tests first, no rm", session_id=agent.session_id)
@@ -32,7 +38,7 @@ async def _incident(url: str, token: str) -> str:
         await agent.narrate(2, ["Running the tests first."])
         check = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf dist"}))
         [approval_id] = await _wait_pending(url, token, 1)
-        await client.decline(approval_id, "not | now")
+        await declining.decline(approval_id, "not | now")
         await asyncio.wait_for(check, 30)
         await agent.final_answer(3, "Tests pass; nothing removed.")
         await agent.end("done")
@@ -74,22 +80,33 @@ def test_export_a_session_to_json_and_markdown(live_server, tmp_path: Path) -> N
     assert "| declined |" in md and "not \\| now" in md and "run \\| the tests first, no rm" in md
 
 
-def test_the_operator_who_wrote_the_notes_is_named_for_the_decisions_too(live_server) -> None:
-    """Issue 18: the export said notes were by "Local Operator" and the approval by "an operator", the
-    same person. Our server gives an account one operator, so both tables, and the timeline, name the
-    person the server names as the notes' author, in the JSON and the Markdown alike."""
-    session_id = run(_incident(live_server.url, live_server.token))
+def test_a_decision_names_its_operator_and_the_exporter_reads_you(live_server) -> None:
+    """Issue 24: every decision is stored with the operator who made it. dana declined: the export says
+    dana to her colleague (whose notes are by "Local Operator"), and "you" to dana herself; the session's
+    cost is in both formats."""
+    dana = live_server.add_operator("dana")
+    session_id = run(_incident(live_server.url, live_server.token, dana))
     done = preloop("sessions", "export", session_id, "--format", "json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
     [note], [approval] = doc["notes"], doc["approvals"]
     assert note["author"] == "Local Operator"
-    assert approval["decided_by"] == {"kind": "human", "detail": "Local Operator"}
+    who = approval["decided_by"]
+    assert (who["kind"], who["detail"], who["name"], who["you"]) == ("human", "dana", "dana", False)
+    assert doc["session"]["cost"] == {
+        "input_tokens": 9800,
+        "output_tokens": 2200,
+        "total_tokens": 12000,
+        "cost_usd": 0.42,
+    }
     md = preloop("sessions", "export", session_id, "--format", "md").stdout
-    assert "declined by Local Operator" in md and "an operator" not in md
+    assert "declined by dana" in md and "an operator" not in md
     [row] = [line for line in md.splitlines() if line.startswith("| ") and "| declined |" in line]
-    assert "| Local Operator |" in row
+    assert "| dana |" in row
+    assert "| Cost | \\$0.42 · 12k tokens (9.8k in / 2.2k out) |" in md
+    hers = preloop("sessions", "export", session_id, "--format", "json", "--token", dana)
+    assert json.loads(hers.stdout)["approvals"][0]["decided_by"]["detail"] == "you"
 
 
 def test_export_refuses_a_folder_and_an_unknown_session(live_server, tmp_path: Path) -> None:

@@ -232,3 +232,44 @@ def test_wide_titles_and_agent_names_keep_the_columns_in_line(
                 assert before.endswith("  ") and row[len(before)] != " ", (width, name, row)
         if width is not None:
             assert all(cell_len(row) <= width for row in rows), (width, rows)
+
+
+async def _spend(sessions: list[HarnessSession]) -> None:
+    """The first session's agent reports two model calls; the second reports none."""
+    agent = sessions[0]
+    await agent.run_started("task")
+    usage = {"model": "m", "input_tokens": 9000, "output_tokens": 1200, "cost_usd": 0.21}
+    await agent.step(1, "commentary", "a", tool_calls=1, usage=usage)
+    await agent.step(2, "final_answer", "b", usage=usage)
+
+
+def test_a_cost_column_for_sessions_whose_agent_reported_usage_and_none_otherwise(
+    live_server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids, _ = with_sessions(
+        live_server.url, live_server.token, [{"agent_name": "spender"}, {"agent_name": "quiet"}], _spend
+    )
+    assert main(["sessions", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "COST" in lines[0].split()
+    by_id = {line.split()[0]: line for line in lines[1:]}
+    assert "$0.42 · 20k tok" in by_id[ids[0][:8]]
+    assert "$0.00" not in by_id[ids[1][:8]] and " - " in by_id[ids[1][:8]]
+    assert main(["sessions", "list", "--wide"]) == 0
+    assert "$0.42 · 20k tok (18k in / 2.4k out)" in capsys.readouterr().out
+    assert main(["sessions", "list", "--json"]) == 0
+    items = {item["id"]: item for item in json.loads(capsys.readouterr().out)["items"]}
+    assert items[ids[0]]["cost"] == {
+        "input_tokens": 18000,
+        "output_tokens": 2400,
+        "total_tokens": 20400,
+        "cost_usd": 0.42,
+    }
+    assert items[ids[1]]["cost"] is None and items[ids[1]]["estimated_cost"] is None
+
+
+def test_no_cost_column_when_no_session_reported_any(live_server, capsys: pytest.CaptureFixture[str]) -> None:
+    with_sessions(live_server.url, live_server.token, [{"agent_name": "quiet"}])
+    assert main(["sessions", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "COST" not in out and "$" not in out

@@ -17,7 +17,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from client.export import build_export, md_block, md_inline, to_json, to_markdown
-from client.models import Approval, Note
+from client.models import Approval, ApprovalDecider, Note, Session
 from client.timeline import Timeline
 from tests.client.test_timeline import SID, Feed, approval, note, session_row
 
@@ -139,7 +139,8 @@ def test_export_json_validates_and_holds_every_fact() -> None:
     assert n1["author"] == "Ana <ops>"
     assert n1["then"]["kind"] == "text" and n1["then"]["summary"].startswith("final answer: Stopped.")
     [a1] = doc["approvals"]
-    assert a1["decided_by"] == {"kind": "human", "detail": "an operator"}
+    # The server says a person decided but not who: said so, no name invented.
+    assert a1["decided_by"] == {"kind": "human", "detail": "an operator", "you": False}
     assert (a1["status"], a1["decided_at"], a1["comment"]) == (
         "declined",
         "2026-03-01T10:00:06Z",
@@ -172,7 +173,9 @@ def test_decided_by_says_what_the_server_knows() -> None:
     doc = build_export(SID, Timeline(), approvals=[ai, auto, gone], exported_at=NOW)
     validate(doc)
     assert [a["decided_by"]["kind"] for a in doc["approvals"]] == ["ai", "policy", "expiry"]
-    assert doc["approvals"][0]["decided_by"]["detail"] == "judge-1"
+    assert doc["approvals"][0]["decided_by"]["detail"] == "an AI reviewer (judge-1)"
+    assert doc["approvals"][0]["decided_by"]["name"] == "judge-1"
+    assert doc["approvals"][1]["decided_by"]["detail"] == "a standing rule (read-only tool)"
 
 
 def test_an_empty_timeline_still_exports() -> None:
@@ -237,41 +240,70 @@ def test_md_inline_and_block_escape_what_github_would_render() -> None:
 
 def test_list_items_carry_no_html_and_the_operator_is_named_the_same_in_both_tables() -> None:
     """Issue 18: a two-line note in the timeline's list read "stop | now<br>..."; its notes were by
-    "Ana <ops>" while the approval she declined from this very app was by "an operator". A list item's
-    line breaks are plain text, and an approval decided here is by the operator the server names as its
-    notes' author (elsewhere, the server does not say who: "an operator" still)."""
+    "Ana <ops>" while the approval she declined was by "an operator". A list item's line breaks are plain
+    text, and a decision reads as the server names its decider (issue 24: our server stores every
+    decision with its operator): the same name as her notes; "you" for the operator who exports."""
     timeline = incident()
     [decided] = timeline.approvals
-    doc = build_export(
-        SID,
-        timeline,
-        exported_at=NOW,
-        decided_here=lambda approval_id: approval_id == decided,
-        operator="Ana <ops>",
+    timeline.approvals[decided] = timeline.approvals[decided].model_copy(
+        update={"decider": ApprovalDecider(name="Ana <ops>", user_id="u-ana")}
     )
+    doc = build_export(SID, timeline, exported_at=NOW)
     validate(doc)
     [n1], [a1] = doc["notes"], doc["approvals"]
-    assert a1["decided_by"] == {"kind": "human", "detail": n1["author"]}
+    assert a1["decided_by"]["detail"] == n1["author"] == a1["decided_by"]["name"]
+    assert (a1["decided_by"]["kind"], a1["decided_by"]["you"]) == ("human", False)
     md = to_markdown(doc)
     items = [line for line in md.splitlines() if line.startswith("- ")]
     assert any("stop \\| now ↵ \\<img" in line for line in items), items
     assert not any("<br>" in line for line in items)
-    elsewhere = build_export(SID, incident(), exported_at=NOW, decided_here=lambda _id: False, operator="Ana")
-    assert elsewhere["approvals"][0]["decided_by"] == {"kind": "human", "detail": "an operator"}
+    assert any("declined by Ana \\<ops\\>" in line for line in items), items
+    mine = build_export(SID, timeline, exported_at=NOW, by_you=lambda a: a.id == decided)
+    assert mine["approvals"][0]["decided_by"]["detail"] == "you"
+    assert mine["approvals"][0]["decided_by"]["you"] is True
 
 
-def test_a_server_with_one_operator_per_account_names_them_for_every_human_decision() -> None:
-    """``sole_operator`` (our local server): every human decision is by the notes' author, decided here
-    or not; with no note to name them, "the operator", never "an operator" beside a named author."""
-    doc = build_export(SID, incident(), exported_at=NOW, sole_operator=True)
+def test_a_server_that_keeps_no_decider_is_said_once_and_no_one_is_named() -> None:
+    """A Dendrux app records no decider: the document says so once (JSON and Markdown) and names no one."""
+    timeline = incident()
+    [decided] = timeline.approvals
+    timeline.approvals[decided] = timeline.approvals[decided].model_copy(update={"decided_by_human": False})
+    doc = build_export(SID, timeline, exported_at=NOW, deciders_recorded=False)
     validate(doc)
-    humans = [a["decided_by"] for a in doc["approvals"] if a["decided_by"]["kind"] == "human"]
-    assert humans and all(who == {"kind": "human", "detail": "Ana <ops>"} for who in humans)
-    bare = incident()
-    bare.notes.clear()
-    doc = build_export(SID, bare, exported_at=NOW, sole_operator=True)
-    assert doc["notes"] == []
-    assert doc["approvals"][0]["decided_by"] == {"kind": "human", "detail": "the operator"}
+    assert doc["deciders_recorded"] is False
+    assert doc["approvals"][0]["decided_by"] == {"kind": "unknown", "detail": None, "you": False}
+    md = to_markdown(doc)
+    assert md.count("does not record who decided") == 1
+
+
+def test_the_session_cost_is_exported_when_the_server_gives_one_and_absent_otherwise() -> None:
+    priced = Session.model_validate(
+        session_row(
+            token_usage={"input_tokens": 9800, "output_tokens": 2200, "total_tokens": 12000},
+            estimated_cost=0.42,
+        )
+    )
+    doc = build_export(SID, incident(), session=priced, exported_at=NOW)
+    validate(doc)
+    assert doc["session"]["cost"] == {
+        "input_tokens": 9800,
+        "output_tokens": 2200,
+        "total_tokens": 12000,
+        "cost_usd": 0.42,
+    }
+    # ("$" escaped: GitHub would read "$...$" as math)
+    assert "| Cost | \\$0.42 · 12k tokens (9.8k in / 2.2k out) |" in to_markdown(doc)
+    # Preloop's zeros for a session without model calls, or a server with no figures: no cost at all.
+    zeros = Session.model_validate(
+        session_row(
+            token_usage={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}, estimated_cost=0.0
+        )
+    )
+    for row in (zeros, Session.model_validate(session_row())):
+        doc = build_export(SID, incident(), session=row, exported_at=NOW)
+        validate(doc)
+        assert "cost" not in doc["session"] and "| Cost |" not in to_markdown(doc)
+        assert "$0.00" not in to_markdown(doc)
 
 
 def test_an_expiry_reads_as_one_in_the_timeline_and_the_table() -> None:

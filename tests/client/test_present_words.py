@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from client.models import Session
+from client.models import Approval, Session
 from client.present import agent_state, approval_outcome, connection_lost
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -40,10 +40,43 @@ def test_connection_lost_is_said_once() -> None:
     assert connection_lost("") == "Connection lost"
 
 
+def _settled(tool: str, status: str, **fields: object) -> Approval:
+    return Approval.model_validate({"id": "a1", "tool_name": tool, "status": status, **fields})
+
+
 def test_approval_outcome_grammar() -> None:
     assert (
-        approval_outcome("Bash", "expired", elsewhere=True)
+        approval_outcome(_settled("Bash", "expired"), elsewhere=True)
         == "The Bash approval expired before anyone decided."
     )
-    assert approval_outcome("Bash", "approved", elsewhere=True) == "The Bash approval was approved elsewhere."
-    assert approval_outcome("Edit", "declined", elsewhere=False) == "The Edit approval was declined."
+    assert (
+        approval_outcome(_settled("Bash", "approved"), elsewhere=True)
+        == "The Bash approval was approved elsewhere."
+    )
+    assert (
+        approval_outcome(_settled("Edit", "declined"), elsewhere=False) == "The Edit approval was declined."
+    )
+
+
+def test_a_race_lost_to_a_colleague_names_them_with_the_time_and_comment() -> None:
+    at = datetime(2026, 3, 1, 14, 2, tzinfo=UTC)
+    lost = _settled(
+        "Bash",
+        "approved",
+        approver_comment="looks fine",
+        resolved_at=at,
+        decider={"kind": "person", "name": "dana", "user_id": "u-dana", "at": at},
+    )
+    hhmm = at.astimezone().strftime("%H:%M")
+    assert (
+        approval_outcome(lost, elsewhere=True)
+        == f"The Bash approval was approved by dana {hhmm}: “looks fine”."
+    )
+    assert approval_outcome(lost, elsewhere=True, you=True).startswith(
+        "The Bash approval was approved by you "
+    )
+    ai = _settled("Bash", "approved", decided_by_ai=True, ai_model="judge-1", resolved_at=at)
+    assert (
+        approval_outcome(ai, elsewhere=True)
+        == f"The Bash approval was approved by an AI reviewer (judge-1) {hhmm}."
+    )

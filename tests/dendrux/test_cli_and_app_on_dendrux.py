@@ -96,7 +96,14 @@ def test_sessions_list_shows_runs_with_their_agent_and_is_detected_without_the_f
     assert row.split()[:2] == [run_id[:12], "refund_desk"] and "ended" in row and "scripted-mock" in row
     auto = Run(["sessions", "list", "--json", "--url", dendrux_app.url, "--token", str(dendrux_app.token)])()
     assert auto.code == 0, auto.err.getvalue()
-    assert [item["id"] for item in json.loads(auto.out.getvalue())["items"]] == [run_id]
+    [item] = json.loads(auto.out.getvalue())["items"]
+    assert item["id"] == run_id
+    # The run's token totals, and no cost: the scripted model has no price (total_cost_usd null), which
+    # is shown as tokens alone, never as $0.00.
+    cost = item["cost"]
+    assert cost["total_tokens"] == cost["input_tokens"] + cost["output_tokens"] > 0
+    assert cost["cost_usd"] is None
+    assert " tok " in row + " " and "$" not in row
 
 
 def test_plain_attach_follows_a_run_with_a_note_sent_from_another_shell(
@@ -251,6 +258,11 @@ def test_approve_with_a_comment_is_refused_up_front_and_decided_approvals_are_li
         assert shown.code == 0, shown.err.getvalue()
         items = json.loads(shown.out.getvalue())["items"]
         assert [(a["id"], a["status"], a["approver_comment"]) for a in items] == expected, status
-        assert all(a["resolved_at"] and a["decided_by_human"] for a in items)
+        # Dendrux records no decider: none is invented (not even "a person"), and the list says so once.
+        assert all(a["resolved_at"] and a["decider"] is None and not a["decided_by_human"] for a in items)
+        assert json.loads(shown.out.getvalue())["deciders_recorded_by_server"] is False
     table = Run(["approvals", "list", "--status", "declined", *flags])()
     assert table.code == 0 and "declined" in table.out.getvalue() and "refund_order" in table.out.getvalue()
+    decided = Run(["approvals", "list", "--decided", *flags])().out.getvalue()
+    assert decided.count("does not record who decided") == 1  # said once, no name made up
+    assert "Needs a manager." in decided

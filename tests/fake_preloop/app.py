@@ -11,6 +11,11 @@ test can drive a live scenario:
 * :meth:`FakePreloop.model_call` pushes a model gateway call (shape not recorded: see docs/preloop.md);
 * :meth:`FakePreloop.play` pushes the recorded frames of one phase (``during:``/``after:`` a capture);
 * :meth:`FakePreloop.drop_sockets` / :meth:`hold_connections` force a reconnect with missed events;
+* an approval's history (who looked, votes, escalation, who decided: captures 119-121) and its sealed
+  originals (122-124): :meth:`FakePreloop.colleague_decides`, :meth:`view_as`, :meth:`escalate`,
+  :meth:`ai_decides`, ``request_approval(redacted=True)``; reading an approval's detail marks it viewed by
+  the token's user (alice), as Preloop does;
+* :meth:`FakePreloop.spend` is the gateway counting a model call's tokens and cost on the session row.
 * the account-wide websocket ``/api/v1/ws/unified`` gets the approval frames Preloop broadcasts
   (``approval_created`` / ``approved`` / ``declined`` / ``expired`` / ``vote_received`` / ``escalated``:
   :meth:`FakePreloop.vote`, :meth:`escalate`, :meth:`expire_approval`; ``unified_muted`` stops them, so
@@ -53,6 +58,10 @@ FOREIGN_SESSION = "22628686-3d9c-4e83-84aa-0c609ea4e77d"  # bob's: alice gets 40
 ACCOUNT_ID = "95d26676-8232-46c6-931c-d60cb93bc994"
 TOKEN = "alice-test-token"
 NOTE_RATE_LIMIT = 20
+ALICE_ID = "d7900eb9-894e-48d6-9fd1-61d9d5de38a7"  # the token's user (capture 006)
+ALICE_EMAIL = "alice113619@example.com"
+DANA_ID = "5b1f6c2e-8d4a-4f0e-9b7c-2a6e1d3c4f58"  # a colleague (captures 119, 120)
+DANA_EMAIL = "dana@example.com"
 
 _TARGET_MSG = (
     "Name exactly one of agent_id, runtime_session_id, execution_id, alias, external_session_id, children"
@@ -188,6 +197,10 @@ class FakePreloop:
             )
         )
         self._approval_template = load_capture("070_approvals_list_pending_for_session")["body"][0]
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        """Approval id -> its history entries, oldest first (``GET .../history``)."""
+        self.originals: dict[str, dict[str, Any]] = {}
+        """Approval id -> its arguments before redaction, while pending (``GET .../original-args``)."""
         unified = json.loads((CAPTURES / "ws_unified_account.json").read_text())
         self._unified_frame = copy.deepcopy(
             next(m["data"] for m in unified["messages"] if m["data"].get("type") == "approval_created")
@@ -338,8 +351,11 @@ class FakePreloop:
         with self.lock:
             self.notes[note_id].update(state="expired", expired_at=zulu(_now()))
 
-    def request_approval(self, command: str = "git push origin main", *, sid: str = MAIN_SESSION) -> str:
-        """A tool call now waits for a human; Preloop never pushes this on the session socket."""
+    def request_approval(
+        self, command: str = "git push origin main", *, sid: str = MAIN_SESSION, redacted: bool = False
+    ) -> str:
+        """A tool call now waits for a human; Preloop never pushes this on the session socket. ``redacted``:
+        a sensitive-data rule gated it, its arguments redacted and the original sealed (capture 124)."""
         when = _now()
         approval = copy.deepcopy(self._approval_template)
         approval_id = str(uuid.uuid4())
@@ -356,6 +372,14 @@ class FakePreloop:
             summary=f"Allow Bash with cwd=/home/dev/demo, command={command}?",
         )
         approval["session"]["id"] = sid
+        if redacted:
+            gated = load_capture("124_approval_get_redacted")["body"]
+            approval.update(
+                tool_args=copy.deepcopy(gated["tool_args"]),
+                summary=gated["summary"],
+                agent_reasoning=gated["agent_reasoning"],
+                rule_context=copy.deepcopy(gated["rule_context"]),
+            )
         with self.lock:
             bypass = self._bypass_for(approval)
             if bypass is not None:  # services/approval_service.py: _auto_approve_via_bypass
@@ -374,6 +398,13 @@ class FakePreloop:
                 bypass["auto_approved_count"] += 1
             self.approvals[approval_id] = approval
             self.sessions[sid]["pending_approval_count"] = self._pending_count(sid)
+            if redacted:
+                self.originals[approval_id] = load_capture("122_approval_original_args")["body"]["tool_args"]
+            self._event(
+                approval_id,
+                "approval_requested",
+                f"Approval requested for tool 'Bash' from agent '{sid[:8]}'",
+            )
             snapshot = copy.deepcopy(approval)
         # Broadcast after the row is stored, as Preloop does after its commit (a bypass: approved only).
         kind = "approval_approved" if bypass is not None else "approval_created"
@@ -381,6 +412,117 @@ class FakePreloop:
         if bypass is not None:
             self.tool_call("Bash", sid=sid, status="approved", approval_request_id=approval_id)
         return approval_id
+
+    # ------------------------------------------------------------------ approval history (119-121)
+
+    def _event(
+        self,
+        approval_id: str,
+        kind: str,
+        detail: str,
+        *,
+        actor: tuple[str, str] | None = None,
+        comment: str | None = None,
+        when: datetime | None = None,
+    ) -> None:
+        """One history entry, shaped as ``ApprovalEventResponse`` (naive UTC timestamp)."""
+        self.history.setdefault(approval_id, []).append(
+            {
+                "id": str(uuid.uuid4()),
+                "event_type": kind,
+                "detail": detail,
+                "comment": comment,
+                "actor_id": actor[0] if actor else None,
+                "actor_email": actor[1] if actor else None,
+                "timestamp": naive(when or _now()),
+            }
+        )
+
+    def view_as(self, approval_id: str, user: tuple[str, str] = (DANA_ID, DANA_EMAIL)) -> None:
+        """``user`` (id, email) opened the approval: one ``viewed`` entry per person."""
+        with self.lock:
+            seen = any(
+                e["event_type"] == "viewed" and e["actor_id"] == user[0]
+                for e in self.history.get(approval_id, [])
+            )
+            if not seen:
+                self._event(approval_id, "viewed", "Approval request opened", actor=user)
+
+    def _settle(self, approval_id: str, status: str, comment: str | None, *, human: bool) -> dict[str, Any]:
+        approval = self.approvals[approval_id]
+        approval.update(
+            status=status, resolved_at=naive(_now()), approver_comment=comment, decided_by_human=human
+        )
+        self.originals.pop(approval_id, None)  # the sealed copy is deleted at decision
+        approval["tool_args"].pop("_preloop_sealed_args", None)
+        return copy.deepcopy(approval)
+
+    def _vote(
+        self, approval_id: str, verb: str, comment: str | None, user: tuple[str, str]
+    ) -> dict[str, Any]:
+        """A person decides (quorum 1): their vote, then the outcome, as ``approve_request`` records them."""
+        if verb == "approve":
+            self._event(
+                approval_id,
+                "vote_received",
+                f"Approved by {user[0]} (1/1) via console",
+                actor=user,
+                comment=comment,
+            )
+            self._event(approval_id, "approval_complete", "Approval request approved (quorum 1/1 met)")
+            return self._settle(approval_id, "approved", comment, human=True)
+        self._event(
+            approval_id,
+            "vote_received",
+            f"Declined by {user[0]} (1 decline(s)) via console",
+            actor=user,
+            comment=comment,
+        )
+        self._event(
+            approval_id,
+            "approval_complete",
+            "Approval request declined (quorum cannot be reached: 1 decline(s))",
+            comment=comment,
+        )
+        return self._settle(approval_id, "declined", comment, human=True)
+
+    def colleague_decides(
+        self,
+        approval_id: str,
+        verb: str = "approve",
+        comment: str | None = "looks fine",
+        user: tuple[str, str] = (DANA_ID, DANA_EMAIL),
+    ) -> None:
+        """Another person decides the approval first (from the console): the race this client loses."""
+        with self.lock:
+            self.view_as(approval_id, user)
+            self._vote(approval_id, verb, comment, user)
+
+    def ai_decides(
+        self, approval_id: str, model: str = "gpt-4o-mini", reason: str = "a read-only call"
+    ) -> None:
+        """An AI reviewer approves it (``decided_by_ai``; the history names the model)."""
+        with self.lock:
+            self._event(approval_id, "approval_complete", f"Auto-approved by AI ({model}): {reason}")
+            self._settle(approval_id, "approved", reason, human=False)
+            self.approvals[approval_id].update(decided_by_ai=True, ai_model=model, ai_reasoning=reason)
+
+    def spend(self, sid: str = MAIN_SESSION, *, input_tokens: int, output_tokens: int, cost: float) -> None:
+        """The gateway counted a model call on the session row (``token_usage``, ``estimated_cost``)."""
+        with self.lock:
+            row = self.sessions[sid]
+            usage = row["token_usage"]
+            for key, value in (
+                ("input_tokens", input_tokens),
+                ("prompt_tokens", input_tokens),
+                ("uncached_input_tokens", input_tokens),
+                ("output_tokens", output_tokens),
+                ("completion_tokens", output_tokens),
+                ("total_tokens", input_tokens + output_tokens),
+            ):
+                usage[key] = (usage.get(key) or 0) + value
+            row["estimated_cost"] = round((row.get("estimated_cost") or 0.0) + cost, 6)
+            row["total_requests"] = (row.get("total_requests") or 0) + 1
 
     # ------------------------------------------------------------------ the account-wide socket
 
@@ -426,6 +568,11 @@ class FakePreloop:
             approval = self.approvals[approval_id]
             approval["expires_at"] = naive(_now() + timedelta(minutes=minutes))
             snapshot = copy.deepcopy(approval)
+            self._event(
+                approval_id,
+                "escalation_triggered",
+                "Approval request escalated due to timeout - notifying escalation contacts",
+            )
         self.push_unified(
             self.approval_frame("approval_escalated", snapshot, new_expires_at=snapshot["expires_at"])
         )
@@ -646,13 +793,7 @@ class FakePreloop:
                 return 404, {"detail": "Approval request not found"}
             if approval["status"] != "pending":
                 return 400, {"detail": f"Request already {approval['status']}"}
-            approval.update(
-                status="approved" if verb == "approve" else "declined",
-                resolved_at=naive(_now()),
-                approver_comment=comment,
-                decided_by_human=True,
-            )
-            result = copy.deepcopy(approval)
+            result = self._vote(approval_id, verb, comment, (ALICE_ID, ALICE_EMAIL))
             sid = approval["runtime_session_id"]
         self.push_unified(self.approval_frame(f"approval_{result['status']}", result))
         # The blocked permission check returns and its tool call is recorded (pushed), as in the capture.
@@ -828,7 +969,32 @@ def build_app(fake: FakePreloop) -> FastAPI:
     async def get_approval(approval_id: uuid.UUID) -> Response:
         with fake.lock:
             approval = copy.deepcopy(fake.approvals.get(str(approval_id)))
+            if approval:  # reading the detail is a view by the token's user (Preloop's _record_viewed_event)
+                fake.view_as(str(approval_id), (ALICE_ID, ALICE_EMAIL))
         return JSONResponse(approval) if approval else _not_found("Approval request")
+
+    @app.get("/api/v1/approval-requests/{approval_id}/history")
+    async def approval_history(approval_id: uuid.UUID) -> Response:
+        with fake.lock:
+            if str(approval_id) not in fake.approvals:
+                return _not_found("Approval request")
+            return JSONResponse(copy.deepcopy(fake.history.get(str(approval_id), [])))
+
+    @app.get("/api/v1/approval-requests/{approval_id}/original-args")
+    async def original_args(approval_id: uuid.UUID) -> Response:
+        with fake.lock:
+            approval = fake.approvals.get(str(approval_id))
+            if approval is None:
+                return _not_found("Approval request")
+            original = fake.originals.get(str(approval_id))
+            if approval["status"] != "pending" or original is None:
+                return JSONResponse(load_capture("123_err_404_approval_original_args")["body"], 404)
+            return JSONResponse({"request_id": str(approval_id), "tool_args": copy.deepcopy(original)})
+
+    @app.get("/api/v1/auth/users/me")
+    async def users_me() -> dict[str, Any]:
+        body: dict[str, Any] = load_capture("006_auth_users_me_alice")["body"]
+        return body
 
     @app.post("/api/v1/approval-requests/{approval_id}/approve")
     async def approve(approval_id: uuid.UUID, body: Decision | None = None) -> Response:

@@ -221,7 +221,10 @@ def test_approvals_list_and_approve_by_short_id(fake: FakePreloop, flags: list[s
     assert fake.approvals[approval_id]["status"] == "approved"
     assert main(["approvals", "decline", approval_id, *flags]) == 1  # decided already: said what happened
     output.read()
-    assert output.err.startswith(f"preloop: already approved: approval {approval_id[:8]} (Bash) was approved")
+    # approved with this very token by the command before: the history names its user, who is "you"
+    assert output.err.startswith(
+        f"preloop: already approved: approval {approval_id[:8]} (Bash) was approved by you at "
+    )
     assert output.err.endswith(', comment "go ahead"\n')
     assert main(["approvals", "list", *flags]) == 0
     output.read()
@@ -332,7 +335,8 @@ async def test_typed_note_and_approve_in_plain_attach_reach_preloop(
         await proc.stdin.drain()
         await read_until(proc.stderr, f"approval {approval_id[:8]} approved")
         assert fake.approvals[approval_id]["status"] == "approved"
-        await read_until(proc.stdout, f"approved {approval_id[:8]}")  # the decision, polled back
+        # the decision, polled back, with who made it (this token's user: Preloop's history names them)
+        await read_until(proc.stdout, f"approved {approval_id[:8]} by you")
         fake.end_session()
         await read_until(proc.stdout, "session    ended")
         assert await asyncio.wait_for(proc.wait(), 20) == 0

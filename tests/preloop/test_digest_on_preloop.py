@@ -46,18 +46,18 @@ async def test_digest_of_a_preloop_session_keeps_only_the_window(
     assert (decided["status"], decided["comment"], decided["by"]) == (
         "declined",
         "keep | the build dir",
-        "an operator",
+        "you",  # declined with this very token: Preloop's history names its user (users/me)
     )
     [note] = doc["notes"]
     assert (note["text"], note["state"]) == ("check the | migrations", "delivered")
     assert await _main(["sessions", "digest", MAIN_SESSION, "--since", "30m", *flags]) == 0
     text = capsys.readouterr().out
-    assert "3 tool calls, 2 failed" in text and "Bash declined by an operator: “keep | the build dir”" in text
+    assert "3 tool calls, 2 failed" in text and "Bash declined by you: “keep | the build dir”" in text
 
     assert await _main(["sessions", "digest", "--all", "--since", "30m", *flags]) == 0
     handoff = capsys.readouterr().out
     assert "1 session with activity" in handoff and f"{MAIN_SESSION[:8]}" in handoff
-    assert f"{MAIN_SESSION[:8]} ✗ Bash declined by an operator: “keep | the build dir”" in handoff
+    assert f"{MAIN_SESSION[:8]} ✗ Bash declined by you: “keep | the build dir”" in handoff
 
 
 async def _main(argv: list[str]) -> int:

@@ -25,6 +25,7 @@ from client.models import (
     Session,
     SessionList,
     Standing,
+    UserMe,
 )
 from client.rules import RuleSpec
 from client.status import StreamStatus
@@ -64,6 +65,8 @@ class FakeBackend:
         self.attention = list(attention)
         """What ``watch_attention`` yields (an empty snapshot when nothing is given), then it waits."""
         self.attention_consumed = False
+        self.me: UserMe | None = None
+        """Who ``whoami`` says this token acts for."""
         self.standing_now = standing or Standing()
         """What ``standing()`` answers (the banner's rules and kill switch)."""
         if capabilities is not None:
@@ -146,6 +149,15 @@ class FakeBackend:
 
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
         return (await self.get_approval(approval_id)).model_copy(update={"status": "declined"})
+
+    async def approval_trail(self, approval: Approval) -> Approval:
+        return approval
+
+    async def original_args(self, approval_id: str) -> dict[str, Any]:
+        raise NotFound(404, "No original arguments are available for this request")
+
+    async def whoami(self) -> UserMe | None:
+        return self.me
 
     async def decide_batch(
         self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None

@@ -90,8 +90,8 @@ async def test_inbox_shows_every_sessions_approvals_and_decides_them(
 async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
     client: Backend, harness: HarnessClient, live_server: LiveServer
 ) -> None:
-    """Another operator approves while the inbox is open: the row leaves and a line says so; a note that
-    becomes undeliverable appears in the notes section, live."""
+    """Another operator approves while the inbox is open: the row leaves and a line says so, naming them; a
+    note that becomes undeliverable appears in the notes section, live."""
     session = await start(harness, "builder")
     app = PreloopApp(client, refresh_interval=0, alert_settings=AlertSettings(enabled=False))
     async with app.run_test(size=(140, 30)) as pilot:
@@ -99,14 +99,17 @@ async def test_inbox_follows_decisions_made_elsewhere_and_failed_notes(
         await pilot.press("i")
         task = ask(session, "make deploy")
         await until(pilot, lambda: len(inbox_rows(app)) == 1, "the approval")
-        async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
+        dana = live_server.add_operator("dana")
+        async with await connect(Settings(live_server.url, dana, server_kind="local")) as other:
             approval_id = app.inbox.approvals[0].id
             await other.approve(approval_id, "ship it")
             await other.send_note("stop after the deploy", session_id=session.session_id)
         await until(pilot, lambda: inbox_rows(app) == [], "the row to leave")
         assert (await asyncio.wait_for(task, 30)).decision == "allow"
         recent = app.screen.query_one("#inbox-recent")
-        await until(pilot, lambda: "approved elsewhere" in str(recent.render()), "the elsewhere line")
+        # the colleague is named, with the time and the comment (issue 24)
+        await until(pilot, lambda: "approved by dana " in str(recent.render()), "the elsewhere line")
+        assert ": “ship it”" in str(recent.render())
         await session.end()
         notes = app.screen.query_one("#inbox-notes")
         await until(pilot, lambda: "stop after the deploy" in str(notes.render()), "the undeliverable note")

@@ -122,7 +122,8 @@ async def test_the_digest_names_a_decline_made_elsewhere_and_its_comment(
     await look_then_quit(client, marks, agent.session_id, "Looking at the test first.")
     asking = asyncio.create_task(agent.permission_check("Bash", {"command": "rm -rf dist"}))
     [approval_id] = await _wait_pending(live_server.url, live_server.token, 1)
-    async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
+    dana = live_server.add_operator("dana")
+    async with await connect(Settings(live_server.url, dana, server_kind="local")) as other:
         await other.decline(approval_id, "not [red]now[/red]")  # another client, another operator's screen
     assert (await asyncio.wait_for(asking, 30)).decision == "deny"
     await agent.narrate(3, ["Leaving dist alone."])
@@ -133,7 +134,7 @@ async def test_the_digest_names_a_decline_made_elsewhere_and_its_comment(
         digest = view.lines_text[:row]
         approvals = next(line for line in digest if line.startswith("  Approvals: "))
         # Who (as far as the server says), and the comment as typed: literal, styling nothing.
-        assert "✗ Bash declined by an operator: “not [red]now[/red]”" in approvals
+        assert "✗ Bash declined by dana: “not [red]now[/red]”" in approvals
         assert approvals.endswith("· none waiting")
 
 

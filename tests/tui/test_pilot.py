@@ -369,21 +369,29 @@ async def test_approve_and_decline_with_comment(client: Backend, agent: HarnessS
 
 
 async def test_approval_decided_elsewhere_disappears_with_a_notice(
-    client: Backend, agent: HarnessSession
+    client: Backend, agent: HarnessSession, live_server: LiveServer
 ) -> None:
-    """Another operator approves first: the approval leaves this panel and a notice says so."""
+    """Another operator approves first: the approval leaves this panel and a notice says so, naming them
+    (issue 24); one approved with this operator's own token from another client reads "by you"."""
     app = PreloopApp(client, start_session_id=agent.session_id)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         screen = await attached(pilot, app)
         panel = screen.query_one(ApprovalsPanel)
-        task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
-        await until(pilot, lambda: panel.count == 1, "the approval")
-        approval = panel.selected
-        assert approval is not None
-        await client.approve(approval.id)
-        await asyncio.wait_for(task, 30)
-        await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
-        await until(pilot, lambda: any("elsewhere" in m for m in said(app)), "the elsewhere notice")
+        dana = live_server.add_operator("dana")
+        for token, words in ((dana, "approved by dana "), (live_server.token, "approved by you ")):
+            task = asyncio.create_task(agent.permission_check("Bash", {"command": "make deploy"}))
+            await until(pilot, lambda: panel.count == 1, "the approval")
+            approval = panel.selected
+            assert approval is not None
+            async with await connect(Settings(live_server.url, token, server_kind="local")) as other:
+                await other.approve(approval.id)
+            await asyncio.wait_for(task, 30)
+            await until(pilot, lambda: panel.count == 0, "the approval to leave the panel")
+            await until(
+                pilot,
+                lambda words=words: any(words in m for m in said(app)),
+                f"the notice that it was {words.strip()}",
+            )
 
 
 async def test_read_only_hides_composer_and_refuses_decisions(client: Backend, agent: HarnessSession) -> None:

@@ -263,11 +263,12 @@ async def test_a_decline_comment_whose_approval_was_decided_elsewhere_becomes_a_
         dialog = app.screen
         assert isinstance(dialog, DeclineCommentScreen)
         await type_keys(pilot, clock, "not on prod")
-        async with await connect(Settings(live_server.url, live_server.token, server_kind="local")) as other:
+        dana = live_server.add_operator("dana")
+        async with await connect(Settings(live_server.url, dana, server_kind="local")) as other:
             await other.approve(next(iter(screen.approvals_panel.approvals)), "ship it")
         assert (await asyncio.wait_for(call, 10)).decision == "allow"
         await until(pilot, lambda: dialog.settled is not None, "the dialog to say it was approved elsewhere")
-        assert "approved elsewhere" in (dialog.settled or "")
+        assert "approved by dana " in (dialog.settled or "")  # the colleague, by name (issue 24)
         await type_keys(pilot, clock, "!")
         await type_keys(pilot, clock, ["enter"], SLOW)
         await until(pilot, lambda: app.screen is screen, "the dialog closed")

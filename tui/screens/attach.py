@@ -56,7 +56,7 @@ from client.status import Connecting, Live, Refused
 from client.steering import DecideOutcome, SendOutcome, Steering
 from client.streaming.policy import login_reason
 from tui.keypace import pace_of
-from tui.screens.arguments import ArgumentsScreen
+from tui.screens.arguments import whole_call
 from tui.screens.decide import CONFIRM_RISKS, Decider
 from tui.screens.decline_comment import KeptComment
 from tui.screens.withdraw_pick import ask_withdraw
@@ -142,6 +142,7 @@ class AttachScreen(Screen[None]):
         self.steering = steering if steering is not None else Steering(backend)
         self.core = SessionCore(session_id, decisions=self.steering.decisions, clock=clock)
         """The session's state (timeline, notes, pending approvals, row, status): the screen draws it."""
+        self.core.deciders_recorded = backend.capabilities.names_decider
         self.decider = Decider(
             self, self.steering, confirm_risks=confirm_risks, clock=monotonic, read_only=read_only,
             just_shown="the screen had only just changed", keep=self._kept, decided=self._decided,
@@ -170,9 +171,13 @@ class AttachScreen(Screen[None]):
         core, clock, read_only = self.core, self._clock, self.read_only
         self.header = SessionHeader(self.session_id, read_only=read_only, clock=clock, id="header")
         self.banner = Banner(id="banner")
-        self.view = TimelineView(core.timeline, id="timeline")
+        self.view = TimelineView(
+            core.timeline, by_you=core.decisions.by_you, colleague=core.decisions.colleague, id="timeline"
+        )
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
-        self.notes_panel = NotesPanel(core.notes, core.thens, clock=clock, id="notes")
+        self.notes_panel = NotesPanel(
+            core.notes, core.thens, clock=clock, colleague=core.decisions.colleague, id="notes"
+        )
         self._show_lists()  # until the lists answer, the panels and the header say they are loading
         self.body = SessionBody(self.view, self.approvals_panel, self.notes_panel, id="body")
         self.last_looked = LastLooked(self.view, core, self.marks, clock=clock, can=self.backend.capabilities)
@@ -310,6 +315,8 @@ class AttachScreen(Screen[None]):
         """Draw what the core says changed (``announce``: tell approvals settled elsewhere)."""
         if change.session is not None:
             self.header.set_session(change.session)
+        if change.session is not None or change.timeline:
+            self.header.set_cost(self.core.cost)  # live: the row's figures and the model calls since
         if change.refused is not None:
             self.header.set_status(Refused(str(change.refused), change.refused.status))
             self.banner.show(str(change.refused), "error", hint="Escape: back to the sessions list")
@@ -396,7 +403,7 @@ class AttachScreen(Screen[None]):
     def _show_call(self, event: ApprovalsPanel.ShowCall) -> None:
         event.stop()
         where = None if self.read_only else "from the approvals panel"
-        self.app.push_screen(ArgumentsScreen(event.approval, self.core.describe(), where=where))
+        self.app.push_screen(whole_call(event.approval, self.core.describe(), self.steering, where=where))
 
     @on(Composer.Submitted)
     def _composer_submitted(self, event: Composer.Submitted) -> None:

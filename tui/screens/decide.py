@@ -99,10 +99,10 @@ def ask_decline(
     app.push_screen(DeclineCommentScreen(approval, session, clock=clock), answered)
 
 
-def settle_open_dialogs(app: App[Any], approval: Approval) -> bool:
+def settle_open_dialogs(app: App[Any], approval: Approval, *, you: bool = False) -> bool:
     """An approval stopped waiting (decided elsewhere, expired, cancelled): every open dialog about it
-    says so and decides nothing. True when one was open."""
-    line = approval_outcome(approval.tool_name or "tool", approval.status, elsewhere=True)
+    says so, naming who settled it when the server does, and decides nothing. True when one was open."""
+    line = approval_outcome(approval, elsewhere=True, you=you)
     found = False
     for screen in app.screen_stack:
         if isinstance(screen, ConfirmScreen | DeclineCommentScreen) and screen.subject == approval.id:
@@ -144,8 +144,9 @@ class Decider:
     def settled(self, approval: Approval, *, news: bool) -> None:
         """An approval stopped waiting, not by this screen: an open dialog about it says so and decides
         nothing; else, when it is ``news`` (settled elsewhere just now), one notice says so."""
-        if not settle_open_dialogs(self.screen.app, approval) and news:
-            said = approval_outcome(approval.tool_name or "tool", approval.status, elsewhere=True)
+        you = self.steering.decisions.by_you(approval)
+        if not settle_open_dialogs(self.screen.app, approval, you=you) and news:
+            said = approval_outcome(approval, elsewhere=True, you=you)
             self.screen.notify(said, title="Approval no longer pending", markup=False)
 
     def arm_on_app_focus(self) -> None:

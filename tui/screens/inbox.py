@@ -51,7 +51,7 @@ from client.present import describe_session
 from client.status import Connecting, Live, LoginNeeded, Reconnecting, Refused, StreamStatus
 from client.steering import AlreadySettled, BatchDecision, Decided, DecideOutcome, Steering
 from client.stream_words import status_line, status_words
-from tui.screens.arguments import ArgumentsScreen
+from tui.screens.arguments import whole_call
 from tui.screens.decide import Decider
 from tui.screens.decline_comment import KeptComment
 from tui.typeahead import Monotonic
@@ -277,7 +277,7 @@ class InboxScreen(Screen[None]):
         )
         recent = self.query_one("#inbox-recent", Static)
         self._set_display(recent, bool(self.inbox.recently_gone))
-        update_static(recent, decided_elsewhere_text(self.inbox.recently_gone))
+        update_static(recent, decided_elsewhere_text(self.inbox.recently_gone, self.inbox.decisions.by_you))
         update_static(
             self.query_one("#inbox-notes", Static),
             failed_notes_text(self.inbox.notes, now, self.inbox.notes_window),
@@ -412,7 +412,8 @@ class InboxScreen(Screen[None]):
         approval = self.query_one(InboxApprovals).selected
         if approval is not None:
             where = None if self.read_only else "from the list"
-            self.app.push_screen(ArgumentsScreen(approval, self._session(approval), where=where))
+            steering = self.decider.steering
+            self.app.push_screen(whole_call(approval, self._session(approval), steering, where=where))
 
     @staticmethod
     def _session(approval: Approval) -> str:

@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from client.backends.base import Backend
+from client.costs import cost_words, row_cost
 from client.errors import ClientError
 from client.ids import short_id
 from client.marks import News
@@ -57,11 +58,14 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("tools", "TOOLS", "TOOLS"),
     ("model", "MODEL", "MODEL"),
     ("pending", "PENDING", "⚑"),
+    ("cost", "COST", "COST"),
     ("new", "NEW", "NEW"),
     ("title", "TITLE", "TITLE"),
 ]
 """(key, header, narrow header). The headers are ``preloop sessions list``'s and mean the same: TOOLS counts
-tool calls, MODEL names the model. ↓ marks the sort column (``client.present.sort_sessions``). NEW is the
+tool calls, MODEL names the model, COST what its model calls cost and how many tokens they used
+(``client.costs``: shown only when some row's server says). ↓ marks the sort column
+(``client.present.sort_sessions``). NEW is the
 app's own (``client.marks.News``): for a session followed here, how many events came since the operator
 last looked; for any session ✗ when something went wrong and ✉ when the agent read a note since."""
 
@@ -113,8 +117,10 @@ def session_cells(
     title: str | None = None,
     keys: tuple[str, ...] | None = None,
     news: News | None = None,
+    compact: bool = False,
 ) -> list[Text]:
-    """The table cells of one session (pure: the snapshot tests and the refresh share it).
+    """The table cells of one session (pure: the snapshot tests and the refresh share it); ``compact``: a
+    narrow layout's shorter cells (the cost alone, or the tokens when no cost is known).
 
     ``title`` is the already fitted title (:func:`client.present.fit_titles` over the page), else the
     session's own title cut to ``title_width``; ``news`` fills the NEW column (:func:`news_cell`).
@@ -133,10 +139,20 @@ def session_cells(
         "tools": Text(count_cell(row.tool_call_count), justify="right"),
         "model": Text(safe_line(row.latest_model_alias or "-", MODEL_WIDTH)),
         "pending": pending_cell,
+        "cost": cost_cell(row, compact=compact),
         "new": news_cell(news),
         "title": Text(title if title is not None else safe_line(title_of(row), title_width)),
     }
     return [cells[key] for key in keys or tuple(key for key, _, _ in COLUMNS)]
+
+
+def cost_cell(row: Session, *, compact: bool = False) -> Text:
+    """The COST column: ``$0.42 · 12k tok`` (the cost when the server gives one, then the tokens; compact:
+    only the first of them), ``-`` for a row whose server says nothing (never ``$0.00``)."""
+    words = cost_words(row_cost(row), split=False, unit=" tok")
+    if words and compact:
+        words = words.split(" · ")[0]
+    return Text(words, justify="right") if words else Text("-", style="dim", justify="right")
 
 
 def news_cell(news: News | None) -> Text:
@@ -168,12 +184,15 @@ def agent_cell(row: Session, width: int) -> str:
 
 
 def plan_layout(rows: list[Session], width: int, now: datetime, *, news: bool = False) -> ColumnLayout:
-    """The columns for a ``width``-column terminal: all of them when wide; when narrow, drop the columns in
-    ``DROP_ORDER`` while the titles lack room, so what tells sessions apart stays in view. NEW is shown only
-    when some row has ``news`` to show (a session followed here, a problem, a note read): its room goes to
-    the titles otherwise."""
-    narrow = width < WIDE_AT
-    keys = [key for key, _, _ in COLUMNS if news or key != "new"]
+    """The columns for a ``width``-column terminal: all of them when wide (a COST column widens what
+    "wide" is); when narrow, drop the columns in ``DROP_ORDER`` while the titles lack room, so what tells
+    sessions apart stays in view. NEW is shown only when some row has ``news`` to show (a session followed
+    here, a problem, a note read): its room goes to the titles otherwise; COST only when some row's server
+    says what it cost."""
+    costs = [cost_cell(row).cell_len for row in rows if row_cost(row)]
+    # All columns fit from WIDE_AT; a COST column needs its own room on top (narrower, its cells are short).
+    narrow = width < WIDE_AT + (max(costs) + CELL_PADDING if costs else 0)
+    keys = [key for key, _, _ in COLUMNS if (news or key != "new") and (costs or key != "cost")]
     labels = {key: (short if narrow else long) for key, long, short in COLUMNS}
     longest = max((len(title_of(row)) for row in rows), default=0)
     wanted = max(MIN_TITLE, min(TITLE_WANTED, longest))
@@ -181,7 +200,9 @@ def plan_layout(rows: list[Session], width: int, now: datetime, *, news: bool = 
     def widths(agent_width: int) -> dict[str, int]:
         found: dict[str, int] = {key: cell_len(label) for key, label in labels.items()}
         for row in rows:
-            cells = session_cells(row, now, agent_width=agent_width, title="", keys=tuple(keys))
+            cells = session_cells(
+                row, now, agent_width=agent_width, title="", keys=tuple(keys), compact=narrow
+            )
             for key, cell in zip(keys, cells, strict=True):
                 found[key] = max(found[key], cell.cell_len)
         for key in ("started", "activity"):  # "5s ago" now may read "just now" or "100d ago" later
@@ -200,7 +221,8 @@ def plan_layout(rows: list[Session], width: int, now: datetime, *, news: bool = 
         for key in DROP_ORDER:
             if room(shown, sizes) >= wanted:
                 break
-            shown.remove(key)
+            if key in shown:
+                shown.remove(key)
         if room(shown, sizes) < wanted:
             agent_width = AGENT_WIDTHS[2]
             sizes = widths(agent_width)
@@ -471,7 +493,13 @@ class SessionsScreen(Screen[None]):
 
         def cells(session: Session, title: str, said: News | None) -> list[Text]:
             return session_cells(
-                session, now, agent_width=layout.agent_width, title=title, keys=layout.keys, news=said
+                session,
+                now,
+                agent_width=layout.agent_width,
+                title=title,
+                keys=layout.keys,
+                news=said,
+                compact=layout.narrow,
             )
 
         if wanted == current:

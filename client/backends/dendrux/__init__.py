@@ -133,7 +133,13 @@ class DendruxBackend(RestBackend):
         self.gap_wait = gap_wait
         self.run_grace = run_grace
         self.trace_wait = trace_wait
-        self._caps = Capabilities(withdraw_notes=False, end_session=False, approve_comment=False)
+        self._caps = Capabilities(
+            withdraw_notes=False,
+            end_session=False,
+            approve_comment=False,
+            names_decider=False,
+            original_args=False,
+        )
         self._titles: dict[str, str | None] = {}
         self._note_runs: dict[str, str] = {}
         self._call_runs: dict[str, str] = {}
@@ -476,6 +482,10 @@ class DendruxBackend(RestBackend):
     async def decline(self, approval_id: str, comment: str | None = None) -> Approval:
         """Deny the call; the model reads ``comment`` as the reason."""
         return await self._decide(approval_id, False, comment)
+
+    async def original_args(self, approval_id: str) -> dict[str, Any]:
+        """A Dendrux app redacts nothing of a gated call: its params are the call's own."""
+        raise Unsupported("a Dendrux app keeps a gated call's params as they are: nothing was redacted")
 
     async def decide_batch(
         self, approval_ids: Sequence[str], *, approve: bool, comment: str | None = None

@@ -12,7 +12,8 @@ Dendrux                                ours
 =====================================  ==========================================================
 ``run.started``                        ``session.started`` + ``run.started`` (task = run input)
 ``llm.completed`` (``phase``)           ``model.delta`` + ``model.step`` (text = the ``/traces``
-                                       assistant row with the same ``meta.iteration``), then
+                                       assistant row with the same ``meta.iteration``; usage = its
+                                       tokens and ``cost_usd``), then
                                        ``tool.started`` for each of that row's ``tool_calls``;
                                        without the row yet: ``model.step`` with no text, and the
                                        same ``model.step`` again with its text once it lands
@@ -45,9 +46,11 @@ from typing import Any
 from client.backends.wire import (
     RESERVED_FIELDS,
     Sequencer,
+    as_count,
     as_dict,
     as_int,
     as_str,
+    as_usd,
     event_body,
     now,
     parse_time,
@@ -221,7 +224,6 @@ def approval_from_row(row: Mapping[str, Any], run_id: str) -> Approval | None:
             "requested_at": parse_time(row.get("requested_at")),
             "resolved_at": parse_time(row.get("resolved_at")),
             "approver_comment": row.get("reason"),
-            "decided_by_human": bool(row.get("resolved_at")),
             "runtime_session_id": run_id,
             "execution_id": run_id,
             "session": {"id": run_id},
@@ -232,6 +234,22 @@ def approval_from_row(row: Mapping[str, Any], run_id: str) -> Approval | None:
 # --------------------------------------------------------------------------------------------------
 # Events
 # --------------------------------------------------------------------------------------------------
+
+
+def llm_usage(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An ``llm.completed``'s usage as a ``model.step``'s (tokens in and out, ``cost_usd`` when Dendrux
+    priced it); None when it reported none (``usage_reported`` false, or no figure at all)."""
+    if data.get("usage_reported") is False:
+        return None
+    inputs, outputs = as_count(data.get("input_tokens")), as_count(data.get("output_tokens"))
+    cost = as_usd(data.get("cost_usd"))
+    if inputs is None and outputs is None and cost is None:
+        return None
+    usage: dict[str, Any] = {"input_tokens": inputs, "output_tokens": outputs, "cost_usd": cost}
+    model = as_str(data.get("model"))
+    if model:
+        usage["model"] = model
+    return usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,17 +438,17 @@ class DendruxMapper(Sequencer):
             out.append(
                 self._body("model.delta", raw.at, run_id=self.run_id, iteration=raw.iteration, text=text)
             )
-        out.append(
-            self._body(
-                "model.step",
-                raw.at,
-                run_id=self.run_id,
-                iteration=raw.iteration,
-                phase=phase,
-                text=text,
-                tool_calls=len(calls),
-            )
-        )
+        step: dict[str, Any] = {
+            "run_id": self.run_id,
+            "iteration": raw.iteration,
+            "phase": phase,
+            "text": text,
+            "tool_calls": len(calls),
+        }
+        usage = llm_usage(raw.data)
+        if usage is not None:
+            step["usage"] = usage
+        out.append(self._body("model.step", raw.at, **step))
         if phase == "final_answer" and not self.ended:
             self._final_text, self._final_iteration = text, raw.iteration
         for call in calls:
@@ -519,7 +537,7 @@ class DendruxMapper(Sequencer):
                 resolved_at=iso(raw.at),
                 approver_comment=decision.get("reason"),
             )
-            approval["decided_by_human"] = True
+            # Dendrux records no decider: whether a person decided is not claimed (client.present says so).
             out.append(self._body("approval.decided", raw.at, approval=approval))
             del self._pending_approvals[call_id]
             held = self._held_completions.pop(call_id, None)

@@ -1,6 +1,7 @@
 """A Preloop 0.17.1 server: Preloop's REST, its websocket for the live feed, polling for the rest.
 
-The REST calls are the shared Preloop-shaped ones (:mod:`client.backends.rest`); the live feed is
+The REST calls are the shared Preloop-shaped ones (:mod:`client.backends.rest`), plus the approval's
+history, the one place Preloop names who decided (:mod:`client.backends.preloop.trail`); the live feed is
 :mod:`client.backends.preloop.feed` (websocket + activity replay + polls) mapping Preloop's messages with
 :mod:`client.backends.preloop.mapping`. Preloop pushes no note or approval changes, so a change made
 through this backend *nudges* its own live followers of that session to poll at once. A note for a session
@@ -26,9 +27,10 @@ from client.backends.base import Capabilities, RuleSupport, ServerKind
 from client.backends.preloop import feed
 from client.backends.preloop.bypasses import MAX_MINUTES, bypass_body, kill_switch, rules_of_bypasses
 from client.backends.preloop.feed import PreloopTiming
+from client.backends.preloop.trail import apply_history
 from client.backends.rest import PreloopRestApi
 from client.connection import Connection
-from client.errors import ApiError, InvalidResponse, SessionEnded
+from client.errors import ApiError, ClientError, InvalidResponse, SessionEnded
 from client.events import Event
 from client.ids import require_uuid, short_id
 from client.models import AllowRule, Approval, AttentionSnapshot, KillSwitch, Standing
@@ -171,6 +173,25 @@ class PreloopBackend(PreloopRestApi):
     def _changed(self, session_id: str | None) -> None:
         if session_id:
             self.nudge(session_id)
+
+    async def approval_trail(self, approval: Approval) -> Approval:
+        """The approval with who decided it, how many voted and who has viewed it, from its history
+        (``client.backends.preloop.trail``); as given when the history cannot be read. Reading the
+        history does not count as a view (the detail ``GET /approval-requests/{id}`` does)."""
+        try:
+            aid = require_uuid(approval.id, "approval id")
+            response = await self._request(
+                "GET", f"/approval-requests/{aid}/history", what=f"approval {short_id(aid)}"
+            )
+            entries = response.json()
+        except (ClientError, ValueError):
+            return approval
+        if not isinstance(entries, list):
+            return approval
+        try:
+            return apply_history(approval, entries)
+        except (InvalidResponse, ValueError):  # a history this client cannot read: the row as it was
+            return approval
 
     async def _before_note(self, session_id: str) -> None:
         """Read the session row first: Preloop accepts a note for an ended session and leaves it pending

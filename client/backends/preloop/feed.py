@@ -47,12 +47,13 @@ from client.backends.preloop.mapping import (
     note_draft,
     replay_drafts,
     session_ended_draft,
+    session_updated_draft,
 )
 from client.errors import ApiError, ClientError
 from client.events import Event
 from client.ids import is_uuid
 from client.listing import all_approvals, session_notes
-from client.models import NoteState, Session
+from client.models import Approval, NoteState, Session
 from client.status import Ended, Live, Missed, Refused, Skipped, StreamStatus
 from client.steering import final_record
 from client.stream_words import failure_words
@@ -180,11 +181,26 @@ class _Follower:
             for approval_id, approval in pending.items()
             if approval_id not in self.pending_approvals
         ]
-        for gone in sorted(self.pending_approvals - pending.keys()):
-            try:
-                decided = await self._rest(final_record(self.client, gone))
-            except Refusal:
-                continue  # no longer ours: nothing to show
+        gone = sorted(self.pending_approvals - pending.keys())
+        settled: dict[str, Approval] = {}
+        if gone:
+            # The session's newest approvals hold what became of them: read from the list, as reading an
+            # approval's detail would mark it viewed by this operator on Preloop's timeline.
+            recent = await self._rest(
+                self.client.list_approvals(
+                    session_id=self.session_id, status=None, limit=self.timing.page_size
+                )
+            )
+            settled = {a.id: a for a in recent.items if not a.pending}
+        for approval_id in gone:
+            decided: Approval | None = settled.get(approval_id)
+            if decided is not None:
+                decided = await self.client.approval_trail(decided)  # who decided: its history says
+            else:
+                try:
+                    decided = await self._rest(final_record(self.client, approval_id))
+                except Refusal:
+                    continue  # no longer ours: nothing to show
             if decided is not None:
                 drafts.append(approval_decided_draft(self.session_id, decided))
         self.pending_approvals = set(pending)
@@ -289,12 +305,15 @@ class _Follower:
                     drafts.extend(await self._quiet(self._poll_notes()))
                     notes_due = now + (t.note_poll if self._notes_open() else t.note_idle_poll)
                 if end is None and now >= session_due:
+                    before = self.session
                     row = await self._quiet_session()
                     session_due = now + t.session_poll
                     if row is not None and row.ended:
                         end = session_ended_draft(
                             self.session_id, row, reason="ended (idle sweep or elsewhere)"
                         )
+                    elif row is not None and _usage_moved(before, row):
+                        drafts.append(session_updated_draft(self.session_id, row))
                 for item in self._visible(self._emit(drafts)):
                     yield item
                 if end is not None:
@@ -416,6 +435,15 @@ class _Follower:
             yield Live(self.mapper.last_seq)
             async for item in self._live(ws):
                 yield item
+
+
+def _usage_moved(before: Session | None, row: Session) -> bool:
+    """Whether a polled row's tokens or cost differ from the last row's (an attached header shows them)."""
+    if before is None:
+        return False
+    was, now_ = before.token_usage, row.token_usage
+    tokens = (was.total_tokens if was else 0, now_.total_tokens if now_ else 0)
+    return tokens[0] != tokens[1] or (before.estimated_cost or 0) != (row.estimated_cost or 0)
 
 
 def classify_failure(exc: Exception) -> str | Refusal | None:

@@ -24,7 +24,7 @@ Preloop                                                ours
 ``runtime_session_updated`` / activity ``tool_call``    ``tool.started`` + ``tool.completed``
 ``... agent_control_message`` + ``kind=operator_note``  ``note.delivered``
 ``model_gateway_request_started``                       nothing visible (allocates the step number)
-``model_gateway_call`` / activity model call            ``model.delta`` + ``model.step``
+``model_gateway_call`` / activity model call            ``model.delta`` + ``model.step`` (+ its usage)
 ``runtime_session_ended`` / activity ``session_ended``  ``session.ended``
 activity ``session_started``                            ``session.started``
 other activity / envelope types                         ``UnknownEvent`` (``preloop.<type>``)
@@ -42,9 +42,11 @@ from typing import Any
 from client.backends.wire import (
     RESERVED_FIELDS,
     Sequencer,
+    as_count,
     as_dict,
     as_int,
     as_str,
+    as_usd,
     event_body,
     now,
     parse_time,
@@ -66,6 +68,7 @@ __all__ = [
     "parse_time",
     "replay_drafts",
     "session_ended_draft",
+    "session_updated_draft",
     "tool_status",
 ]
 
@@ -316,15 +319,48 @@ def _model_call_id(payload: Mapping[str, Any], fallback: str) -> str:
     return fallback
 
 
+def model_usage(payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a gateway call used, read tolerantly (the activity item's ``total_tokens`` and
+    ``estimated_cost``, or a call's own token fields); None when it names no figure. A cost of 0 is kept
+    as None: Preloop says 0.0 for a model it has no price for."""
+    meta = as_dict(payload.get("metadata"))
+
+    def first(*names: str) -> Any:
+        for source in (payload, meta):
+            for name in names:
+                if source.get(name) is not None:
+                    return source.get(name)
+        return None
+
+    inputs = as_count(first("input_tokens", "prompt_tokens"))
+    outputs = as_count(first("output_tokens", "completion_tokens"))
+    total = as_count(first("total_tokens"))
+    cost = as_usd(first("estimated_cost", "cost_usd", "cost"))
+    if not any((inputs, outputs, total, cost)):
+        return None
+    usage: dict[str, Any] = {
+        "input_tokens": inputs,
+        "output_tokens": outputs,
+        "total_tokens": total,
+        "cost_usd": cost or None,
+    }
+    model = as_str(first("model_alias", "model"))
+    if model:
+        usage["model"] = model
+    return usage
+
+
 def _model_draft(session_id: str, payload: Mapping[str, Any], at: datetime, call_id: str) -> Draft:
     text, tool_calls = model_response(payload)
     phase = "commentary" if tool_calls else "final_answer"
     bodies: list[dict[str, Any]] = []
     if text:
         bodies.append(event_body("model.delta", session_id, at, iteration=0, text=text))
-    bodies.append(
-        event_body("model.step", session_id, at, iteration=0, phase=phase, text=text, tool_calls=tool_calls)
-    )
+    step: dict[str, Any] = {"iteration": 0, "phase": phase, "text": text, "tool_calls": tool_calls}
+    usage = model_usage(payload)
+    if usage is not None:
+        step["usage"] = usage
+    bodies.append(event_body("model.step", session_id, at, **step))
     return Draft(key=f"model:{call_id}", at=at, bodies=tuple(bodies), model_call_id=call_id)
 
 
@@ -352,6 +388,17 @@ def session_ended_draft(
         "session:ended",
         session=row.model_dump(mode="json"),
         reason=reason,
+    )
+
+
+def session_updated_draft(session_id: str, row: Session, at: datetime | None = None) -> Draft:
+    """A polled session row whose tokens or cost moved (nothing pushes it): ``session.updated``, so an
+    attached header shows the cost as it grows. Keyed by the figures, so the same row says it once."""
+    usage = row.token_usage
+    figures = f"{usage.total_tokens if usage else 0}:{row.estimated_cost or 0}"
+    when = at or row.last_activity_at or now()
+    return _single(
+        "session.updated", session_id, when, f"session:usage:{figures}", session=row.model_dump(mode="json")
     )
 
 
@@ -398,7 +445,14 @@ def from_activity(session_id: str, item: ActivityItem, session: Session | None =
             session_id, kind, f"activity:{item.activity_id or iso(at)}", at, item.model_dump(mode="json")
         )
     if kind in _MODEL_ACTIVITY_TYPES or kind.startswith("model_gateway"):
-        payload = {**meta, "api_usage_id": item.api_usage_id or meta.get("api_usage_id")}
+        payload = {
+            **meta,
+            "api_usage_id": item.api_usage_id or meta.get("api_usage_id"),
+            "total_tokens": item.total_tokens if item.total_tokens is not None else meta.get("total_tokens"),
+            "estimated_cost": item.estimated_cost
+            if item.estimated_cost is not None
+            else meta.get("estimated_cost"),
+        }
         call_id = _model_call_id(payload, item.activity_id or iso(at))
         return _model_draft(session_id, payload, at, call_id)
     if kind == "session_ended":
