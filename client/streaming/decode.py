@@ -40,13 +40,14 @@ def decode_frame(frame: Frame) -> Event:
     The SSE ``event:`` field wins over the body's ``type``, like :func:`client.events.parse_event`; the
     SSE default name ``message`` (or none) leaves the body's ``type`` alone.
     """
-    name = "" if frame.event == "message" else frame.event
+    name = frame.event
+    data = frame.data
     try:
-        event: Event = _validate_json(frame.data)
+        event: Event = _validate_json(data)
     except ValidationError:
-        return parse_event(frame.data, name or None)
-    if name and name != event.type:
-        return parse_event(frame.data, name)
+        return parse_event(data, None if name == "message" else name or None)
+    if name != event.type and name != "message" and name:
+        return parse_event(data, name)
     return event
 
 

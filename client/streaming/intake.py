@@ -87,9 +87,11 @@ class SeqIntake:
     def check_gap(self) -> Items:
         """After a frame: raise :class:`Retry` (immediate) to refill a gap that frame revealed, or, after
         ``max_refills`` refills that brought nothing, give it up and return ``Missed`` and the held events."""
-        jumped = self.order.jumps != self._jumps_seen
-        self._jumps_seen = self.order.jumps
-        if self.ended or not jumped or not self.order.gap:
+        jumps = self.order.jumps
+        if jumps == self._jumps_seen:  # the common case, once per frame: this frame opened no gap
+            return []
+        self._jumps_seen = jumps
+        if self.ended or not self.order.gap:
             return []
         lo, hi = self.order.missing or (0, 0)
         if self._gap_mark == self.order.last_seq:
