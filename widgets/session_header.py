@@ -86,6 +86,11 @@ class SessionHeader(Static):
         # The reconnect countdown and "quiet for 3m" move by themselves: re-render once a second.
         self.set_interval(1.0, self._tick)
 
+    def on_resize(self) -> None:
+        """What fits depends on the width (tokens in / out from ``SPLIT_AT``): drawn again as soon as the
+        width is known or changes, not at the next tick."""
+        self._render_header()
+
     def _tick(self) -> None:
         self._render_header()
 
