@@ -31,7 +31,7 @@ from textual.binding import Binding, BindingType
 
 from client.backends.base import ApprovalPage, Capabilities
 from client.events import Event, event_from_dict
-from client.models import Note, NoteList, Session
+from client.models import Note, NoteList, Session, Standing, UserMe
 from client.status import Live, StreamStatus
 from tui.app import PreloopApp
 from tui.screens.attach import AttachScreen
@@ -139,6 +139,12 @@ class FloodBackend:
                 yield next(source)
             sent = max(sent, due)
             await asyncio.sleep(0.002)
+
+    async def whoami(self) -> UserMe | None:
+        return None  # the server does not say who this token is
+
+    async def standing(self) -> Standing:
+        return Standing()  # no rules, no kill switch: no banner
 
     async def aclose(self) -> None:
         return None
