@@ -6,6 +6,7 @@ and an https server with the certificates ``SSL_CERT_FILE`` names, exactly as th
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import json
@@ -137,6 +138,14 @@ def test_a_dead_server_is_reported_with_what_to_do(
     )
 
 
+def stop_listening(listener: socket.socket) -> None:
+    """Close a listening socket and wake the thread blocked in its ``accept`` (on Linux a plain close
+    leaves it blocked, and the join waited its whole 5 s)."""
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    listener.close()
+
+
 @pytest.fixture
 def silent_server() -> Iterator[tuple[str, list[bytes]]]:
     """A server that accepts connections and reads requests but never answers: (its URL, what it read)."""
@@ -158,7 +167,7 @@ def silent_server() -> Iterator[tuple[str, list[bytes]]]:
     try:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}", received
     finally:
-        listener.close()
+        stop_listening(listener)
         for conn in held:
             conn.close()
         thread.join(5)
@@ -244,7 +253,7 @@ class Forwarder:
                         conn.sendall(chunk)
 
     def close(self) -> None:
-        self.listener.close()
+        stop_listening(self.listener)
         self.thread.join(5)
 
 
