@@ -46,6 +46,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 
@@ -225,8 +226,13 @@ class Agents:
 class Watched:
     """One ``Inbox`` fed by a backend's attention feed, noting when each sample's approval first shows."""
 
-    def __init__(self) -> None:
-        self.inbox = Inbox()
+    def __init__(
+        self,
+        marker: Callable[[Approval], str | None] = marker_of,
+        notes_window: timedelta = timedelta(hours=6),
+    ) -> None:
+        self.inbox = Inbox(notes_window=notes_window)
+        self.marker = marker  # which sample an approval is (None: not one of ours)
         self.seen: dict[str, tuple[float, Approval]] = {}
         self.changed = asyncio.Event()
 
@@ -247,7 +253,7 @@ class Watched:
                     changes = self.inbox.apply(item)
                 now = time.monotonic()
                 for change in changes:
-                    if isinstance(change, ApprovalAdded) and (marker := marker_of(change.approval)):
+                    if isinstance(change, ApprovalAdded) and (marker := self.marker(change.approval)):
                         self.seen.setdefault(marker, (now, change.approval))
                 self.changed.set()
 

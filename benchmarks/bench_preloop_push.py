@@ -43,13 +43,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_inbox_latency import Watched  # noqa: E402
+
 from client.alerts import AlertSettings  # noqa: E402
 from client.backends import connect  # noqa: E402
-from client.backends.base import Backend  # noqa: E402
 from client.config import Settings  # noqa: E402
-from client.inbox import ApprovalAdded, Inbox, closing_feed  # noqa: E402
-from client.models import Approval, AttentionSnapshot  # noqa: E402
-from client.status import StreamStatus  # noqa: E402
+from client.models import Approval  # noqa: E402
 
 TARGET_MS = 1000.0
 TOKEN = "alice-test-token"  # the fake Preloop's
@@ -135,42 +134,6 @@ class Server:
 # ------------------------------------------------------------------------------------ this process
 
 
-class Watched:
-    """One ``Inbox`` fed by the backend's attention feed, noting when each sample's approval first shows."""
-
-    def __init__(self) -> None:
-        self.inbox = Inbox()
-        self.seen: dict[str, tuple[float, Approval]] = {}
-        self.changed = asyncio.Event()
-
-    async def run(self, client: Backend, poll_interval: float) -> None:
-        feed = client.watch_attention(notes_window=timedelta(hours=1), poll_interval=poll_interval)
-        async with closing_feed(feed):
-            async for item in feed:
-                if isinstance(item, AttentionSnapshot):
-                    changes = self.inbox.reset(item)
-                elif isinstance(item, StreamStatus):
-                    continue
-                else:
-                    changes = self.inbox.apply(item)
-                now = time.monotonic()
-                for change in changes:
-                    if isinstance(change, ApprovalAdded) and (marker := marker_of(change.approval)):
-                        self.seen.setdefault(marker, (now, change.approval))
-                self.changed.set()
-
-    async def until(self, condition: Callable[[], bool], seconds: float, what: str) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
-        while not condition():
-            self.changed.clear()
-            left = deadline - loop.time()
-            if left <= 0:
-                raise SystemExit(f"timed out after {seconds:g} s waiting for {what}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), left)
-
-
 async def feed_pass(
     url: str, server: Server, *, samples: int, poll_interval: float, pushed: bool
 ) -> list[float]:
@@ -180,7 +143,7 @@ async def feed_pass(
     rng = random.Random(samples)
     wait = 10.0 if pushed else 3 * poll_interval + 10
     async with await connect(Settings(url, TOKEN, server_kind="preloop")) as client:
-        watched = Watched()
+        watched = Watched(marker_of, notes_window=timedelta(hours=1))
         reader = asyncio.create_task(watched.run(client, poll_interval))
         try:
             await watched.until(lambda: watched.inbox.synced, 30, "the first snapshot")
@@ -192,7 +155,7 @@ async def feed_pass(
                 if i >= 2:  # two warm-up samples
                     out.append((at - t0) * 1000)
                 await client.approve(approval.id, "go ahead")
-                await watched.until(lambda a=approval: watched.inbox.get(a.id) is None, wait, "it to leave")
+                await watched.until(partial(watched.gone, approval.id), wait, "it to leave")
                 await asyncio.sleep(rng.uniform(0.02, 0.08) if pushed else rng.uniform(0, poll_interval))
         finally:
             reader.cancel()
