@@ -226,10 +226,13 @@ def _notices_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _never_the_real_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Safety net for every test: preloop's state/config/data dirs point at a throwaway folder."""
+    """Safety net for every test: preloop's state/config/data dirs point at a throwaway folder, and the
+    settings of the shell the suite runs in (a server URL or token, debug, NO_COLOR) reach no test."""
     home = tmp_path_factory.mktemp("preloop-home")
     for name in ("STATE", "CONFIG", "DATA"):
         monkeypatch.setenv(f"PRELOOP_{name}_DIR", str(home / name.lower()))
+    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
 
 
 class DeliberateClock:

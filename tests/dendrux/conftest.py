@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable, Iterator
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli.main import main
 from client.backends.dendrux import DendruxBackend
 from tests.dendrux_app.server import DendruxAppServer
 
@@ -50,3 +53,11 @@ def run_status(app: DendruxAppServer, run_id: str) -> str:
     """The run's status as the read router reports it."""
     status: str = app.get(f"/runs/{run_id}")["status"]
     return status
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """Run ``preloop ARGV`` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()

@@ -5,33 +5,18 @@ outcomes gathered as on every server."""
 from __future__ import annotations
 
 import asyncio
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 
 import pytest
 
-from cli.main import main
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
 from client.errors import Unsupported
 from client.steering import Steering
-from tests.dendrux.conftest import run_status, wait_for
+from tests.dendrux.conftest import run_cli, run_status, wait_for
 from tests.dendrux_app.server import DendruxAppServer
 
-
-@pytest.fixture(autouse=True)
-def _no_user_settings(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def _run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # preloop's folders under tmp_path
 
 
 def test_decline_every_call_of_two_runs_in_one_command(dendrux_app: DendruxAppServer) -> None:
@@ -45,11 +30,11 @@ def test_decline_every_call_of_two_runs_in_one_command(dendrux_app: DendruxAppSe
         wait_for(lambda r=run_id: run_status(dendrux_app, r) == "waiting_approval", what="the approval pause")
     calls: list[str] = []
     for run_id in runs:
-        code, out, err = _run(["approvals", "list", "--session", run_id, "-o", "id", *flags])
+        code, out, err = run_cli(["approvals", "list", "--session", run_id, "-o", "id", *flags])
         assert code == 0, err
         calls += out.split()
     assert len(calls) == 4
-    code, out, err = _run(["approvals", "decline", *calls, "--comment", "Needs a manager.", *flags])
+    code, out, err = run_cli(["approvals", "decline", *calls, "--comment", "Needs a manager.", *flags])
     assert code == 0, err
     lines = out.splitlines()
     assert len(lines) == 4 and all('declined with comment "Needs a manager."' in line for line in lines)
@@ -58,7 +43,7 @@ def test_decline_every_call_of_two_runs_in_one_command(dendrux_app: DendruxAppSe
         wait_for(lambda r=run_id: run_status(dendrux_app, r) == "success", what="the resumed run")
         assert dendrux_app.get(f"/runs/{run_id}")["answer"].startswith("The refund was not approved")
 
-    code, out, err = _run(["approvals", "approve", calls[0], calls[3], "--json", *flags])
+    code, out, err = run_cli(["approvals", "approve", calls[0], calls[3], "--json", *flags])
     assert code == 1
     records = [json.loads(line) for line in out.splitlines()]
     assert [(r["id"], r["result"], r["status"]) for r in records] == [

@@ -4,34 +4,19 @@ comment of an approval) said, not left blank."""
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from cli.main import main
 from client.backends.wire import parse_time
 from client.marks import Mark, MarkStore
 from client.paths import state_dir
 from client.timeline import Place
-from tests.dendrux.conftest import run_status, wait_for
+from tests.dendrux.conftest import run_cli, run_status, wait_for
 from tests.dendrux_app.server import DendruxAppServer
 
-
-@pytest.fixture(autouse=True)
-def _no_user_settings(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def _run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # preloop's folders under tmp_path
 
 
 def test_digest_and_handoff_of_a_dendrux_run(dendrux_app: DendruxAppServer) -> None:
@@ -41,14 +26,14 @@ def test_digest_and_handoff_of_a_dendrux_run(dendrux_app: DendruxAppServer) -> N
     paused = next(
         e for e in dendrux_app.get(f"/runs/{run_id}/events")["items"] if e["event_type"] == "run.paused"
     )
-    assert _run(["notes", "send", "--session", run_id, "Customer is a VIP.", *flags])[0] == 0
-    code, listed, _ = _run(["approvals", "list", "--session", run_id, "-o", "id", *flags])
+    assert run_cli(["notes", "send", "--session", run_id, "Customer is a VIP.", *flags])[0] == 0
+    code, listed, _ = run_cli(["approvals", "list", "--session", run_id, "-o", "id", *flags])
     refund, voucher = listed.split()
-    assert _run(["approvals", "decline", refund, "--comment", "Needs a manager.", *flags])[0] == 0
-    assert _run(["approvals", "approve", voucher, *flags])[0] == 0
+    assert run_cli(["approvals", "decline", refund, "--comment", "Needs a manager.", *flags])[0] == 0
+    assert run_cli(["approvals", "approve", voucher, *flags])[0] == 0
     wait_for(lambda: run_status(dendrux_app, run_id) == "success", what="the resumed run")
 
-    code, out, err = _run(["sessions", "digest", run_id, "--since", "30m", "--json", *flags])
+    code, out, err = run_cli(["sessions", "digest", run_id, "--since", "30m", "--json", *flags])
     assert code == 0, err
     doc = json.loads(out)
     decided = {
@@ -61,7 +46,7 @@ def test_digest_and_handoff_of_a_dendrux_run(dendrux_app: DendruxAppServer) -> N
     assert doc["tool_calls"] == 3 and doc["tool_calls_failed"] == 1  # lookup, the declined refund, voucher
     assert [(n["text"], n["state"]) for n in doc["notes"]] == [("Customer is a VIP.", "delivered")]
     assert doc["final_answer"] and doc["final_answer"].startswith("The refund was not approved")
-    code, text, err = _run(["sessions", "digest", run_id, "--since", "30m", *flags])
+    code, text, err = run_cli(["sessions", "digest", run_id, "--since", "30m", *flags])
     assert code == 0, err
     # Dendrux records no decider: nobody is named, and the digest says so once (issue 24).
     assert "send_voucher approved (this server keeps no comment for an approval)" in text
@@ -72,13 +57,13 @@ def test_digest_and_handoff_of_a_dendrux_run(dendrux_app: DendruxAppServer) -> N
     at = parse_time(paused["created_at"]) or datetime.now(UTC)
     index = paused["sequence_index"]
     MarkStore(state_dir() / "marks").put(run_id, Mark(Place(str(index), at, index), at))
-    code, out, err = _run(["sessions", "digest", run_id, "--since-last", "--json", *flags])
+    code, out, err = run_cli(["sessions", "digest", run_id, "--since-last", "--json", *flags])
     assert code == 0, err
     since_last = json.loads(out)
     assert since_last["tool_calls"] == 2 and since_last["since_place"]["number"] == index
     assert len(since_last["approvals_decided"]) == 2 and since_last["final_answer"] == doc["final_answer"]
 
-    code, handoff, err = _run(["sessions", "digest", "--all", "--since", "1h", *flags])
+    code, handoff, err = run_cli(["sessions", "digest", "--all", "--since", "1h", *flags])
     assert code == 0, err
     assert "1 session with activity" in handoff
     assert "(Approvals here carry no comment: this server keeps no comment for an approval" in handoff

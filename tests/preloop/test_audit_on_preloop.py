@@ -8,7 +8,6 @@ Through the real backend and the real ``preloop`` command line, in process.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -23,11 +22,7 @@ from client.steering import AlreadySettled, Steering
 from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
 from tests.fake_preloop.app import ALICE_ID, DANA_EMAIL, load_capture
 
-
-@pytest.fixture(autouse=True)
-def _no_user_settings(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # preloop's folders under tmp_path
 
 
 def _recorded_approval() -> Approval:

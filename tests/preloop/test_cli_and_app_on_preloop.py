@@ -34,10 +34,7 @@ from widgets.timeline_view import TimelineView
 LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+)\s+(.*)$")
 
 
-@pytest.fixture(autouse=True)
-def _no_user_settings(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # preloop's folders under tmp_path
 
 
 @pytest.fixture

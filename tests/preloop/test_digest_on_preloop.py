@@ -4,7 +4,6 @@ request, no time filter) cut to the window on our side, its approvals list for t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,11 +12,7 @@ from client.backends.preloop import PreloopBackend
 from client.connection import Connection
 from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
 
-
-@pytest.fixture(autouse=True)
-def _no_user_settings(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # preloop's folders under tmp_path
 
 
 async def _recent(fake: FakePreloop, base_url: str) -> None:

@@ -15,10 +15,7 @@ from tests.fake_preloop import MAIN_SESSION, TOKEN, FakePreloop
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
 
 
-@pytest.fixture(autouse=True)
-def _no_user_settings(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("PRELOOP_URL", "PRELOOP_TOKEN", "PRELOOP_DEBUG", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # preloop's folders under tmp_path
 
 
 @pytest.mark.parametrize("ended", [True, False], ids=["ended", "running"])
