@@ -49,10 +49,6 @@ async def agent(live_server: LiveServer) -> AsyncIterator[HarnessSession]:
         yield session
 
 
-def messages(app: PreloopApp) -> list[str]:
-    return said(app)
-
-
 def bound(app: PreloopApp) -> set[str]:
     """The actions the screen's keys can run now, listed in the keys line or not."""
     return {str(active.binding.action).split("(")[0] for active in app.screen.active_bindings.values()}
@@ -199,7 +195,7 @@ async def test_views_cycle_with_f_and_an_empty_view_says_so(client: Backend, liv
             await until(pilot, lambda: view_line(screen) == "", "everything: the line goes")
             assert any("Looking at the test" in line for line in screen.view.lines_text)
             await pilot.press("right_square_bracket")
-            await until(pilot, lambda: "No problem in this session so far." in messages(app), "none at all")
+            await until(pilot, lambda: "No problem in this session so far." in said(app), "none at all")
 
 
 async def test_problem_jumps_in_any_view_and_say_when_there_is_none(
@@ -214,7 +210,7 @@ async def test_problem_jumps_in_any_view_and_say_when_there_is_none(
     async with app.run_test(size=SIZE) as pilot:
         screen = await out_of_the_box(pilot, app)
         await pilot.press("right_square_bracket")
-        await until(pilot, lambda: "No later problem." in messages(app), "nothing below")
+        await until(pilot, lambda: "No later problem." in said(app), "nothing below")
         assert "tests/conftest.py" in cursor_text(screen)
         await pilot.press("left_square_bracket")
         await until(pilot, lambda: "make migrate" in cursor_text(screen), "the second failure")
@@ -222,7 +218,7 @@ async def test_problem_jumps_in_any_view_and_say_when_there_is_none(
         await until(pilot, lambda: "pytest -k checkout" in cursor_text(screen), "the first failure")
         assert not screen.view.following  # a jump back pauses following, as reading back does
         await pilot.press("left_square_bracket")
-        await until(pilot, lambda: "No earlier problem." in messages(app), "nothing above")
+        await until(pilot, lambda: "No earlier problem." in said(app), "nothing above")
         assert "pytest -k checkout" in cursor_text(screen)
         await pilot.press("f")
         await until(pilot, lambda: screen.view.view is View.PROBLEMS, "problems only")
@@ -233,13 +229,13 @@ async def test_problem_jumps_in_any_view_and_say_when_there_is_none(
         )
         await pilot.press("right_square_bracket")  # this view hides no problem: no hint to change it
         await pilot.pause(0.3)
-        assert not any("f changes the view" in said for said in messages(app))
+        assert not any("f changes the view" in m for m in said(app))
         assert "make migrate" in cursor_text(screen)
         await pilot.press("f")  # steering only: this session has no notes or approvals
         await until(pilot, lambda: screen.view.view is View.STEERING, "steering only")
         await pilot.press("left_square_bracket")
-        said = "No earlier problem in steering only (f changes the view)."
-        await until(pilot, lambda: said in messages(app), "the view hides them")
+        hint = "No earlier problem in steering only (f changes the view)."
+        await until(pilot, lambda: hint in said(app), "the view hides them")
         await pilot.press("f")
         await until(pilot, lambda: screen.view.view is View.TOOLS, "tools only")
         await pilot.press("left_square_bracket")  # from the newest call shown
@@ -271,7 +267,7 @@ async def test_y_copies_the_highlighted_entry(
         await until(pilot, lambda: bool(copied), "the copy")
         assert copied == [cursor_text(screen)]
         assert "Bash" in copied[0] and "make migrate" in copied[0] and "database locked" in copied[0]
-        assert any(m.startswith("Copied ") and "make migrate" in m for m in messages(app))
+        assert any(m.startswith("Copied ") and "make migrate" in m for m in said(app))
         assert app.clipboard == copied[0]
         await pilot.press("tab")  # to the side panels: y is not offered (nothing highlighted is shown)
         await until(pilot, lambda: not screen.view.has_focus, "the focus elsewhere")

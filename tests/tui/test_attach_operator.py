@@ -26,10 +26,6 @@ from tui.screens.withdraw_pick import WithdrawPickScreen
 agent = test_pilot.agent
 
 
-def _messages(app: PreloopApp) -> list[str]:
-    return said(app)
-
-
 async def test_withdraw_targets_the_newest_pending_note(client: Backend, agent: HarnessSession) -> None:
     """Note A withdrawn, then note B sent: w offers and withdraws B (the old selection was A, cancelled)."""
     app = PreloopApp(client, start_session_id=agent.session_id)
@@ -53,9 +49,7 @@ async def test_withdraw_targets_the_newest_pending_note(client: Backend, agent: 
         await until(pilot, lambda: note_states(screen) == ["cancelled", "cancelled"], "note B withdrawn")
         await pilot.pause()
         await pilot.press("w")  # nothing pending any more: w says so instead of doing nothing
-        await until(
-            pilot, lambda: "Nothing pending to withdraw." in _messages(app), "the nothing-pending notice"
-        )
+        await until(pilot, lambda: "Nothing pending to withdraw." in said(app), "the nothing-pending notice")
         assert app.screen is screen
 
 
@@ -81,7 +75,7 @@ async def test_withdraw_asks_which_when_several_are_pending(client: Backend, age
         await until(
             pilot,
             lambda: by_text() == {"first": "cancelled", "second": "pending"},
-            lambda: f"only the first note withdrawn (now {by_text()}; said {_messages(app)})",
+            lambda: f"only the first note withdrawn (now {by_text()}; said {said(app)})",
         )
 
 

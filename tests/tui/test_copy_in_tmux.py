@@ -11,7 +11,8 @@ import pytest
 
 from client.backends.base import Backend
 from server.harness_client import HarnessSession
-from tests.tui.test_attach_memory import agent, cursor_text, messages, out_of_the_box  # noqa: F401
+from tests.conftest import said
+from tests.tui.test_attach_memory import agent, cursor_text, out_of_the_box  # noqa: F401
 from tests.tui.test_pilot import SIZE, until
 from tui.app import PreloopApp
 
@@ -39,9 +40,9 @@ async def test_y_inside_tmux_tells_where_the_copy_went(
         await pilot.press("left_square_bracket")  # the failed migration
         await until(pilot, lambda: "make migrate" in cursor_text(screen), "the failure highlighted")
         await pilot.press("y")
-        await until(pilot, lambda: any("make migrate" in m for m in messages(app)), "the notice")
-        said = next(m for m in messages(app) if "make migrate" in m)
+        await until(pilot, lambda: any("make migrate" in m for m in said(app)), "the notice")
+        told = next(m for m in said(app) if "make migrate" in m)
         if setting == "on":
-            assert "OSC 52" in said and "tmux" in said
+            assert "OSC 52" in told and "tmux" in told
         else:
-            assert not said.startswith("Copied") and "set -g set-clipboard on" in said
+            assert not told.startswith("Copied") and "set -g set-clipboard on" in told

@@ -106,10 +106,6 @@ def inbox_ready(app: PreloopApp) -> bool:
     return on_top(app, InboxScreen) and screen.query_one(InboxApprovals).selected is not None
 
 
-def messages(app: PreloopApp) -> list[str]:
-    return said(app)
-
-
 @pytest.mark.parametrize("pace", [PERSON, SLOW], ids=["person", "slow-typist"])
 async def test_typing_on_after_the_session_ends_decides_nothing_anywhere(
     client: Backend, harness: HarnessClient, pace: float
@@ -164,7 +160,7 @@ async def test_the_inbox_ignores_a_decision_key_typed_as_it_opens(
         await press_alone(pilot, clock, "a", after=PERSON)
         await pilot.pause(0.3)
         assert not one_key.done() and await statuses(client, other) == ["pending"]
-        assert sum("only just opened" in m for m in messages(app)) == 1
+        assert sum("only just opened" in m for m in said(app)) == 1
         await press_alone(pilot, clock, "a")
         assert (await asyncio.wait_for(one_key, 10)).decision == "allow"
     await other.end()
@@ -187,7 +183,7 @@ async def test_the_attach_screen_ignores_a_and_d_right_after_the_note_box_is_lef
         if pace < 0.5:
             await pilot.pause(0.3)
             assert app.screen is screen and not one_key.done()
-            assert any("only just changed" in m for m in messages(app))
+            assert any("only just changed" in m for m in said(app))
             await press_alone(pilot, clock, "a")
         assert (await asyncio.wait_for(one_key, 10)).decision == "allow"
 

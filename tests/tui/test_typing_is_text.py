@@ -26,7 +26,7 @@ import pytest
 from client.backends.base import Backend
 from client.paths import exports_dir
 from server.harness_client import HarnessClient, HarnessSession
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, said
 from tests.tui.test_pilot import SIZE, attached, until
 from tests.tui.test_type_ahead import (
     PERSON,
@@ -35,7 +35,6 @@ from tests.tui.test_type_ahead import (
     TypingClock,
     ask,
     inbox_ready,
-    messages,
     on_top,
     press_alone,
     start,
@@ -283,7 +282,7 @@ async def test_typing_in_the_inbox_after_f2_goes_to_the_draft_and_opens_nothing(
             typed = "".join(k for k in keys if len(k) == 1)
             assert screen.composer.text == f"nabc{typed}", what
             assert app.drafts.get(mine.session_id) == f"nabc{typed}", what
-            assert any("draft of" in m for m in messages(app)), what
+            assert any("draft of" in m for m in said(app)), what
             await nothing_happened(app, client, mine, what)
             await nothing_happened(app, client, other, what)
             await type_keys(pilot, clock, ["escape"], SLOW)
@@ -347,7 +346,7 @@ async def test_a_burst_on_the_sessions_list_is_not_taken_as_keys(
             await type_keys(pilot, clock, keys, PERSON)
             await stop_typing(pilot, app, clock)
             assert app.screen is listing and app.is_running, keys
-            assert any("not taken" in m for m in messages(app))
+            assert any("not taken" in m for m in said(app))
             await nothing_happened(app, client, mine, str(keys))
     await mine.end()
     await call
