@@ -14,6 +14,7 @@ Tolerance rules, because real servers differ from each other and from their own 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, overload
@@ -581,3 +582,34 @@ class Health(WireModel):
     status: str
     version: str | None = None
     server_kind: Literal["preloop", "local"] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """A rule to make, as the operator asked for it (checked with :func:`check_spec` before it is sent)."""
+
+    mode: RuleMode
+    minutes: int
+    scope: RuleScope
+    session_id: str | None = None
+    agent_id: str | None = None
+    tool_name: str | None = None
+    pattern: str | None = None
+    danger: bool = False
+    """Also cover danger-risk calls: the operator confirmed it a second time."""
+    reason: str | None = None
+
+    def body(self) -> dict[str, Any]:
+        """The body of our server's ``POST /api/v1/allow-rules`` (docs/protocol.md)."""
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "duration_minutes": self.minutes,
+            "scope": self.scope,
+            "runtime_session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "tool_name": self.tool_name,
+            "pattern": self.pattern,
+            "danger": self.danger,
+            "reason": self.reason,
+        }
+        return {key: value for key, value in out.items() if value is not None}

@@ -33,13 +33,12 @@ import math
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from client.errors import UsageError
-from client.models import AllowRule, Approval, RuleMode, RuleScope
+from client.models import AllowRule, Approval, RuleSpec
 from client.present import parse_duration, rule_scope_words
 from client.textsafe import safe_line
 
@@ -77,37 +76,6 @@ _PATH_KEYS = ("file_path", "path", "notebook_path")
 _STOPS = ";&|`$<>\n\r"
 """What ``*`` and ``?`` never match: a pattern cannot reach past one command."""
 _ANY = "[^" + re.escape(_STOPS) + "]"
-
-
-@dataclass(frozen=True, slots=True)
-class RuleSpec:
-    """A rule to make, as the operator asked for it (checked with :func:`check_spec` before it is sent)."""
-
-    mode: RuleMode
-    minutes: int
-    scope: RuleScope
-    session_id: str | None = None
-    agent_id: str | None = None
-    tool_name: str | None = None
-    pattern: str | None = None
-    danger: bool = False
-    """Also cover danger-risk calls: the operator confirmed it a second time."""
-    reason: str | None = None
-
-    def body(self) -> dict[str, Any]:
-        """The body of our server's ``POST /api/v1/allow-rules`` (docs/protocol.md)."""
-        out: dict[str, Any] = {
-            "mode": self.mode,
-            "duration_minutes": self.minutes,
-            "scope": self.scope,
-            "runtime_session_id": self.session_id,
-            "agent_id": self.agent_id,
-            "tool_name": self.tool_name,
-            "pattern": self.pattern,
-            "danger": self.danger,
-            "reason": self.reason,
-        }
-        return {key: value for key, value in out.items() if value is not None}
 
 
 # --------------------------------------------------------------------------------------------- duration

@@ -90,10 +90,10 @@ from client.errors import ClientError, Unsupported
 from client.ids import short_id
 from client.inbox import ApprovalAdded, ApprovalExpiring, ApprovalGone, Inbox, InboxChange, closing_feed
 from client.marks import MarkStore, News, news_of
-from client.models import Approval, AttentionSnapshot, NoteState, Session, Standing
+from client.models import Approval, AttentionSnapshot, NoteState, RuleSpec, Session, Standing
 from client.paths import state_dir
 from client.present import session_title
-from client.rules import RuleSpec, banner_line, muted
+from client.rules import banner_line, muted
 from client.status import Connecting, Live, LoginNeeded, Refused, StreamStatus
 from client.steering import Steering, final_record
 from tui.following import Following

@@ -32,12 +32,12 @@ if TYPE_CHECKING:  # annotations only (client.config reads ServerKind here witho
         Health,
         Note,
         NoteList,
+        RuleSpec,
         Session,
         SessionList,
         Standing,
         UserMe,
     )
-    from client.rules import RuleSpec
     from client.status import StreamStatus
     from client.timeline import Place
 

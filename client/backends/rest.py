@@ -51,6 +51,7 @@ from client.models import (
     Note,
     NoteCreate,
     NoteList,
+    RuleSpec,
     Session,
     SessionDetail,
     SessionList,
@@ -59,7 +60,6 @@ from client.models import (
     WireModel,
 )
 from client.notetext import require_sendable
-from client.rules import RuleSpec
 
 __all__ = ["API_PREFIX", "PreloopRestApi", "RestBackend"]
 

@@ -10,7 +10,7 @@ import pytest
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
 from client.errors import Unsupported
-from client.rules import RuleSpec
+from client.models import RuleSpec
 from tests.cli.helpers import preloop
 from tests.conftest import said, until
 from tests.dendrux_app.server import DendruxAppServer

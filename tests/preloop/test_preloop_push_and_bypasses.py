@@ -22,8 +22,8 @@ from client.backends.preloop import PreloopBackend
 from client.errors import PermissionDenied, UsageError, ValidationFailed
 from client.events import ApprovalDecided, ApprovalRequested
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox
-from client.models import AttentionSnapshot
-from client.rules import RuleSpec, check_spec
+from client.models import AttentionSnapshot, RuleSpec
+from client.rules import check_spec
 from tests.fake_preloop import MAIN_SESSION, FakePreloop
 
 AGENT = "2618a221-b8ee-48a3-a51a-f78dcb1c5af8"

@@ -14,7 +14,7 @@ from srv_helpers import read_until
 from client.backends.local import LocalBackend
 from client.connection import Connection
 from client.errors import NotFound, ValidationFailed
-from client.rules import RuleSpec
+from client.models import RuleSpec
 from server.harness_client import HarnessSession
 
 

@@ -22,12 +22,12 @@ from client.models import (
     Health,
     Note,
     NoteList,
+    RuleSpec,
     Session,
     SessionList,
     Standing,
     UserMe,
 )
-from client.rules import RuleSpec
 from client.status import StreamStatus
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

@@ -14,7 +14,7 @@ import pytest
 
 from client.alerts import AlertSettings
 from client.backends.base import Backend
-from client.rules import RuleSpec
+from client.models import RuleSpec
 from server.harness_client import HarnessClient
 from tests.tui.test_inbox_pilot import ask, inbox_rows, start
 from tests.tui.test_pilot import until

@@ -38,8 +38,8 @@ from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 
 from client.backends.base import RuleSupport
 from client.errors import UsageError
-from client.models import Approval, RuleMode, RuleScope
-from client.rules import RuleSpec, call_subject, check_pattern, is_danger, pattern_matches, rule_minutes
+from client.models import Approval, RuleMode, RuleScope, RuleSpec
+from client.rules import call_subject, check_pattern, is_danger, pattern_matches, rule_minutes
 from client.textsafe import safe_line
 from tui.keypace import pace_of
 from tui.screens.confirm import ConfirmScreen

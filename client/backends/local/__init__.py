@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from client.backends.base import Capabilities, RuleSupport, ServerKind
 from client.backends.rest import PreloopRestApi
 from client.ids import require_uuid, short_id
-from client.models import AllowRule, AttentionSnapshot, Session, Standing
-from client.rules import RULE_MAX_MINUTES, RuleSpec
+from client.models import AllowRule, AttentionSnapshot, RuleSpec, Session, Standing
+from client.rules import RULE_MAX_MINUTES
 
 if TYPE_CHECKING:  # the event vocabulary (pydantic models) is built only by a process that streams
     from client.events import Event

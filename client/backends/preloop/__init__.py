@@ -33,8 +33,7 @@ from client.connection import Connection
 from client.errors import ApiError, ClientError, InvalidResponse, SessionEnded
 from client.events import Event
 from client.ids import require_uuid, short_id
-from client.models import AllowRule, Approval, AttentionSnapshot, KillSwitch, Standing
-from client.rules import RuleSpec
+from client.models import AllowRule, Approval, AttentionSnapshot, KillSwitch, RuleSpec, Standing
 from client.status import StreamStatus
 
 if TYPE_CHECKING:

@@ -20,8 +20,7 @@ from typing import Any
 
 from client.backends.wire import as_int, as_str, parse_time
 from client.ids import short_id
-from client.models import AllowRule, KillSwitch
-from client.rules import RuleSpec
+from client.models import AllowRule, KillSwitch, RuleSpec
 
 __all__ = ["MAX_MINUTES", "bypass_body", "rule_of_bypass", "rules_of_bypasses"]
 
