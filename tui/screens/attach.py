@@ -155,6 +155,7 @@ class AttachScreen(Screen[None]):
         self._unpainted: list[SessionChange] = []  # what the stream changed since the last frame
         self._frame: Timer | None = None
         self._painted_once = False
+        self._caught_up = False  # the backlog read on attach has been painted (then the keys line)
         self._reshown = self._loading_started = False
         self._mounted = asyncio.Event()  # answers that arrive before the mount wait for it
 
@@ -276,12 +277,16 @@ class AttachScreen(Screen[None]):
             self._unpainted.append(change)
             if len(self._unpainted) >= PAINT_BACKLOG:  # a screen not painted for long (in the background)
                 self._unpainted = [SessionChange.join(self._unpainted)]
-            if not self._painted_once:
+            if not self._painted_once or (not self._caught_up and not self.core.behind):
                 # The first event is shown at once, and the screen gets a frame to paint it before the
-                # rest of a backlog is read: the operator sees the session, then it catches up.
+                # rest of a backlog is read: the operator sees the session, then it catches up. Once the
+                # core holds all that came, that is painted at once too, and the keys line comes a frame
+                # after it (mounting it is a layout of the whole screen: the events go first).
                 self._paint()
                 await self._painted()
-                await self._mount_footer()
+                if not self.core.behind:
+                    self._caught_up = True
+                    await self._mount_footer()
                 continue
             if self._frame is None:
                 self._frame = self.set_timer(FRAME, self._paint)  # then at most once per frame
