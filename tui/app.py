@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import signal
 import time
@@ -829,10 +828,6 @@ async def run_app(
         handle_signals=True,
         confirm_risks=confirm_risks_from_env(),
     )
-    # What start-up built (modules, classes, styles, the app) lives as long as the process: moved out of
-    # the collector's way, so no full collection walks it while the first frames are drawn (one took
-    # 35 ms of a 500 ms attach here, just before the session's events reached the screen).
-    gc.freeze()
     message = await app.run_async()
     if message:
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
