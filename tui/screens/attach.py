@@ -11,9 +11,9 @@ the inbox). This screen times and draws: as soon as it is composed one worker as
 lists and another takes the stream (``SessionCore.follow``: the core applies each event as it arrives and
 says what changed). What changed is painted at most once per frame (``FRAME``: the one throttle between
 the stream and the screen; the changes of a frame are joined), the first at once (the operator sees the
-session, then it catches up), and while the core is still applying what it read (``SessionCore.behind``: a
-backlog) at most every ``CATCH_UP_FRAME``; a stream status is drawn at once. The keys line is mounted once
-the backlog is in (or ``FOOTER_AT_THE_LATEST`` after the mount).
+session, then it catches up), and while it catches up (the core still has what it read of the stored tail
+to apply: ``SessionCore.behind``) at most every ``CATCH_UP_FRAME``; a stream status is drawn at once. The
+keys line is mounted once the backlog is in (or ``FOOTER_AT_THE_LATEST`` after the mount).
 The app keeps the screen of every followed session (``tui.following``); ``q`` removes it. "New since you
 last looked" (the mark, the rule, the digest) is ``widgets.last_looked``'s, told of each change.
 
@@ -304,14 +304,21 @@ class AttachScreen(Screen[None]):
             await asyncio.wait_for(painted, FIRST_PAINT_WAIT)
 
     def _frame_due(self) -> None:
-        """The frame timer: paint, unless the core is still applying what it read (a backlog) and the last
-        paint was less than ``CATCH_UP_FRAME`` ago; then look again a frame later. Each frame costs the
-        timeline's visible lines drawn again; a backlog is applied faster with fewer of them."""
+        """The frame timer: paint, unless the screen is catching up and the last paint was less than
+        ``CATCH_UP_FRAME`` ago; then look again a frame later. Each frame costs the timeline's visible
+        lines drawn again; the stored tail is applied faster with fewer of them."""
         self._frame = None
-        if self.core.behind and self._loop_time() - self._painted_at < CATCH_UP_FRAME:
+        if self._catching_up() and self._loop_time() - self._painted_at < CATCH_UP_FRAME:
             self._frame = self.set_timer(FRAME, self._frame_due)
             return
         self._paint()
+
+    def _catching_up(self) -> bool:
+        """The stored tail read on attach is still coming in: the core holds items it read and has not
+        applied (``SessionCore.behind``), and fewer than ``HISTORY_EVENTS`` events are in. (A live flood
+        after that is painted every frame.)"""
+        timeline = self.timeline
+        return bool(self.core.behind) and timeline.last_seq - timeline.events_not_loaded < HISTORY_EVENTS
 
     def _loop_time(self) -> float:
         return asyncio.get_running_loop().time()
