@@ -19,16 +19,15 @@ from client.errors import TransportError
 
 async def open_app(backend: Backend, *, session_id: str | None = None, read_only: bool = False) -> int:
     """Run the app on ``backend`` until the user quits; the exit code (``tui.app.run_app``)."""
-    # Start-up allocates much and frees little. No collection runs while Textual and the screens are
-    # imported, and what start-up built (modules, classes, styles), which lives as long as the process,
-    # is then moved out of the collector's way (``gc.freeze``): no full collection walks it while the
-    # first frames are drawn (one took 35 ms of a 500 ms attach here, just before the session's events
-    # reached the screen, and another 10-13 ms during the imports).
+    # Start-up allocates much and frees little: no collection runs while Textual and the screens are
+    # imported (a full one took 10-25 ms of it here), and what they built is frozen before collection
+    # resumes (``tui.app.settle_imports``).
     gc.disable()
     try:
-        from tui.app import run_app
+        from tui.app import run_app, settle_imports
+
+        settle_imports()
     finally:
-        gc.freeze()
         gc.enable()
     return await run_app(backend, session_id=session_id, read_only=read_only)
 
