@@ -334,7 +334,9 @@ class AttachScreen(Screen[None]):
             changes, self._unpainted = self._unpainted, []
             self._draw(SessionChange.join(changes))
             if self._footer.parent is None and not self.core.behind:  # (a backlog goes first)
-                self.call_after_refresh(self._mount_footer)
+                # After the app's refresh (as ``_painted`` waits), not the screen's: with the screen's the
+                # mount, a layout of the whole screen, ran before the frame showing the newest event.
+                self.app.call_after_refresh(self._mount_footer)
 
     def _whole(self) -> bool:
         """Every widget a change is drawn on is still attached. When the screen is taken apart (popped,
