@@ -9,7 +9,11 @@ one on a local server in its own process (``serverproc.ServerProcess``), with ``
 holding it, leaving after its first refresh. The two take turns run by run, so a burst of load on a shared
 machine hits both alike, and each runs once untimed first (bytecode written, files cached).
 
-Target (issue 26): attach at most 1.5x the bare app, median against median. ``--checkout PATH`` also times
+Target (issue 26, in its words): "``preloop sessions attach`` from the command's start to events on a
+terminal <= 1.5x a bare Textual app that paints one line and exits", median against median. The headline
+ratio is that one: attach, start to the session's newest event on the terminal, against the bare app's
+whole run (start, its line painted, exited). The ratio to the bare app's line on screen alone (without its
+exit) is printed after it, for reference. ``--checkout PATH`` also times
 the attach of another checkout of this project (first on ``PYTHONPATH``; e.g. ``git archive main | tar -x
 -C PATH``, the tree before a change) in the same runs.
 
@@ -170,8 +174,9 @@ def main() -> None:
         for label in [label for label in medians if label.endswith(ATTACH)]:
             on_screen, whole = medians[label] / medians[BARE], medians[label] / gone
             print(
-                f"  {label}: {on_screen:.2f}x the bare app's line on screen, {whole:.2f}x its whole run"
-                f"   target <= {TARGET_RATIO:.2f}x"
+                f"  {label}, start to events on the terminal: {whole:.2f}x a bare Textual app that paints "
+                f"one line and exits   target <= {TARGET_RATIO:.2f}x"
+                f"   (to its line on screen alone: {on_screen:.2f}x)"
             )
 
 

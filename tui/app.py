@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import time
@@ -126,6 +127,18 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def settle_imports() -> None:
+    """Once per process, when its first app is made: what exists then (the imported modules, mostly:
+    Textual, Rich, pydantic, the client) is moved out of the garbage collector's reach (``gc.freeze``).
+    It lives as long as the process, and a full collection would otherwise walk all of it: one ran during
+    the attach screen's first frame with events, 65-90 ms of it (``benchmarks/bench_attach_catchup.py``).
+    Only what already exists is frozen; everything the app makes later is collected as before. The
+    command line calls it itself right after importing this module, with collection held off during the
+    import (``cli.commands.tui_entry.open_app``); then the app's own call finds it done."""
+    if not gc.get_freeze_count():
+        gc.freeze()
+
+
 class PreloopApp(App[str | None]):
     """Holds the backend and the options; screens get what they need through their constructors."""
 
@@ -185,6 +198,7 @@ class PreloopApp(App[str | None]):
         monotonic: Monotonic | None = None,
         standing_interval: float = STANDING_SECONDS,
     ) -> None:
+        settle_imports()
         super().__init__()
         self.monotonic: Monotonic = monotonic or default_clock()
         """The one clock of the type-ahead guards and the key pace (``tui.typeahead``, ``tui.keypace``);
