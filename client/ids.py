@@ -182,14 +182,23 @@ async def resolve_id(
     return match_id(prefix, found, kind, where=where() if callable(where) else where)
 
 
-async def resolve_session(backend: Backend, value: str, *, page_size: int = 100) -> str:
+async def resolve_session(
+    backend: Backend, value: str, *, page_size: int = 100, confirm: bool = False
+) -> str:
     """A full session id as given, or the one session (of every status, newest first, as far as the
-    backend lists them: ``Backend.session_ids``) whose id starts with a short one."""
+    backend lists them: ``Backend.session_ids``) whose id starts with a short one.
+
+    ``confirm``: a full id is also looked up (``Backend.get_session``: ``NotFound`` when there is no such
+    session), for a caller that only filters by it and would otherwise answer "none" for a typo."""
 
     async def candidates() -> list[str]:
         return [sid async for sid in backend.session_ids(page_size=page_size)]
 
-    return await resolve_id(value, "session", candidates)
+    text = value.strip()
+    session_id = await resolve_id(text, "session", candidates)
+    if confirm and is_full_id(text, "session"):
+        await backend.get_session(session_id)
+    return session_id
 
 
 async def resolve_note(

@@ -68,7 +68,7 @@ async def list_approvals(args: argparse.Namespace) -> int:
     status = None if args.status == "all" or args.decided else args.status
     decisions = Decisions()
     async with connect(args) as backend:
-        session = await resolve_session(backend, args.session) if args.session else None
+        session = await resolve_session(backend, args.session, confirm=True) if args.session else None
         items = await all_approvals(backend, session, status)
         if args.decided:
             items = [a for a in items if not a.pending]
@@ -497,7 +497,7 @@ async def _watch(args: argparse.Namespace) -> int:
     async with connect(args) as backend:
         steering = Steering(backend, inbox.decisions)
         await steering.decisions.learn_me(backend)
-        session = await resolve_session(backend, args.session) if args.session else None
+        session = await resolve_session(backend, args.session, confirm=True) if args.session else None
         if not args.json and is_tty(sys.stderr):
             print("Watching every session's approvals; Ctrl+C stops.", file=sys.stderr)
         feed = backend.watch_attention(notes_window=inbox.notes_window)

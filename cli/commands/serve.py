@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cli.commands.common import usage
-from cli.exits import EXIT_FAILED, EXIT_OK
+from cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from client.config import DEMO_PORT
 
 
@@ -73,14 +73,23 @@ def require_server_extra() -> None:
         )
 
 
-async def until_stopped(alive: Callable[[], bool]) -> None:
-    """Wait for Ctrl+C or SIGTERM (or until ``alive()`` turns false), in the command's event loop."""
+async def until_stopped(alive: Callable[[], bool]) -> int | None:
+    """Wait for Ctrl+C or SIGTERM (or until ``alive()`` turns false), in the command's event loop.
+
+    Returns the signal that stopped the wait (None when ``alive()`` turned false): a command stopped by
+    Ctrl+C exits 130 after its clean shutdown, as every other command does (see ``exit_code``)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+    received: list[int] = []
     handled = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, on_signal, signum)
             handled.append(signum)
     try:
         while alive() and not stop.is_set():
@@ -89,6 +98,13 @@ async def until_stopped(alive: Callable[[], bool]) -> None:
     finally:
         for signum in handled:
             loop.remove_signal_handler(signum)
+    return received[0] if received else None
+
+
+def exit_code(stopped_by: int | None) -> int:
+    """The exit code of a command that ran until stopped: 130 for Ctrl+C (the shell's convention, as
+    every other command exits on it), 0 for SIGTERM or an end of its own."""
+    return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else EXIT_OK
 
 
 def _db(value: str | None) -> Path | None:
@@ -141,8 +157,13 @@ async def serve(args: argparse.Namespace) -> int:
     from server.main import serve as serve_until_stopped
 
     _quiet_startup_tracebacks()
+    stopped_by: list[int | None] = []
+
+    async def wait(alive: Callable[[], bool]) -> None:
+        stopped_by.append(await until_stopped(alive))
+
     try:
-        await serve_until_stopped(args.host, args.port, db_path, until_stopped)
+        await serve_until_stopped(args.host, args.port, db_path, wait)
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL):
             print(
@@ -157,7 +178,7 @@ async def serve(args: argparse.Namespace) -> int:
         cause = exc.__cause__ if isinstance(exc, RuntimeError) and exc.__cause__ else exc
         print(f"preloop: the local server did not start: {startup_failure(cause, db_path)}", file=sys.stderr)
         return EXIT_FAILED
-    return EXIT_OK
+    return exit_code(stopped_by[0] if stopped_by else None)
 
 
 async def _wait_for_session(url: str, token: str, seconds: float = 10.0) -> str | None:
@@ -306,11 +327,11 @@ async def demo(args: argparse.Namespace) -> int:
             async with await connect(Settings(running.url, running.token, server_kind="local")) as backend:
                 return await open_app(backend)
         await _print_watch_help(running.url, running.token)
-        await until_stopped(lambda: running.agents.running)
-        if not running.agents.running:
+        stopped_by = await until_stopped(lambda: running.agents.running)
+        if stopped_by is None and not running.agents.running:
             print("preloop: the demo agents stopped", file=sys.stderr)
             return EXIT_FAILED
-        return EXIT_OK
+        return exit_code(stopped_by)
     finally:
         running.stop()
         print("Demo stopped.", restart_hint(db_path), file=sys.stderr)

@@ -113,6 +113,19 @@ def test_an_unknown_short_id_is_reported_once(
     )
 
 
+@pytest.mark.parametrize("watch", [[], ["--watch"]])
+def test_approvals_for_a_full_session_id_that_does_not_exist_fail_as_notes_do(
+    watch: list[str], data: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not "No pending approvals for session ...": a mistyped full id is an unknown session, said as
+    ``notes list`` says it (exit 1)."""
+    ghost = "0badc0de-0000-4000-8000-000000000000"
+    assert ghost not in data["ids"]
+    code, _out, err = _outcome(["notes", "list", "--session", ghost], capsys)
+    assert code == 1 and ghost in err and "does not exist" in err
+    assert _outcome(["approvals", "list", "--session", ghost, *watch], capsys) == (1, "", err)
+
+
 def test_a_refused_token_is_reported_with_what_to_do(
     live_server: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
