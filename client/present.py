@@ -177,12 +177,13 @@ def decider_of(approval: Approval) -> ApprovalDecider | None:
 
 def _deciding_rule(approval: Approval) -> str | None:
     """The allow rule (ours) or Preloop approval bypass that approved a call nobody was asked about, named
-    with what it covers and who set it (:func:`decided_by_rule`); None when none did."""
+    with what it covers and who set it (:func:`decided_by_rule`); None when none did. A bypass is a rule
+    here as in ``rules list``: one this client has not seen (its scope unknown) still reads "rule <id>"."""
     rule = approval.rule
     if rule is not None and rule.mode == "allow" and approval.status == "approved":
         return decided_by_rule(rule)
     if approval.auto_approved_reason == "bypass":
-        return f"Preloop approval bypass {short_id(approval.auto_approval_bypass_id)}"
+        return f"rule {short_id(approval.auto_approval_bypass_id)} (a Preloop approval bypass)"
     return None
 
 
