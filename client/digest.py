@@ -37,7 +37,7 @@ from client.costs import Cost, cost_json, cost_words, row_cost
 from client.export import md_block, md_inline
 from client.ids import short_id
 from client.models import Approval, Note, Session, iso
-from client.present import decider_words, how_long
+from client.present import NO_DECIDER, decider_words, how_long
 from client.preview import Preview, approval_preview
 from client.session import THEN_WIDTH, SessionCore
 from client.textsafe import safe_line
@@ -76,8 +76,6 @@ __all__ = [
 
 NO_APPROVE_COMMENT = "this server keeps no comment for an approval"
 """Said beside an approval decided on a server that keeps no comment for one (a Dendrux app)."""
-NO_DECIDER = "this server does not record who decided an approval"
-"""Said once where decisions are listed, on a server that keeps no decider (a Dendrux app)."""
 
 _TEXT = 120
 """Agent and operator words are cut to this many characters on a digest line."""

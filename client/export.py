@@ -29,7 +29,7 @@ from client.costs import Cost, cost_json, cost_words, row_cost
 from client.entry_words import duration_words
 from client.models import Approval, Note, Session, iso
 from client.paths import replace_file
-from client.present import decided_by, session_title, settled_phrase
+from client.present import NO_DECIDER, decided_by, session_title, settled_phrase
 from client.preview import approval_preview
 from client.textsafe import safe_text
 from client.timeline import (
@@ -543,7 +543,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
 
     out += ["## Approvals", ""]
     if doc.get("deciders_recorded") is False and doc["approvals"]:
-        out += ["*This server does not record who decided an approval.*", ""]
+        out += [f"*{NO_DECIDER[0].upper()}{NO_DECIDER[1:]}.*", ""]
     if doc["approvals"]:
         out += [
             _row("Requested (UTC)", "Tool", "Risk", "Request", "Decision", "Decided (UTC)", "By", "Comment"),

@@ -139,6 +139,23 @@ def settled_phrase(status: str, *, elsewhere: bool) -> str:
     return f"is no longer pending ({state})"
 
 
+NOT_RECORDED = "no decider recorded"
+"""Said beside a decision nobody is named for on a server that keeps no decider (a Dendrux app:
+``Capabilities.names_decider`` False), so a blank never reads as "nobody" or as this operator
+(:func:`unrecorded_decider` tells when): a timeline line, the whole-call view, ``approvals show``."""
+
+NO_DECIDER = "this server does not record who decided an approval"
+"""The same as a sentence, said once where decisions are listed (the digest, the export, ``approvals
+list``) instead of beside each one."""
+
+
+def unrecorded_decider(approval: Approval, *, you: bool = False, names_decider: bool = True) -> bool:
+    """Whether to say :data:`NOT_RECORDED` beside this decision: it was approved or declined, not by this
+    operator (``you``), on a server that keeps no decider, and nothing else (a rule) is named for it."""
+    decided = approval.status in ("approved", "declined")
+    return decided and not names_decider and not you and decider_of(approval) is None
+
+
 def decider_of(approval: Approval) -> ApprovalDecider | None:
     """Who or what decided an approval, as far as the server says: its ``decider`` (our server names the
     operator; Preloop's history, read by ``Backend.approval_trail``), else what the row's flags say (an AI
@@ -160,12 +177,13 @@ def decider_of(approval: Approval) -> ApprovalDecider | None:
 
 def _deciding_rule(approval: Approval) -> str | None:
     """The allow rule (ours) or Preloop approval bypass that approved a call nobody was asked about, named
-    with what it covers and who set it (:func:`decided_by_rule`); None when none did."""
+    with what it covers and who set it (:func:`decided_by_rule`); None when none did. A bypass is a rule
+    here as in ``rules list``: one this client has not seen (its scope unknown) still reads "rule <id>"."""
     rule = approval.rule
     if rule is not None and rule.mode == "allow" and approval.status == "approved":
         return decided_by_rule(rule)
     if approval.auto_approved_reason == "bypass":
-        return f"Preloop approval bypass {short_id(approval.auto_approval_bypass_id)}"
+        return f"rule {short_id(approval.auto_approval_bypass_id)} (a Preloop approval bypass)"
     return None
 
 
@@ -247,8 +265,8 @@ def trail_rows(approval: Approval, *, you: bool = False, names_decider: bool = T
     rows: list[tuple[str, str]] = []
     if not approval.pending:
         words = decision_words(approval, you=you, comment=200)
-        if not names_decider and approval.status in ("approved", "declined") and not you:
-            words += " (this server does not record who decided)"
+        if unrecorded_decider(approval, you=you, names_decider=names_decider):
+            words += f" ({NOT_RECORDED})"
         rows.append(("Decided", words))
     votes = approval.votes
     if votes is not None:

@@ -19,7 +19,15 @@ from client.ids import short_id
 from client.inbox import ApprovalGone
 from client.marks import News
 from client.models import Approval, Note, note_ended_at
-from client.present import decider_of, decision_words, relative_time, settled_phrase, until
+from client.present import (
+    NOT_RECORDED,
+    decider_of,
+    decision_words,
+    relative_time,
+    settled_phrase,
+    unrecorded_decider,
+    until,
+)
 from client.preview import approval_preview, visible_args
 from client.textsafe import safe_line
 from widgets.badges import note_badge
@@ -329,11 +337,16 @@ def followed_text(followed: Sequence[tuple[str, str | None, News]]) -> Text:
 
 
 def decided_elsewhere_text(
-    gone: Sequence[ApprovalGone], by_you: Callable[[Approval], bool] | None = None
+    gone: Sequence[ApprovalGone],
+    by_you: Callable[[Approval], bool] | None = None,
+    *,
+    names_decider: bool = True,
 ) -> Text:
     """Approvals that left the inbox because someone (or something) else settled them, with who did it,
     when and their comment as the server says: "approved by dana 14:02: “looks fine”" (``by_you``: the
-    ones this operator decided, from another terminal: "by you"); "expired 14:05 (nobody decided)"."""
+    ones this operator decided, from another terminal: "by you"); "expired 14:05 (nobody decided)".
+    ``names_decider`` False (a server that keeps no decider, ``Capabilities.names_decider``): a decision
+    nobody is named for says so ("was declined elsewhere (no decider recorded)")."""
     out = Text()
     for i, change in enumerate(gone):
         approval = change.approval
@@ -348,6 +361,8 @@ def decided_elsewhere_text(
             out.append(f" {decision_words(approval, you=you, comment=60)}", style="italic")
             continue
         out.append(f" {settled_phrase(approval.status, elsewhere=change.elsewhere)}", style="italic")
+        if unrecorded_decider(approval, you=you, names_decider=names_decider):
+            out.append(f" ({NOT_RECORDED})", style="dim")
         if approval.approver_comment:
             out.append(f': "{safe_line(approval.approver_comment, 60)}"', style="dim")
     return out

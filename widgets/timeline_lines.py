@@ -56,6 +56,8 @@ class Lines:
         """Long tool and approval lines wrapped instead of cut to the width."""
         self.by_you: Callable[[Approval], bool] | None = None
         """Tells the approvals this operator decided (their line reads "by you")."""
+        self.deciders_recorded = True
+        """False on a server that keeps no decider: a decision nobody is named for says so."""
         self.colleague: Callable[[Note], str | None] | None = None
         """The colleague who sent a note, by name (their notes say so)."""
         self.cache: LRUCache[int, Strip] = LRUCache(1024)
@@ -178,7 +180,13 @@ class Lines:
             lines = cached[3]
         else:
             lines = render_entry(
-                entry, self.width, wrap=self.wrap, whole=whole, by_you=self.by_you, colleague=self.colleague
+                entry,
+                self.width,
+                wrap=self.wrap,
+                whole=whole,
+                by_you=self.by_you,
+                colleague=self.colleague,
+                deciders_recorded=self.deciders_recorded,
             )
             self._rendered[entry_id] = (entry.revision, self.width, whole, lines)
         if (

@@ -55,7 +55,7 @@ from client.entry_words import (
     session_words,
 )
 from client.models import Approval, Note
-from client.present import decider_words
+from client.present import NOT_RECORDED, decider_words, unrecorded_decider
 from client.textsafe import safe_line, safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -307,7 +307,12 @@ def _render_tool(entry: ToolEntry, width: int, wrap: bool = False, whole: bool =
 
 
 def _render_approval(
-    entry: ApprovalEntry, width: int, wrap: bool = False, whole: bool = False, you: bool = False
+    entry: ApprovalEntry,
+    width: int,
+    wrap: bool = False,
+    whole: bool = False,
+    you: bool = False,
+    recorded: bool = True,
 ) -> list[RenderedLine]:
     approval = entry.approval
     tool = safe_line(approval.tool_name or "tool") if approval else "tool"
@@ -334,6 +339,8 @@ def _render_approval(
         who = decider_words(approval, you=you) if approval is not None else None
         if who:
             parts.append((f"  by {who}", STYLE_DIM))
+        elif approval is not None and unrecorded_decider(approval, you=you, names_decider=recorded):
+            parts.append((f"  ({NOT_RECORDED})", STYLE_DIM))
         if whole and summary:
             parts.append(("  " + summary, None))
     if approval is not None and approval.approver_comment and by_rule is None:
@@ -440,13 +447,15 @@ def render_entry(
     whole: bool = False,
     by_you: Callable[[Approval], bool] | None = None,
     colleague: Callable[[Note], str | None] | None = None,
+    deciders_recorded: bool = True,
 ) -> list[RenderedLine]:
     """The lines of one entry at ``width`` cells; the view calls it again when the entry changes.
     ``wrap`` shows tool, approval and unknown-event lines in full instead of cut to one line; ``whole``
     shows every line in full and also what the compact line leaves out (a finished tool's result, the
     summary of a decided approval, a long note): what find searches, shown for its current match.
     ``by_you`` tells a decision of this operator (it reads "by you"; others by the decider's name);
-    ``colleague`` names a colleague who sent a note ("by dana")."""
+    ``colleague`` names a colleague who sent a note ("by dana"); ``deciders_recorded`` False: the server keeps
+    no decider, said beside a decision nobody is named for (``client.present.NOT_RECORDED``)."""
     width = max(width, MIN_WIDTH)
     if isinstance(entry, TextEntry):
         return _render_text(entry, width, collapse_commentary and not whole)
@@ -454,7 +463,7 @@ def render_entry(
         return _render_tool(entry, width, wrap, whole)
     if isinstance(entry, ApprovalEntry):
         you = by_you is not None and entry.approval is not None and by_you(entry.approval)
-        return _render_approval(entry, width, wrap, whole, you)
+        return _render_approval(entry, width, wrap, whole, you, deciders_recorded)
     if isinstance(entry, NoteEntry):
         by = colleague(entry.note) if colleague is not None and entry.note is not None else None
         return _render_note(entry, width, whole, by)

@@ -142,6 +142,7 @@ class TimelineView(ScrollView, can_focus=True):
         collapse_commentary: bool = False,
         by_you: Callable[[Approval], bool] | None = None,
         colleague: Callable[[Note], str | None] | None = None,
+        deciders_recorded: bool = True,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -149,7 +150,8 @@ class TimelineView(ScrollView, can_focus=True):
     ) -> None:
         """Show ``timeline``; at most ``max_lines`` rendered lines are kept (oldest entries go first).
         ``by_you`` tells the approvals this operator decided (their line reads "by you"), ``colleague`` the
-        name of a colleague who sent a note (their notes say so)."""
+        name of a colleague who sent a note (their notes say so); ``deciders_recorded`` False: the server
+        keeps no decider (``Capabilities.names_decider``), which a decision nobody is named for says."""
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self.timeline = timeline
         self.reader = Reader(timeline)
@@ -159,6 +161,7 @@ class TimelineView(ScrollView, can_focus=True):
         self._lines.collapse = collapse_commentary
         self._lines.by_you = by_you
         self._lines.colleague = colleague
+        self._lines.deciders_recorded = deciders_recorded
         self._needs_full = True
         self.renders = 0
         """How many times the lines were brought up to date (a benchmark counts frames with it)."""

@@ -15,13 +15,13 @@ from typing import Any
 
 from cli.commands.common import connect, is_tty, print_json, render_table, terminal_width, usage
 from cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from client.digest import NO_DECIDER
 from client.errors import AmbiguousId, ClientError, NoMatchingId
 from client.ids import ApprovalIds, is_full_id, is_prefix, resolve_approval, resolve_session, short_id
 from client.inbox import ApprovalAdded, ApprovalGone, Inbox, InboxChange, NoteFailed, closing_feed
 from client.listing import all_approvals, with_trails
 from client.models import Approval, AttentionSnapshot, Note
 from client.present import (
+    NO_DECIDER,
     cell,
     clock,
     decided_by,

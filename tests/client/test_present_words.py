@@ -80,3 +80,37 @@ def test_a_race_lost_to_a_colleague_names_them_with_the_time_and_comment() -> No
         approval_outcome(ai, elsewhere=True)
         == f"The Bash approval was approved by an AI reviewer (judge-1) {hhmm}."
     )
+
+
+def test_an_approval_a_preloop_bypass_allowed_reads_by_rule_seen_or_not() -> None:
+    """Capture 138: a call Preloop's approval bypass approved. Whether or not this client has seen the
+    bypass (the rules list names it with its scope), every place says "by rule <its id>" as a local allow
+    rule's decision does (timeline and find, plain attach, digest, export), never a made-up person."""
+    import json
+    from pathlib import Path
+
+    from client.backends.preloop.bypasses import rule_of_bypass
+    from client.entry_words import entry_words
+    from client.events import ApprovalDecided
+    from client.present import decided_by, decision_words, event_line
+    from client.timeline import ApprovalEntry
+
+    captures = Path(__file__).parents[1] / "fake_preloop" / "captures"
+    body = json.loads((captures / "138_approval_get_auto_approved_by_bypass.json").read_text())["body"]
+    bypass = json.loads((captures / "130_approval_bypass_create.json").read_text())["body"]
+    unseen = Approval.model_validate(body)
+    seen = unseen.model_copy(update={"rule": rule_of_bypass(bypass)})
+    for approval in (unseen, seen):
+        entry = ApprovalEntry(id=1, seq=1, at=None, approval=approval, decided=True, status="approved")
+        event = ApprovalDecided(
+            type="approval.decided", session_id="s", seq=1, at=approval.resolved_at, approval=approval
+        )
+        said = [
+            decision_words(approval),
+            event_line(event)[1],
+            " ".join(entry_words(entry)),
+            str(decided_by(approval)["detail"]),  # type: ignore[index]
+        ]
+        assert all("by rule 7c1e5a40" in words or words.startswith("rule 7c1e5a40") for words in said), said
+        assert decided_by(approval)["kind"] == "rule"  # type: ignore[index]
+    assert "every tool of agent" in decision_words(seen)

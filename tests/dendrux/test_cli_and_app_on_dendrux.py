@@ -17,6 +17,7 @@ import pytest
 from cli.main import main
 from client.backends.dendrux import DendruxBackend
 from client.connection import Connection
+from client.present import NOT_RECORDED
 from client.status import Live
 from tests.conftest import said, until
 from tests.dendrux.conftest import run_status, wait_for
@@ -193,6 +194,34 @@ async def test_the_app_attached_to_a_dendrux_run_shows_commentary_tools_and_the_
                 lambda: any("cannot withdraw a note" in m for m in said(app)),
                 "the reason w does nothing",
             )
+
+
+async def test_the_apps_timeline_says_dendrux_names_nobody_for_a_decision_made_elsewhere(
+    dendrux_app: DendruxAppServer, flags: list[str]
+) -> None:
+    """A decision made from another shell: Dendrux keeps no decider, so the timeline's line says so in the
+    words the CLI uses (``client.present.NOT_RECORDED``) instead of ending blank, as if nobody decided."""
+    run_id = await asyncio.to_thread(dendrux_app.start_run, "refund: order A-17 arrived broken; refund it.")
+    await asyncio.to_thread(
+        wait_for, lambda: run_status(dendrux_app, run_id) == "waiting_approval", what="the approval"
+    )
+    listed = await asyncio.to_thread(Run(["approvals", "list", "--session", run_id, "--json", *flags]))
+    [refund] = [a["id"] for a in json.loads(listed.out.getvalue())["items"]]
+    declined = await asyncio.to_thread(Run(["approvals", "decline", refund, *flags]))
+    assert declined.code == 0, declined.err.getvalue()
+    conn = Connection(dendrux_app.url, dendrux_app.token, backoff_initial=0.05, backoff_max=0.5)
+    async with DendruxBackend(conn) as backend:
+        app = PreloopApp(backend, start_session_id=run_id, refresh_interval=0)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, AttachScreen), "the attach screen")
+            view = app.screen.query_one(TimelineView)
+            await until(
+                pilot,
+                lambda: any("approval declined" in line for line in view.lines_text),
+                "the decision in the timeline",
+            )
+            [line] = [line for line in view.lines_text if "approval declined" in line]
+            assert "refund_order" in line and f"({NOT_RECORDED})" in line, line
 
 
 def test_a_note_for_a_finished_run_exits_1_with_the_same_sentence_as_every_server(

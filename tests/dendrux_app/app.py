@@ -194,8 +194,13 @@ def create_app(db_path: Path, *, token: str | None = None, steer: bool = True) -
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        for task in list(running):
+        # Runs still going (held at a gate, waiting on an approval) are cancelled and awaited: a run's
+        # cancellation still writes through its aiosqlite connection, whose worker thread would otherwise
+        # answer a loop that is closed by then ("RuntimeError: Event loop is closed" at teardown).
+        stopping = list(running)
+        for task in stopping:
             task.cancel()
+        await asyncio.gather(*stopping, return_exceptions=True)
         await store.close()
         await agent.close()
 

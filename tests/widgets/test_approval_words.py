@@ -6,6 +6,7 @@ from rich.console import Console
 
 from client.inbox import ApprovalGone
 from client.models import Approval
+from client.present import NOT_RECORDED
 from widgets.approvals_panel import approval_prompt
 from widgets.inbox_view import args_cell, decided_elsewhere_text
 
@@ -55,3 +56,16 @@ def test_the_inbox_row_names_the_file_an_edit_changes() -> None:
     args = {"file_path": "src/app.py", "old_string": "a = 1", "new_string": "a = 2"}
     approval = Approval(id="a2", tool_name="Edit", tool_args=args)
     assert args_cell(approval, 80).plain == "src/app.py +1 −1"
+
+
+def test_a_decision_made_elsewhere_on_a_server_that_keeps_no_decider_says_so() -> None:
+    """On Dendrux (``Capabilities.names_decider`` False) the inbox's "settled elsewhere" line of a decision
+    says nobody is recorded for it, in the words the CLI and the timeline use, instead of ending there; an
+    expiry (nobody decided) and a server that names deciders say nothing of the kind."""
+    declined = Approval(id="a1", tool_name="refund_order", status="declined", runtime_session_id="s1")
+    expired = Approval(id="a2", tool_name="Bash", status="expired", runtime_session_id="s1")
+    gone = [ApprovalGone(a, elsewhere=True) for a in (declined, expired)]
+    lines = decided_elsewhere_text(gone, names_decider=False).plain.splitlines()
+    assert lines[0].endswith(f"was declined elsewhere ({NOT_RECORDED})"), lines[0]
+    assert NOT_RECORDED not in lines[1]
+    assert NOT_RECORDED not in decided_elsewhere_text(gone).plain

@@ -172,7 +172,11 @@ class AttachScreen(Screen[None]):
         self.header = SessionHeader(self.session_id, read_only=read_only, clock=clock, id="header")
         self.banner = Banner(id="banner")
         self.view = TimelineView(
-            core.timeline, by_you=core.decisions.by_you, colleague=core.decisions.colleague, id="timeline"
+            core.timeline,
+            by_you=core.decisions.by_you,
+            colleague=core.decisions.colleague,
+            deciders_recorded=core.deciders_recorded,
+            id="timeline",
         )
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
         self.notes_panel = NotesPanel(

@@ -156,6 +156,7 @@ class InboxScreen(Screen[None]):
         followed: Callable[[], Sequence[tuple[str, str | None, News]]] | None = None,
     ) -> None:
         super().__init__()
+        self._steering = steering
         self._followed = followed
         """(session id, agent, news) of each session followed in the app: how many events are new since
         the operator last looked, and what needs them (the "Sessions you follow" part)."""
@@ -277,7 +278,13 @@ class InboxScreen(Screen[None]):
         )
         recent = self.query_one("#inbox-recent", Static)
         self._set_display(recent, bool(self.inbox.recently_gone))
-        update_static(recent, decided_elsewhere_text(self.inbox.recently_gone, self.inbox.decisions.by_you))
+        names_decider = self._steering.backend.capabilities.names_decider
+        update_static(
+            recent,
+            decided_elsewhere_text(
+                self.inbox.recently_gone, self.inbox.decisions.by_you, names_decider=names_decider
+            ),
+        )
         update_static(
             self.query_one("#inbox-notes", Static),
             failed_notes_text(self.inbox.notes, now, self.inbox.notes_window),
