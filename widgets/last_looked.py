@@ -89,6 +89,7 @@ class LastLooked:
         self._blurred_at: datetime | None = None
         self._open = True
         self._opened_at: float | None = None
+        self._reopen_due = False  # the view is opened at the rule again once laid out (see ``relaid``)
         """The scroll the view was opened at the rule with, while the operator has not moved it since: the
         rest of a backlog arriving after the first new entry opens it there again (the rule near the top)."""
         """Open the view at the rule (it was following the end when the visit began; one the operator had
@@ -101,8 +102,14 @@ class LastLooked:
 
     @property
     def settled(self) -> bool:
-        """No recomputation of the digest is waiting (what is shown is what the session holds now)."""
-        return self._digest_due is None
+        """No recomputation of the digest is waiting (what is shown is what the session holds now), and
+        no opening at the rule waits for the view to be laid out."""
+        return self._digest_due is None and not self.placing
+
+    @property
+    def placing(self) -> bool:
+        """The view waits to be laid out before it is opened at the rule again (see :meth:`relaid`)."""
+        return self._reopen_due
 
     def start(self) -> None:
         """The screen is mounted: the first visit begins, and from now on the mark keeps itself (ticks,
@@ -212,7 +219,20 @@ class LastLooked:
             self._opened_at = self.view.scroll_y
             # Once laid out again (the "following paused" line under the timeline takes a line of it),
             # once more: the same place whether the backlog came in one batch or several.
-            self.view.call_after_refresh(self._open_again)
+            self.relaid()
+
+    def relaid(self) -> None:
+        """The view's window is being laid out anew (the "following paused" line, the screen's keys line
+        mounted under it): once it is, a view opened at the rule and not moved since opens there again, as
+        near the top as the new height allows."""
+        if self._opened_at is not None and not self._reopen_due:
+            self._reopen_due = True
+            self.view.call_after_refresh(self._reopen)
+
+    def _reopen(self) -> None:
+        self._reopen_due = False
+        if self._opened_at is not None and self.view.is_attached:
+            self._open_again()
 
     def _open_again(self) -> None:
         view = self.view

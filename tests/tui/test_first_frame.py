@@ -13,7 +13,7 @@ import asyncio
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Footer, Input, TextArea
+from textual.widgets import Input, TextArea
 
 from client.backends.base import ApprovalPage
 from client.errors import ServerUnreachable
@@ -70,8 +70,7 @@ def _shown(app: PreloopApp, backend: HeldLists) -> bool:
     return (
         isinstance(screen, AttachScreen)
         and backend.script_consumed
-        and not screen.unpainted
-        and bool(screen.query(Footer))
+        and screen.caught_up
         and not any(keys.checking for keys in screen.query(KeysLine))
     )
 

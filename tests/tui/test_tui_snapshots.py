@@ -11,7 +11,6 @@ import asyncio
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Footer
 
 from client.errors import ServerUnreachable
 from client.models import AttentionSnapshot, Session
@@ -48,9 +47,8 @@ def _quiet(app: PreloopApp) -> bool:
     streamed = not following or not isinstance(backend, FakeBackend) or backend.script_consumed
     return (
         streamed
-        and not screen.unpainted
+        and screen.caught_up  # painted, the keys line mounted (once the backlog is in), the view placed
         and not any(keys.checking for keys in screen.query(KeysLine))
-        and bool(screen.query(Footer))  # the keys line is mounted after the first frame
     )
 
 

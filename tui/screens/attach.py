@@ -11,7 +11,9 @@ the inbox). This screen times and draws: as soon as it is composed one worker as
 lists and another takes the stream (``SessionCore.follow``: the core applies each event as it arrives and
 says what changed). What changed is painted at most once per frame (``FRAME``: the one throttle between
 the stream and the screen; the changes of a frame are joined), the first at once (the operator sees the
-session, then it catches up); a stream status is drawn at once.
+session, then it catches up), and while it catches up (the core still has what it read of the stored tail
+to apply: ``SessionCore.behind``) at most every ``CATCH_UP_FRAME``; a stream status is drawn at once. The
+keys line is mounted once the backlog is in (or ``FOOTER_AT_THE_LATEST`` after the mount).
 The app keeps the screen of every followed session (``tui.following``); ``q`` removes it. "New since you
 last looked" (the mark, the rule, the digest) is ``widgets.last_looked``'s, told of each change.
 
@@ -78,9 +80,10 @@ from widgets.too_small import TooSmall
 __all__ = ["CONFIRM_RISKS", "HISTORY_EVENTS", "AttachScreen"]
 
 FRAME = 1 / 60  # what the stream changed is painted at most this often
+CATCH_UP_FRAME = 0.1  # ... and while the core is still applying what it read (a backlog), this often
 HISTORY_EVENTS = 5_000  # the newest stored events read on attach: a session of 100,000 opens at once
 FIRST_PAINT_WAIT = 0.25  # after the first event, the backlog waits (at most this) for its frame to paint
-FOOTER_AT_THE_LATEST = 0.5  # the keys line comes after the first events, or this long after the mount
+FOOTER_AT_THE_LATEST = 0.5  # the keys line comes once the events are in, or this long after the mount
 PAINT_BACKLOG = 1_000  # changes waiting for a frame beyond this many are joined (memory stays bounded)
 SIDE_PANEL_BELOW = 90  # narrower: the side column goes under the timeline, the notes list a toggle (p)
 MIN_SIZE = (50, 14)  # below this many columns × rows one notice replaces a crushed layout
@@ -155,6 +158,7 @@ class AttachScreen(Screen[None]):
         self._unpainted: list[SessionChange] = []  # what the stream changed since the last frame
         self._frame: Timer | None = None
         self._painted_once = False
+        self._painted_at = 0.0  # (the loop's clock) when the stream's changes were last drawn
         self._reshown = self._loading_started = False
         self._mounted = asyncio.Event()  # answers that arrive before the mount wait for it
 
@@ -245,6 +249,7 @@ class AttachScreen(Screen[None]):
             with contextlib.suppress(MountError):  # the screen was being taken apart meanwhile
                 await self.mount(self._footer)
                 self.refresh_bindings()
+                self.last_looked.relaid()  # the timeline gave the keys line a line of its window
 
     @work(exclusive=True, group="attach-load")
     async def load_initial(self) -> None:
@@ -285,16 +290,25 @@ class AttachScreen(Screen[None]):
                 # rest of a backlog is read: the operator sees the session, then it catches up.
                 self._paint()
                 await self._painted()
-                await self._mount_footer()
                 continue
             if self._frame is None:
-                self._frame = self.set_timer(FRAME, self._paint)  # then at most once per frame
+                self._frame = self.set_timer(FRAME, self._frame_due)  # then at most once per frame
 
     @property
     def unpainted(self) -> int:
         """What the stream brought that the screen does not show yet: items the core has still to apply,
         and changes waiting for the next frame (0: the screen shows all that came)."""
         return self.core.behind + len(self._unpainted)
+
+    @property
+    def caught_up(self) -> bool:
+        """What the stream brought is painted, the keys line is under the timeline and the view is placed
+        (opened at the rule where there is one, laid out): the picture holds until more comes."""
+        if not self._mounted.is_set():  # (pushed, not composed yet)
+            return False
+        if not self._mounted.is_set():
+            return False  # (not composed yet: a screen opened in the same tick as the snapshot's check)
+        return not self.unpainted and self._footer.parent is not None and not self.last_looked.placing
 
     async def _painted(self) -> None:
         """Wait until the app has painted what was just drawn (at most ``FIRST_PAINT_WAIT``: a screen
@@ -304,6 +318,26 @@ class AttachScreen(Screen[None]):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(painted, FIRST_PAINT_WAIT)
 
+    def _frame_due(self) -> None:
+        """The frame timer: paint, unless the screen is catching up and the last paint was less than
+        ``CATCH_UP_FRAME`` ago; then look again a frame later. Each frame costs the timeline's visible
+        lines drawn again; the stored tail is applied faster with fewer of them."""
+        self._frame = None
+        if self._catching_up() and self._loop_time() - self._painted_at < CATCH_UP_FRAME:
+            self._frame = self.set_timer(FRAME, self._frame_due)
+            return
+        self._paint()
+
+    def _catching_up(self) -> bool:
+        """The stored tail read on attach is still coming in: the core holds items it read and has not
+        applied (``SessionCore.behind``), and fewer than ``HISTORY_EVENTS`` events are in. (A live flood
+        after that is painted every frame.)"""
+        timeline = self.timeline
+        return bool(self.core.behind) and timeline.last_seq - timeline.events_not_loaded < HISTORY_EVENTS
+
+    def _loop_time(self) -> float:
+        return asyncio.get_running_loop().time()
+
     def _paint(self) -> None:
         """Draw what the stream changed since the last frame, joined into one change."""
         if self._frame is not None:
@@ -311,8 +345,13 @@ class AttachScreen(Screen[None]):
             self._frame = None
         if self._unpainted and self._whole():
             self._painted_once = True
+            self._painted_at = self._loop_time()
             changes, self._unpainted = self._unpainted, []
             self._draw(SessionChange.join(changes))
+            if self._footer.parent is None and not self.core.behind:  # (a backlog goes first)
+                # After the app's refresh (as ``_painted`` waits), not the screen's: with the screen's the
+                # mount, a layout of the whole screen, ran before the frame showing the newest event.
+                self.app.call_after_refresh(self._mount_footer)
 
     def _whole(self) -> bool:
         """Every widget a change is drawn on is still attached. When the screen is taken apart (popped,
