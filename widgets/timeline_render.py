@@ -33,12 +33,10 @@ decorates only the lines on screen). :func:`copy_text` is an entry as read, whol
 
 from __future__ import annotations
 
-import copy
 import io
 import re
 from collections.abc import Callable
 
-from markdown_it import MarkdownIt
 from rich.cells import cell_len, chop_cells
 from rich.console import Console
 from rich.markdown import Markdown
@@ -235,25 +233,10 @@ def _measure_console(width: int) -> Console:
     return console
 
 
-_MARKDOWN = Markdown("", hyperlinks=False)
-"""What every final answer is laid out as: a copy of it is given the answer's text and tokens. (Rich's
-``Markdown`` builds a new MarkdownIt parser for each instance, which costs several times the parse.)"""
-_MARKDOWN_PARSER = MarkdownIt().enable("strikethrough").enable("table")
-"""One parser for every answer, configured as ``rich.markdown.Markdown`` configures its own."""
-
-
-def _markdown(body: str) -> Markdown:
-    """``Markdown(body, hyperlinks=False)``, parsed by the one shared parser."""
-    markdown = copy.copy(_MARKDOWN)
-    markdown.markup = body
-    markdown.parsed = _MARKDOWN_PARSER.parse(body)
-    return markdown
-
-
 def _markdown_lines(body: str, width: int) -> list[RenderedLine]:
     inner = max(width - GUTTER_WIDTH, 1)
     console = _measure_console(inner)
-    markdown = _markdown(body)
+    markdown = Markdown(body, hyperlinks=False)
     options = console.options.update(width=inner, highlight=False, markup=False)
     gutter = Segment("┃ ", STYLE_FINAL_GUTTER)
     lines: list[RenderedLine] = []

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import io
 from datetime import UTC, datetime
 
 import pytest
 from rich.cells import cell_len
-from rich.console import Console
-from rich.markdown import Markdown
 from textual.strip import Strip
 
 from client.entry_words import duration_words
@@ -120,26 +117,6 @@ def test_markdown_answer_is_sanitised_and_links_are_not_live() -> None:
     for line in lines:
         for segment in line if isinstance(line, Strip) else []:
             assert segment.style is None or not segment.style.link
-
-
-def test_answers_are_laid_out_as_rich_lays_out_their_markdown() -> None:
-    """Every answer goes through one shared parser: it reads tables, strikethrough, lists and code as
-    Rich's own ``Markdown`` does, and one answer's text never leaks into the next."""
-    bodies = [
-        "## Result\n\n- ~~old~~ **new** parser\n- `suite` green\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
-        "1. first\n2. second\n\n```python\nprint('x')\n```\n\n> quoted",
-    ]
-    console = Console(width=78, file=io.StringIO(), color_system=None, emoji=False, highlight=False)
-    for body in bodies:
-        lines = [
-            line_plain(line)[2:].rstrip() for line in render_entry(text_entry(body, TextPhase.FINAL), 80)
-        ]
-        with console.capture() as capture:
-            console.print(Markdown(body, hyperlinks=False))
-        rich = [line.rstrip() for line in capture.get().splitlines()]
-        while rich and not rich[-1]:
-            rich.pop()
-        assert lines[1:] == rich, body  # (after the "● answer" header)
 
 
 def test_durations_read_the_same_in_the_timeline_and_the_export() -> None:
