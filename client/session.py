@@ -308,14 +308,16 @@ class SessionCore:
         async def take() -> None:
             """Read the stream into ``arrived`` (letting the loop run every ``READ_BATCH`` items)."""
             items = backend.follow(self.session_id, tail=tail)
+            append, wake = arrived.append, news.set  # (once per item of every live stream: bound once)
             try:
-                count = 0
+                until_pause = READ_BATCH
                 async for item in items:
-                    arrived.append(item)
+                    append(item)
                     self._behind += 1
-                    news.set()
-                    count += 1
-                    if count % READ_BATCH == 0:
+                    wake()
+                    until_pause -= 1
+                    if not until_pause:
+                        until_pause = READ_BATCH
                         await asyncio.sleep(0)  # a backlog is read faster than it is shown
             except Exception as exc:
                 arrived.append(exc)

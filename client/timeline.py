@@ -579,6 +579,9 @@ class Timeline:
         bucket: TextEntry | None = None
         bucket_run: str | None = None
         bucket_iteration = 0
+        # The last delta joined into ``bucket`` whose place is not written on it yet: a run of deltas to the
+        # same text writes it once, when the run ends (before anything else could read it).
+        pending: ModelDelta | None = None
         last: Event | None = None
         for event in events:
             seq = event.seq
@@ -594,6 +597,9 @@ class Timeline:
                 if bucket is not None and event.iteration == bucket_iteration and event.run_id == bucket_run:
                     same_text = True
                 else:
+                    if pending is not None:
+                        self._stamp_text(bucket, pending)  # type: ignore[arg-type]  # (set with pending)
+                        pending = None
                     same_text = False
                     run_id = event.run_id
                     if run_id is None:
@@ -620,14 +626,15 @@ class Timeline:
                 bucket._len += size
                 self._chars += size
                 self._revision += 1
-                bucket.revision = self._revision
-                bucket.last_seq = self._entry_seq = seq
-                bucket.last_at = event.at
-                bucket.last_origin = event.server_seq if event.server_seq is not None else event.server_id
-                updated[bucket.id] = None
                 if same_text and self._chars <= max_chars:
+                    pending = event  # its place is written when the run of deltas ends
                     continue  # the entry count did not change since the last check (which passed)
+                pending = None
+                self._stamp_text(bucket, event)
             else:
+                if pending is not None:
+                    self._stamp_text(bucket, pending)  # type: ignore[arg-type]  # (set with pending)
+                    pending = None
                 bucket = None
                 kind = type(event)
                 handler = handlers.get(kind)
@@ -640,6 +647,8 @@ class Timeline:
                 bucket = None  # it may drop or cut texts
                 self._current = event
                 self._enforce_caps()
+        if pending is not None:
+            self._stamp_text(bucket, pending)  # type: ignore[arg-type]  # (set with pending)
         if last is not None:
             self._last_event = last
         self._current = None
@@ -892,6 +901,14 @@ class Timeline:
         self._append(UnknownEntry(0, event.seq, event.at, event_type=event.type, summary=summary))
 
     # ------------------------------------------------------------------ bookkeeping
+
+    def _stamp_text(self, text: TextEntry, delta: ModelDelta) -> None:
+        """The delta last joined into ``text`` (its revision is the timeline's own, as nothing else ran)."""
+        text.revision = self._revision
+        text.last_seq = self._entry_seq = delta.seq
+        text.last_at = delta.at
+        text.last_origin = delta.server_seq if delta.server_seq is not None else delta.server_id
+        self._updated[text.id] = None
 
     def _stamp(self, entry: TimelineEntry) -> None:
         """Remember the event being applied as the entry's last (its place: ``Entry.place``)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from client.events import Event, EventDecodeError
+from client.events import Event, EventDecodeError, SessionEnded
 from client.status import Missed, Skipped, StreamStatus
 from client.streaming.decode import Frame, decode_frame, frame_seq
 from client.streaming.order import EventOrderer, through_end
@@ -69,7 +69,10 @@ class SeqIntake:
                 return skipped
             released, self.ended = through_end(self.order.push(seq, None))
             return skipped + cast("Items", released)
-        released, self.ended = through_end(self.order.push(event.seq, event))
+        released = self.order.push(event.seq, event)
+        if len(released) == 1 and type(event) is not SessionEnded:
+            return released  # type: ignore[return-value]  # the common case: this event alone, no end
+        released, self.ended = through_end(released)
         return cast("Items", released)
 
     def events(self, events: list[Event]) -> Items:

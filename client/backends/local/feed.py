@@ -87,19 +87,23 @@ def follow(
                     intake.start_after(int(source.response.headers.get(REPLAY_AFTER_HEADER, "0")))
             yield Live(intake.cursor)
             released_here = 0
+            proven = False  # (the loop changes the link only between connections: told once is enough)
+            take_frame, check_gap = intake.frame, intake.check_gap  # (bound once: called per frame)
             async with aclosing(source.aiter_sse()) as frames:
                 async for frame in frames:
-                    if link.failures or link.token_refused:
+                    if not proven:
+                        proven = True
                         link.alive()  # bytes flow again: the next drop starts the backoff afresh
-                    if frame.retry is not None:
-                        link.retry_hint = frame.retry / 1000
+                    retry = frame.retry
+                    if retry is not None:
+                        link.retry_hint = retry / 1000
                     if not frame.data:
                         continue  # a keep-alive, a lone retry: line: no event
                     released_here += 1
-                    for item in intake.frame(frame):
+                    for item in take_frame(frame):
                         yield item
                     if not intake.ended:
-                        for item in intake.check_gap():
+                        for item in check_gap():
                             yield item
                     if intake.ended:
                         yield Ended(intake.cursor)
