@@ -148,7 +148,9 @@ def wrap_plain(body: str, width: int) -> list[str]:
     width = max(width, 1)
     lines: list[str] = []
     for paragraph in body.split("\n"):
-        if cell_len(paragraph) <= width:
+        # Printable ASCII is one cell a character: its lengths are counted, not looked up.
+        cells: Callable[[str], int] = len if paragraph.isascii() and paragraph.isprintable() else cell_len
+        if cells(paragraph) <= width:
             lines.append(paragraph.rstrip())
             continue
         current = ""
@@ -156,21 +158,21 @@ def wrap_plain(body: str, width: int) -> list[str]:
         for match in _TOKEN.finditer(paragraph):
             token = match.group()
             word = token.rstrip()
-            word_len = cell_len(word)
+            word_len = cells(word)
             if current_len + word_len <= width:
                 current += token
-                current_len += cell_len(token)
+                current_len += cells(token)
                 continue
             if current.strip():
                 lines.append(current.rstrip())
             token = token.lstrip()
             word = word.lstrip()
-            if cell_len(word) > width:
+            if cells(word) > width:
                 chunks = chop_cells(word, width)
                 lines.extend(chunks[:-1])
                 token = chunks[-1] + token[len(word) :]
             current = token
-            current_len = cell_len(token)
+            current_len = cells(token)
         lines.append(current.rstrip())
     return lines
 
