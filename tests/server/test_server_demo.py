@@ -18,6 +18,13 @@ async def _sessions(http: httpx.AsyncClient) -> list[dict[str, Any]]:
     return items
 
 
+async def _expire_pending(server: Any, http: httpx.AsyncClient) -> None:
+    """Expire every waiting approval now, through the server's own expiry (what the demo's patience
+    does some seconds later): for tests about something else, so they wait for no patience."""
+    for approval in (await http.get("/api/v1/approval-requests", params={"status": "pending"})).json():
+        await asyncio.to_thread(server.call, server.plane.approvals.expire_now(approval["id"]))
+
+
 async def test_demo_agents_work_take_notes_and_change_plan_on_decline(live_server) -> None:
     handle = start_demo_agents(live_server.url, live_server.token, pace=40.0, seed=3)
     try:
@@ -201,6 +208,7 @@ async def test_a_restarted_demo_resumes_its_sessions_where_they_were(tmp_path) -
                 shifts = [s for s in before if s["agent_name"] == "migrator"]
                 if len(shifts) >= 2 and {s["agent_name"] for s in before} >= {"builder", "reviewer"}:
                     break
+                await _expire_pending(first.server, http)
                 await asyncio.sleep(0.05)
             builder = next(s for s in before if s["agent_name"] == "builder")
             note = await http.post(
@@ -222,6 +230,7 @@ async def test_a_restarted_demo_resumes_its_sessions_where_they_were(tmp_path) -
                 grown = {s["id"] for s in after if s["tool_call_count"] > _tools(before, s["id"])}
                 if open_before <= grown:
                     break
+                await _expire_pending(second.server, http)
                 await asyncio.sleep(0.05)
             assert open_before <= grown, (open_before, grown)  # every open session carries on
             titles = [s["title"] for s in after]
