@@ -18,6 +18,13 @@ async def _sessions(http: httpx.AsyncClient) -> list[dict[str, Any]]:
     return items
 
 
+async def _expire_pending(server: Any, http: httpx.AsyncClient) -> None:
+    """Expire every waiting approval now, through the server's own expiry (what the demo's patience
+    does some seconds later): for tests about something else, so they wait for no patience."""
+    for approval in (await http.get("/api/v1/approval-requests", params={"status": "pending"})).json():
+        await asyncio.to_thread(server.call, server.plane.approvals.expire_now(approval["id"]))
+
+
 async def test_demo_agents_work_take_notes_and_change_plan_on_decline(live_server) -> None:
     handle = start_demo_agents(live_server.url, live_server.token, pace=40.0, seed=3)
     try:
@@ -141,19 +148,31 @@ async def test_unanswered_approvals_expire_by_the_demos_policy_and_the_agent_say
 
 async def test_demo_agents_take_turns_at_the_approval_desk(live_server) -> None:
     """Issue 10 item 11: the three agents used to be all waiting on approvals within ~20 s; now one waits
-    on the operator at a time while the others keep working (side work, then their turn)."""
+    on the operator at a time while the others keep working (side work, then their turn). Each approval
+    is expired through the server (what its patience does) once another agent has run a tool while it
+    waited, so the test waits for that work, not for the demo's patience."""
     handle = start_demo_agents(live_server.url, live_server.token, pace=40.0, seed=3)
     most = 0
+    waited: dict[str, dict[str, int]] = {}  # pending approval -> every session's tool count when first seen
+    expired: set[str] = set()  # sessions whose approval expired
     try:
         async with httpx.AsyncClient(base_url=live_server.url, headers=auth(live_server.token)) as http:
             for _ in range(2400):
                 pending = (await http.get("/api/v1/approval-requests", params={"status": "pending"})).json()
                 most = max(most, len(pending))
-                expired = (await http.get("/api/v1/approval-requests", params={"status": "expired"})).json()
-                if len({a["runtime_session_id"] for a in expired}) >= 3:
+                tools = {s["id"]: s["tool_call_count"] or 0 for s in await _sessions(http)}
+                for approval in pending:
+                    mine = approval["runtime_session_id"]
+                    seen = waited.setdefault(approval["id"], tools)
+                    if any(n > seen.get(sid, 0) for sid, n in tools.items() if sid != mine):
+                        # Others worked meanwhile: expire it now (unless the demo's patience just did).
+                        expire = live_server.server.plane.approvals.expire_now(approval["id"])
+                        await asyncio.to_thread(live_server.server.call, expire)
+                        expired.add(mine)
+                if len(expired) >= 3:
                     break
                 await asyncio.sleep(0.05)
-            assert len({a["runtime_session_id"] for a in expired}) >= 3, expired
+            assert len(expired) >= 3, expired
             sessions = await _sessions(http)
     finally:
         handle.stop()
@@ -189,6 +208,7 @@ async def test_a_restarted_demo_resumes_its_sessions_where_they_were(tmp_path) -
                 shifts = [s for s in before if s["agent_name"] == "migrator"]
                 if len(shifts) >= 2 and {s["agent_name"] for s in before} >= {"builder", "reviewer"}:
                     break
+                await _expire_pending(first.server, http)
                 await asyncio.sleep(0.05)
             builder = next(s for s in before if s["agent_name"] == "builder")
             note = await http.post(
@@ -210,6 +230,7 @@ async def test_a_restarted_demo_resumes_its_sessions_where_they_were(tmp_path) -
                 grown = {s["id"] for s in after if s["tool_call_count"] > _tools(before, s["id"])}
                 if open_before <= grown:
                     break
+                await _expire_pending(second.server, http)
                 await asyncio.sleep(0.05)
             assert open_before <= grown, (open_before, grown)  # every open session carries on
             titles = [s["title"] for s in after]
