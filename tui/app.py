@@ -69,14 +69,14 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.reactive import var
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, TextArea
 
 # The live feeds' code (SSE decoding and the events' validators): loaded with the app, not lazily in the
@@ -253,7 +253,7 @@ class PreloopApp(App[str | None]):
             self.set_interval(EXPIRY_CHECK_SECONDS, self.check_expiring)
             can = self.backend.capabilities
             if can.rules is not None or can.halts:
-                self.call_after_refresh(self.watch_standing)
+                self.call_after_refresh(self.follow_standing)
 
     @work(group="whoami", exclusive=True)
     async def learn_me(self) -> None:
@@ -354,7 +354,7 @@ class PreloopApp(App[str | None]):
     # ------------------------------------------------------------------ standing decisions (the banner)
 
     @work(group="standing", exclusive=True)
-    async def watch_standing(self) -> None:
+    async def follow_standing(self) -> None:
         """Read what decides or silences for the operator (``backend.standing()``) every
         ``standing_interval`` seconds, or at once when :meth:`refresh_standing` asks; a failed read keeps
         what the banner shows (the next one may do), a server without rules stops it."""
@@ -485,8 +485,9 @@ class PreloopApp(App[str | None]):
         for screen in self.screen_stack:
             if isinstance(screen, InboxScreen):
                 screen.inbox_changed(self.attention_status)
-        if isinstance(self.screen, SessionsScreen):  # (one under another screen follows when shown)
-            self.screen.inbox_changed()
+        shown = self._shown()
+        if isinstance(shown, SessionsScreen):  # (one under another screen follows when shown)
+            shown.inbox_changed()
         self.inbox_count = self.inbox.count
 
     @work(group="attention-final")
@@ -500,8 +501,13 @@ class PreloopApp(App[str | None]):
 
     def _viewing(self) -> str | None:
         """The session on screen (no alert for what the operator is looking at)."""
-        shown = self.screen_stack[-1] if self.screen_stack else None  # none while the app closes
+        shown = self._shown()
         return shown.session_id if isinstance(shown, AttachScreen) else None
+
+    def _shown(self) -> Screen[Any] | None:
+        """The screen on top, or none: the app's own workers (the inbox feed, a final record) run on
+        while the app closes, after its screens are gone, where ``App.screen`` raises."""
+        return self.screen_stack[-1] if self.screen_stack else None
 
     def check_expiring(self) -> None:
         """Once a second: an approval about to expire raises one alert, before it is too late."""
