@@ -49,6 +49,7 @@ from textual.widget import MountError, Widget
 
 from client.backends.base import Backend
 from client.drafts import DraftStore
+from client.entry_words import Reading
 from client.errors import AuthError
 from client.marks import MarkStore
 from client.models import Approval, Note
@@ -177,9 +178,11 @@ class AttachScreen(Screen[None]):
         self.banner = Banner(id="banner")
         self.view = TimelineView(
             core.timeline,
-            by_you=core.decisions.by_you,
-            colleague=core.decisions.colleague,
-            deciders_recorded=core.deciders_recorded,
+            reading=Reading(
+                by_you=core.decisions.by_you,
+                colleague=core.decisions.colleague,
+                deciders_recorded=core.deciders_recorded,
+            ),
             id="timeline",
         )
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
