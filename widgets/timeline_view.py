@@ -119,6 +119,19 @@ class TimelineView(ScrollView, can_focus=True):
             """The view the find runs in."""
             return self.timeline_view
 
+    class Resized(Message):
+        """The view's window changed size (a line mounted or shown above or under it, the terminal resized):
+        whoever placed the view (``LastLooked``, at the rule) places it again, as the new size allows."""
+
+        def __init__(self, timeline_view: TimelineView) -> None:
+            super().__init__()
+            self.timeline_view = timeline_view
+
+        @property
+        def control(self) -> TimelineView:
+            """The view that was resized."""
+            return self.timeline_view
+
     collapse_commentary: reactive[bool] = reactive(False)
     """Show each commentary block as one ``▸ commentary (N lines)`` line."""
 
@@ -389,6 +402,7 @@ class TimelineView(ScrollView, can_focus=True):
             self._update_lines()
         if was_following:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.post_message(self.Resized(self))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
