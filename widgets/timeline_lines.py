@@ -53,9 +53,6 @@ class Lines:
         """Commentary folded to one line each."""
         self.wrap = False
         """Long tool and approval lines wrapped instead of cut to the width."""
-        self.reading = reader.reading
-        """Who reads: "by you", a colleague's name, whether the server records deciders (find reads the
-        same, through the reader)."""
         self.cache: LRUCache[int, Strip] = LRUCache(1024)
         self.rule_make: Callable[[int], list[RenderedLine]] | None = None
         self._rule_lines: tuple[int, list[RenderedLine]] | None = None
@@ -180,7 +177,7 @@ class Lines:
                 self.width,
                 wrap=self.wrap,
                 whole=whole,
-                reading=self.reading,
+                reading=self.reader.reading,  # who reads: find reads the same words
             )
             self._rendered[entry_id] = (entry.revision, self.width, whole, lines)
         if (
