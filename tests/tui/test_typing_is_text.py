@@ -11,8 +11,9 @@ itself is kept: in the note box (the line above it says so) or in the session's 
 
 The local server gives a Bash call the risk "danger" and a Read call "caution": a danger call asks "are
 you sure?" by default and approves on one key with ``PRELOOP_CONFIRM_RISK=none``; a caution call approves
-on one key either way. Both, with both settings; the whole grid of paces and pauses runs on the trial's
-own case (danger, default levels), the other three on a few sequences each, so the run stays short.
+on one key either way. Both, with both settings; every pace, each after a pause on each side of the guards'
+thresholds (``GRID``), runs on the trial's own case (danger, default levels), the other three on a few
+sequences each, so the run stays short.
 """
 
 from __future__ import annotations
@@ -84,7 +85,11 @@ class Case:
         return f"{self.text!r} at {self.pace * 1000:.0f} ms/key, {self.pause} s after {where}"
 
 
-GRID = [Case(DO_NOT_YET, pace, pause) for pace in (0.08, 0.125, 0.25) for pause in (0.4, 0.7, 1.0, 1.5, 3.0)]
+GRID = [Case(DO_NOT_YET, pace, pause) for pace in (0.08, 0.125, 0.25) for pause in (0.4, 0.7, 3.0)]
+"""The trial's sequence at each pace, after a pause on each side of the guards' thresholds (app's clock):
+0.4 s is past a burst's gap (``BURST_GAP``, 0.3 s) but inside the type-ahead guard (``GUARD_SECONDS``,
+0.5 s), 0.7 s just past the guard, 3 s long past both. Pauses of 1 s and 1.5 s fall on the same side of
+every threshold as 0.7 s and 3 s; they run in ``OTHERS`` and ``FEW`` (1.5 s also with ``do not yet``)."""
 OTHERS = [
     Case(AND_ALSO, 0.125, 1.5),
     Case(YES_DO_IT, 0.125, 1.0),
@@ -142,8 +147,8 @@ async def type_after_escape(
     ("tool", "confirm", "cases"),
     [
         *(
-            pytest.param("Bash", "default", GRID[n : n + 5], id=f"danger-confirm_default-{pace}s")
-            for n, pace in ((0, 0.08), (5, 0.125), (10, 0.25))
+            pytest.param("Bash", "default", GRID[n : n + 3], id=f"danger-confirm_default-{pace}s")
+            for n, pace in ((0, 0.08), (3, 0.125), (6, 0.25))
         ),
         pytest.param("Bash", "default", OTHERS, id="danger-confirm_default-others"),
         pytest.param("Bash", "none", FEW, id="danger-confirm_none"),
