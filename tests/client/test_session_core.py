@@ -130,6 +130,22 @@ def test_what_the_agent_did_after_reading_a_note_is_a_note_change() -> None:
     assert core.then_of(None)[0] is entry  # no note highlighted: the newest read one
 
 
+def test_a_backlog_is_replaying_until_the_newest_stored_event_is_in_even_with_nothing_read_ahead() -> None:
+    """Where the server says what it had stored when the stream opened (``Live.stored_through``), the core
+    is replaying until that event is in, also between reads (nothing read and not applied): a front end
+    paints a backlog at its own pace until then, and live events as they come after."""
+    feed, core = Feed(), SessionCore(SID)
+    core.apply_status(Live())
+    assert not core.replaying  # a server that does not say: only what was read and not applied counts
+    core.apply_status(Live(stored_through=3))
+    core.apply_events(
+        [feed("run.started", run_id="r1", task="t"), feed("model.delta", run_id="r1", iteration=1, text="a")]
+    )
+    assert core.behind == 0 and core.replaying
+    core.apply_events([feed("model.delta", run_id="r1", iteration=1, text="b")])
+    assert core.timeline.last_seq == 3 and not core.replaying
+
+
 async def test_a_refused_row_is_the_refusal_and_the_stream_need_not_say_it_again() -> None:
     core = SessionCore(SID)
     assert await core.refusal_is_news()  # nothing asked: a refused stream is news
