@@ -54,7 +54,7 @@ from client.errors import ApiError, ClientError, NotFound, PermissionDenied
 from client.events import BaseEvent
 from client.models import Approval, Note, Session
 from client.present import describe_session
-from client.status import Ended, Live, Refused, StreamStatus
+from client.status import Ended, Live, Refused, Skipped, StreamStatus
 from client.steering import (
     AlreadySettled,
     Decided,
@@ -430,6 +430,10 @@ class SessionCore:
         self.status = status
         if isinstance(status, Live) and status.stored_through is not None:
             self.stored_through = status.stored_through
+        elif isinstance(
+            status, Skipped
+        ):  # (its seq is not told: whether it was the last stored is not known)
+            self.stored_through = None
         over = self._end(None) if isinstance(status, Ended) else None
         return SessionChange(status=status, ended=over)
 
