@@ -430,10 +430,8 @@ class SessionCore:
         self.status = status
         if isinstance(status, Live) and status.stored_through is not None:
             self.stored_through = status.stored_through
-        elif isinstance(
-            status, Skipped
-        ):  # (its seq is not told: whether it was the last stored is not known)
-            self.stored_through = None
+        elif isinstance(status, Skipped):
+            self.stored_through = None  # (its seq is not told: it may have been the last stored one)
         over = self._end(None) if isinstance(status, Ended) else None
         return SessionChange(status=status, ended=over)
 
