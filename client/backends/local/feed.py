@@ -82,14 +82,14 @@ def follow(
         async with conn.event_source(
             events_path(session_id), what=what, headers=headers, params=params
         ) as source:
-            headers = source.response.headers
+            answered = source.response.headers
             if params is not None and "tail" in params:
                 # Where the server's tail starts: events before it were left out on purpose, not lost.
                 with suppress(ValueError):
-                    intake.start_after(int(headers.get(REPLAY_AFTER_HEADER, "0")))
+                    intake.start_after(int(answered.get(REPLAY_AFTER_HEADER, "0")))
             through: int | None = None
             with suppress(ValueError):  # (an older server does not say where its replay ends)
-                through = int(headers.get(STORED_THROUGH_HEADER, ""))
+                through = int(answered.get(STORED_THROUGH_HEADER, ""))
             yield Live(intake.cursor, stored_through=through)
             released_here = 0
             proven = False  # (the loop changes the link only between connections: told once is enough)
