@@ -8,7 +8,11 @@ the words live here.
 
 from __future__ import annotations
 
-from client.present import decider_words
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from client.models import Approval, Note
+from client.present import NOT_RECORDED, decider_words, unrecorded_decider
 from client.timeline import (
     ApprovalEntry,
     NoteEntry,
@@ -25,8 +29,10 @@ from client.timeline import (
 __all__ = [
     "RUN_WORDS",
     "TOOL_WORDS",
+    "Reading",
     "approval_words",
     "by_rule_words",
+    "decider_part",
     "duration_words",
     "entry_words",
     "note_words",
@@ -89,6 +95,37 @@ def by_rule_words(entry: ApprovalEntry) -> tuple[str, str] | None:
     return f"by {who['detail'] or 'a rule'}", approval_preview(approval).first_line
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """Who reads the timeline: what an entry's words depend on besides the entry. The widget draws with it
+    and find searches with it, so "by you", "by dana" and "(no decider recorded)" are found as they read.
+    ``by_you`` tells the approvals this operator decided, ``colleague`` names a colleague who sent a note,
+    ``deciders_recorded`` False: the server keeps no decider (``Capabilities.names_decider``)."""
+
+    by_you: Callable[[Approval], bool] | None = None
+    colleague: Callable[[Note], str | None] | None = None
+    deciders_recorded: bool = True
+
+    def you(self, approval: Approval | None) -> bool:
+        """Whether this operator decided ``approval`` (its line reads "by you")."""
+        return self.by_you is not None and approval is not None and self.by_you(approval)
+
+    def sender(self, note: Note | None) -> str | None:
+        """The colleague who sent ``note``, by name; None for this operator's own notes and the agent's."""
+        return self.colleague(note) if self.colleague is not None and note is not None else None
+
+
+def decider_part(approval: Approval, *, you: bool, recorded: bool) -> str | None:
+    """Who decided, as a decision's line says it after the tool: "by dana", "by you", or "(no decider
+    recorded)" on a server that keeps none (``client.present.NOT_RECORDED``); None when nothing is said."""
+    who = decider_words(approval, you=you)
+    if who:
+        return f"by {who}"
+    if unrecorded_decider(approval, you=you, names_decider=recorded):
+        return f"({NOT_RECORDED})"
+    return None
+
+
 def note_words(state: str) -> str:
     """``note sent`` (a pending note), ``note delivered``, ``note undeliverable``..."""
     return f"note {'sent' if state == 'pending' else state}"
@@ -99,10 +136,11 @@ def session_words(entry: SessionEntry) -> str:
     return "session ended" if entry.ended else "session started"
 
 
-def entry_words(entry: TimelineEntry) -> list[str]:
+def entry_words(entry: TimelineEntry, reading: Reading = Reading()) -> list[str]:
     """Every part of what the entry shows, glyphs aside, one part a string (untrusted text as it came:
-    the caller makes it terminal-safe). Parts the line puts side by side with one space ("ok 1.3s",
-    "note delivered") are one part; the rest are separate, so a query never spans two of them."""
+    the caller makes it terminal-safe), as ``reading``'s reader sees it. Parts the line puts side by side
+    with one space ("ok 1.3s", "note delivered") are one part; the rest are separate, so a query never
+    spans two of them."""
     if isinstance(entry, TextEntry):
         return [entry.text]
     parts: list[str | None]
@@ -111,6 +149,9 @@ def entry_words(entry: TimelineEntry) -> list[str]:
     elif isinstance(entry, NoteEntry):
         note = entry.note
         parts = [note_words(entry.state)]
+        sender = reading.sender(note)
+        if sender:
+            parts.append(f"by {sender}")
         if note is not None:
             parts += [note.text, note.undeliverable_reason]
     elif isinstance(entry, ApprovalEntry):  # the request shows its summary, the decision also its comment
@@ -121,9 +162,8 @@ def entry_words(entry: TimelineEntry) -> list[str]:
             parts += [a.tool_name, *by_rule]
         elif a is not None:
             parts += [a.tool_name, a.summary, a.approver_comment if entry.decided else None]
-            who = decider_words(a) if entry.decided else None
-            if who:  # who decided, as the line says it (this operator's own read "you" there)
-                parts.append(f"by {who}")
+            if entry.decided:  # who decided, as the line says it (this operator's own read "you" there)
+                parts.append(decider_part(a, you=reading.you(a), recorded=reading.deciders_recorded))
         if not entry.decided and entry.status != "pending":
             parts.append(f"(now {entry.status})")
     elif isinstance(entry, RunEntry):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from client.entry_words import entry_words
+from client.entry_words import Reading, entry_words
 from client.timeline import Timeline, TimelineEntry
 
 __all__ = ["FindResult", "FindStatus", "Finder", "find", "find_spans", "fold", "searchable_text"]
@@ -38,10 +38,11 @@ def fold(text: str) -> str:
     return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
 
 
-def searchable_text(entry: TimelineEntry) -> str:
+def searchable_text(entry: TimelineEntry, reading: Reading = Reading()) -> str:  # noqa: B008 (frozen)
     """What the operator reads in this entry, as one string (parts on separate lines, so that a query
-    never matches across two parts): :func:`client.entry_words.entry_words`, the words the screen shows."""
-    return "\n".join(entry_words(entry))
+    never matches across two parts): :func:`client.entry_words.entry_words`, the words the screen shows
+    to ``reading``'s reader ("by you", "by dana")."""
+    return "\n".join(entry_words(entry, reading))
 
 
 def find_spans(text: str, query: str) -> list[tuple[int, int]]:
@@ -97,9 +98,10 @@ class Finder:
     """Incremental find over one timeline: call :meth:`search` with each new query (or the same query
     again after the timeline changed); see the module docstring for what it re-tests."""
 
-    def __init__(self, timeline: Timeline) -> None:
-        """Search ``timeline``; the finder reads it, never changes it."""
+    def __init__(self, timeline: Timeline, reading: Reading = Reading()) -> None:  # noqa: B008 (frozen)
+        """Search ``timeline`` as ``reading``'s reader sees it; the finder reads it, never changes it."""
         self.timeline = timeline
+        self.reading = reading
         self._folded: dict[int, tuple[int, str]] = {}  # entry id -> (revision, folded searchable text)
         self._needle = ""
         self._matched: set[int] = set()
@@ -135,7 +137,7 @@ class Finder:
                     continue
             cached = folded.get(entry_id)
             if cached is None or cached[0] != revision:
-                text = fold(searchable_text(entry))
+                text = fold(searchable_text(entry, self.reading))
                 folded[entry_id] = (revision, text)
             else:
                 text = cached[1]
@@ -159,9 +161,9 @@ class Finder:
         cached = self._folded.get(entry.id)
         if cached is not None and cached[0] == entry.revision:
             return needle in cached[1]
-        return needle in fold(searchable_text(entry))
+        return needle in fold(searchable_text(entry, self.reading))
 
 
-def find(timeline: Timeline, query: str) -> FindResult:
+def find(timeline: Timeline, query: str, reading: Reading = Reading()) -> FindResult:  # noqa: B008 (frozen)
     """The entries of ``timeline`` whose searchable text contains ``query`` (one-shot: see Finder)."""
-    return Finder(timeline).search(query)
+    return Finder(timeline, reading).search(query)

@@ -29,6 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from client.entry_words import Reading
 from client.find import Finder, FindStatus
 from client.timeline import Timeline, TimelineEntry
 from client.views import View, is_problem
@@ -50,10 +51,18 @@ class Move:
 class Reader:
     """One operator's place in one timeline (see the module docstring)."""
 
-    def __init__(self, timeline: Timeline, *, hides_match: Callable[[int, str], bool] | None = None) -> None:
-        """Read ``timeline``; ``hides_match(entry_id, query)`` says whether the entry as drawn leaves the
-        query out (the screen's to say; without it a match is never unfolded)."""
+    def __init__(
+        self,
+        timeline: Timeline,
+        *,
+        hides_match: Callable[[int, str], bool] | None = None,
+        reading: Reading = Reading(),  # noqa: B008 (frozen)
+    ) -> None:
+        """Read ``timeline`` as ``reading`` says (who "you" are, colleagues' names: find matches the words
+        as drawn); ``hides_match(entry_id, query)`` says whether the entry as drawn leaves the query out
+        (the screen's to say; without it a match is never unfolded)."""
         self.timeline = timeline
+        self.reading = reading
         self.hides_match = hides_match
         self.view = View.EVERYTHING
         self.shown: list[int] = []
@@ -69,7 +78,7 @@ class Reader:
         """The first entry new since the operator last looked (None: no rule)."""
         self.rule_at: int | None = None
         """The entry shown that the rule sits above (None: not shown)."""
-        self._finder = Finder(timeline)
+        self._finder = Finder(timeline, reading)
         self.query = ""
         self.matches: list[int] = []
         self.match_set: set[int] = set()

@@ -89,7 +89,7 @@ class LastLooked:
         self._blurred_at: datetime | None = None
         self._open = True
         self._opened_at: float | None = None
-        self._reopen_due = False  # the view is opened at the rule again once laid out (see ``relaid``)
+        self._reopens_due = 0  # the view is opened at the rule again once laid out (see ``relaid``)
         """The scroll the view was opened at the rule with, while the operator has not moved it since: the
         rest of a backlog arriving after the first new entry opens it there again (the rule near the top)."""
         """Open the view at the rule (it was following the end when the visit began; one the operator had
@@ -109,7 +109,7 @@ class LastLooked:
     @property
     def placing(self) -> bool:
         """The view waits to be laid out before it is opened at the rule again (see :meth:`relaid`)."""
-        return self._reopen_due
+        return self._reopens_due > 0
 
     def start(self) -> None:
         """The screen is mounted: the first visit begins, and from now on the mark keeps itself (ticks,
@@ -224,13 +224,15 @@ class LastLooked:
     def relaid(self) -> None:
         """The view's window is being laid out anew (the "following paused" line, the screen's keys line
         mounted under it): once it is, a view opened at the rule and not moved since opens there again, as
-        near the top as the new height allows."""
-        if self._opened_at is not None and not self._reopen_due:
-            self._reopen_due = True
+        near the top as the new height allows. Each call waits for its own refresh: a second change of the
+        window (the keys line mounted while the reopen for "following paused" still waits) is laid out after
+        the first, and a reopen after the first alone left the view one line short of the end."""
+        if self._opened_at is not None:
+            self._reopens_due += 1
             self.view.call_after_refresh(self._reopen)
 
     def _reopen(self) -> None:
-        self._reopen_due = False
+        self._reopens_due -= 1
         if self._opened_at is not None and self.view.is_attached:
             self._open_again()
 

@@ -20,7 +20,6 @@ from textual.cache import LRUCache
 from textual.strip import Strip
 
 from client.find import find_spans
-from client.models import Approval, Note
 from client.reader import Reader
 from client.timeline import TextEntry, TextPhase, TimelineChanges
 from client.views import View
@@ -54,12 +53,9 @@ class Lines:
         """Commentary folded to one line each."""
         self.wrap = False
         """Long tool and approval lines wrapped instead of cut to the width."""
-        self.by_you: Callable[[Approval], bool] | None = None
-        """Tells the approvals this operator decided (their line reads "by you")."""
-        self.deciders_recorded = True
-        """False on a server that keeps no decider: a decision nobody is named for says so."""
-        self.colleague: Callable[[Note], str | None] | None = None
-        """The colleague who sent a note, by name (their notes say so)."""
+        self.reading = reader.reading
+        """Who reads: "by you", a colleague's name, whether the server records deciders (find reads the
+        same, through the reader)."""
         self.cache: LRUCache[int, Strip] = LRUCache(1024)
         self.rule_make: Callable[[int], list[RenderedLine]] | None = None
         self._rule_lines: tuple[int, list[RenderedLine]] | None = None
@@ -184,9 +180,7 @@ class Lines:
                 self.width,
                 wrap=self.wrap,
                 whole=whole,
-                by_you=self.by_you,
-                colleague=self.colleague,
-                deciders_recorded=self.deciders_recorded,
+                reading=self.reading,
             )
             self._rendered[entry_id] = (entry.revision, self.width, whole, lines)
         if (

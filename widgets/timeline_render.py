@@ -48,14 +48,14 @@ from textual.strip import Strip
 from client.entry_words import (
     RUN_WORDS,
     TOOL_WORDS,
+    Reading,
     approval_words,
     by_rule_words,
+    decider_part,
     duration_words,
     note_words,
     session_words,
 )
-from client.models import Approval, Note
-from client.present import NOT_RECORDED, decider_words, unrecorded_decider
 from client.textsafe import safe_line, safe_text
 from client.timeline import (
     ApprovalEntry,
@@ -338,11 +338,9 @@ def _render_approval(
         parts.append(("  " + safe_line(by_rule[0]), STYLE_DIM))
         parts.append(("  " + by_rule[1], None))
     else:
-        who = decider_words(approval, you=you) if approval is not None else None
+        who = decider_part(approval, you=you, recorded=recorded) if approval is not None else None
         if who:
-            parts.append((f"  by {who}", STYLE_DIM))
-        elif approval is not None and unrecorded_decider(approval, you=you, names_decider=recorded):
-            parts.append((f"  ({NOT_RECORDED})", STYLE_DIM))
+            parts.append(("  " + who, STYLE_DIM))
         if whole and summary:
             parts.append(("  " + summary, None))
     if approval is not None and approval.approver_comment and by_rule is None:
@@ -447,28 +445,25 @@ def render_entry(
     collapse_commentary: bool = False,
     wrap: bool = False,
     whole: bool = False,
-    by_you: Callable[[Approval], bool] | None = None,
-    colleague: Callable[[Note], str | None] | None = None,
-    deciders_recorded: bool = True,
+    reading: Reading = Reading(),  # noqa: B008 (frozen)
 ) -> list[RenderedLine]:
     """The lines of one entry at ``width`` cells; the view calls it again when the entry changes.
     ``wrap`` shows tool, approval and unknown-event lines in full instead of cut to one line; ``whole``
     shows every line in full and also what the compact line leaves out (a finished tool's result, the
     summary of a decided approval, a long note): what find searches, shown for its current match.
-    ``by_you`` tells a decision of this operator (it reads "by you"; others by the decider's name);
-    ``colleague`` names a colleague who sent a note ("by dana"); ``deciders_recorded`` False: the server keeps
-    no decider, said beside a decision nobody is named for (``client.present.NOT_RECORDED``)."""
+    ``reading`` says who reads (``client.entry_words.Reading``): a decision of this operator reads "by you",
+    others the decider's name; a colleague's note "by dana"; on a server that keeps no decider, a decision
+    nobody is named for says so (``client.present.NOT_RECORDED``). Find searches the same words."""
     width = max(width, MIN_WIDTH)
     if isinstance(entry, TextEntry):
         return _render_text(entry, width, collapse_commentary and not whole)
     if isinstance(entry, ToolEntry):
         return _render_tool(entry, width, wrap, whole)
     if isinstance(entry, ApprovalEntry):
-        you = by_you is not None and entry.approval is not None and by_you(entry.approval)
-        return _render_approval(entry, width, wrap, whole, you, deciders_recorded)
+        you = reading.you(entry.approval)
+        return _render_approval(entry, width, wrap, whole, you, reading.deciders_recorded)
     if isinstance(entry, NoteEntry):
-        by = colleague(entry.note) if colleague is not None and entry.note is not None else None
-        return _render_note(entry, width, whole, by)
+        return _render_note(entry, width, whole, reading.sender(entry.note))
     if isinstance(entry, RunEntry):
         return _render_run(entry, width, whole)
     if isinstance(entry, SessionEntry):

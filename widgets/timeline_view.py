@@ -41,8 +41,8 @@ from textual.reactive import reactive, var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from client.entry_words import Reading
 from client.find import FindStatus
-from client.models import Approval, Note
 from client.reader import Move, Reader
 from client.timeline import Timeline, TimelineChanges, TimelineEntry
 from client.views import View
@@ -119,6 +119,19 @@ class TimelineView(ScrollView, can_focus=True):
             """The view the find runs in."""
             return self.timeline_view
 
+    class Resized(Message):
+        """The view's window changed size (a line mounted or shown above or under it, the terminal resized):
+        whoever placed the view (``LastLooked``, at the rule) places it again, as the new size allows."""
+
+        def __init__(self, timeline_view: TimelineView) -> None:
+            super().__init__()
+            self.timeline_view = timeline_view
+
+        @property
+        def control(self) -> TimelineView:
+            """The view that was resized."""
+            return self.timeline_view
+
     collapse_commentary: reactive[bool] = reactive(False)
     """Show each commentary block as one ``▸ commentary (N lines)`` line."""
 
@@ -140,28 +153,23 @@ class TimelineView(ScrollView, can_focus=True):
         *,
         max_lines: int = 10_000,
         collapse_commentary: bool = False,
-        by_you: Callable[[Approval], bool] | None = None,
-        colleague: Callable[[Note], str | None] | None = None,
-        deciders_recorded: bool = True,
+        reading: Reading = Reading(),  # noqa: B008 (frozen)
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
         disabled: bool = False,
     ) -> None:
         """Show ``timeline``; at most ``max_lines`` rendered lines are kept (oldest entries go first).
-        ``by_you`` tells the approvals this operator decided (their line reads "by you"), ``colleague`` the
-        name of a colleague who sent a note (their notes say so); ``deciders_recorded`` False: the server
-        keeps no decider (``Capabilities.names_decider``), which a decision nobody is named for says."""
+        ``reading`` says who reads (``client.entry_words.Reading``): the approvals this operator decided
+        read "by you", a colleague's notes name them, a server that keeps no decider is said so; the lines
+        are drawn and found with the same words."""
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self.timeline = timeline
-        self.reader = Reader(timeline)
+        self.reader = Reader(timeline, reading=reading)
         """Where the operator is: the entries shown, the highlighted entry, the find."""
         self._lines = Lines(self.reader, max_lines=max_lines)
         self.reader.hides_match = self._lines.hides
         self._lines.collapse = collapse_commentary
-        self._lines.by_you = by_you
-        self._lines.colleague = colleague
-        self._lines.deciders_recorded = deciders_recorded
         self._needs_full = True
         self.renders = 0
         """How many times the lines were brought up to date (a benchmark counts frames with it)."""
@@ -394,6 +402,7 @@ class TimelineView(ScrollView, can_focus=True):
             self._update_lines()
         if was_following:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.post_message(self.Resized(self))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

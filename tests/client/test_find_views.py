@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from client.entry_words import Reading
 from client.events import Event, event_from_dict
 from client.find import Finder, FindStatus, find, find_spans, fold, searchable_text
 from client.timeline import TextEntry, Timeline, TimelineEntry
@@ -194,3 +195,27 @@ def test_find_matches_the_state_words_the_operator_reads() -> None:
             for word in line_plain(line).replace("“", " ").replace("”", " ").split():
                 if any(ch.isalnum() for ch in word):  # glyphs and separators are not words
                     assert entry.id in find(timeline, word).entry_ids, (entry, word)
+
+
+def test_find_matches_who_decided_and_who_sent_as_the_line_reads_them() -> None:
+    # The trial: "by you" and "no decider recorded" were on screen and find said "no match".
+    from widgets.timeline_render import line_plain, render_entry
+
+    timeline = incident()
+    reading = Reading(
+        by_you=lambda approval: approval.id == "a2",  # this operator approved a2
+        colleague=lambda note: "dana" if note.note_id == "n1" else None,  # a colleague sent n1
+        deciders_recorded=False,  # a Dendrux app: nobody is named for a1's decline
+    )
+    assert find(timeline, "by you", reading).entry_ids == (13,)
+    assert find(timeline, "no decider recorded", reading).entry_ids == (11,)
+    assert find(timeline, "by dana", reading).entry_ids == (6, 7)
+    assert find(timeline, "by you").entry_ids == ()  # read by nobody in particular: no "you", no names
+    finder = Finder(timeline, reading)
+    assert finder.search("by you").entry_ids == (13,)
+    for entry_id in (6, 7, 11, 13):  # every word these lines show is found in them
+        entry = by_id(timeline, entry_id)
+        for line in render_entry(entry, 400, whole=True, reading=reading):
+            for word in line_plain(line).replace("“", " ").replace("”", " ").split():
+                if any(ch.isalnum() for ch in word):
+                    assert entry_id in find(timeline, word, reading).entry_ids, (entry, word)

@@ -8,8 +8,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from textual import on
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from client.events import Event
 from client.marks import Mark, MarkStore
@@ -39,6 +41,10 @@ class Host(App[None]):
         self.last = LastLooked(
             self.view, self.core, self.marks, clock=frozen_clock, monotonic=lambda: self.ticks[0]
         )
+
+    @on(TimelineView.Resized)
+    def _resized(self) -> None:
+        self.last.relaid()
 
     @property
     def view(self) -> TimelineView:
@@ -180,3 +186,27 @@ async def test_a_view_the_operator_moved_stays_when_more_arrives(tmp_path: Path)
         app.feed(events[60:])
         await settle(pilot)
         assert app.view.scroll_y == 0
+
+
+async def test_a_view_opened_at_the_rule_keeps_the_newest_entry_on_screen_when_its_window_shrinks(
+    tmp_path: Path,
+) -> None:
+    # A stress run: the view opened at the rule (clamped to the end), then lines under the timeline
+    # ("following paused", the notes line, the keys line) each took a line of its window; one laid out
+    # after the last reopen left the view one line short and the last entry ("run failed") cut off.
+    _, events = history()
+    marks = MarkStore(tmp_path)
+    marks.put(SID, Mark(place_of(events, 76), NOW - timedelta(minutes=1)))  # two new entries: clamped
+    app = Host(marks)
+    async with app.run_test(size=(100, 24)) as pilot:
+        app.last.visit()
+        app.feed(events)  # opens at the rule; a reopen waits for the next refresh
+        assert app.last.placing
+        await settle(pilot)
+        assert not app.last.placing and app.view.scroll_y == app.view.max_scroll_y
+        await app.mount(Static("✉ Notes (2)", id="notes"))  # a line the view is not told of takes a line
+        await settle(pilot)
+        view = app.view
+        assert not app.last.placing
+        assert view.scroll_y == view.max_scroll_y  # the newest entry is on screen, not cut off
+        assert "make step-40" in view.lines_text[-1]

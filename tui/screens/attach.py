@@ -49,6 +49,7 @@ from textual.widget import MountError, Widget
 
 from client.backends.base import Backend
 from client.drafts import DraftStore
+from client.entry_words import Reading
 from client.errors import AuthError
 from client.marks import MarkStore
 from client.models import Approval, Note
@@ -177,9 +178,11 @@ class AttachScreen(Screen[None]):
         self.banner = Banner(id="banner")
         self.view = TimelineView(
             core.timeline,
-            by_you=core.decisions.by_you,
-            colleague=core.decisions.colleague,
-            deciders_recorded=core.deciders_recorded,
+            reading=Reading(
+                by_you=core.decisions.by_you,
+                colleague=core.decisions.colleague,
+                deciders_recorded=core.deciders_recorded,
+            ),
             id="timeline",
         )
         self.approvals_panel = ApprovalsPanel(core.pending, read_only=read_only, id="approvals")
@@ -249,7 +252,7 @@ class AttachScreen(Screen[None]):
             with contextlib.suppress(MountError):  # the screen was being taken apart meanwhile
                 await self.mount(self._footer)
                 self.refresh_bindings()
-                self.last_looked.relaid()  # the timeline gave the keys line a line of its window
+                self.last_looked.relaid()  # the timeline gives the keys line a line of its window
 
     @work(exclusive=True, group="attach-load")
     async def load_initial(self) -> None:
@@ -432,6 +435,12 @@ class AttachScreen(Screen[None]):
     def action_allow_like(self) -> None:
         """``A``: allow (or mute) calls like the highlighted one for a while (a rule; it asks first)."""
         self.decider.allow_like(self.approvals_panel.selected, self.core.describe())
+
+    @on(TimelineView.Resized)
+    def _timeline_resized(self) -> None:
+        """Any change of the timeline's window (the notes line, "following paused", the keys line, the
+        terminal): a view opened at "new since you last looked" opens there again, as the size allows."""
+        self.last_looked.relaid()
 
     @on(ApprovalsPanel.Decide)
     def _panel_decide(self, event: ApprovalsPanel.Decide) -> None:
