@@ -54,7 +54,7 @@ from client.errors import ApiError, ClientError, NotFound, PermissionDenied
 from client.events import BaseEvent
 from client.models import Approval, Note, Session
 from client.present import describe_session
-from client.status import Ended, Refused, StreamStatus
+from client.status import Ended, Live, Refused, Skipped, StreamStatus
 from client.steering import (
     AlreadySettled,
     Decided,
@@ -246,6 +246,9 @@ class SessionCore:
         self._row_settled: asyncio.Event | None = None
         self._last_export: tuple[Path, datetime] | None = None
         self._behind = 0
+        self.stored_through: int | None = None
+        """The newest stored event when the stream last opened, where the server says
+        (``Live.stored_through``): until it is in, the stream is replaying a backlog (:attr:`replaying`)."""
 
     # ------------------------------------------------------------------ loading
 
@@ -380,6 +383,16 @@ class SessionCore:
         """Stream items :meth:`follow` has read and not applied yet (0: the core holds all that came)."""
         return self._behind
 
+    @property
+    def replaying(self) -> bool:
+        """The stream is still bringing what was stored before it opened: items read and not applied
+        (:attr:`behind`), or events up to where the server said its store ended (``stored_through``) not
+        in yet (a backlog read faster than the network brings it leaves ``behind`` at 0 between reads)."""
+        if self._behind:
+            return True
+        through = self.stored_through
+        return through is not None and self.timeline.last_seq < through
+
     def _applied(self, events: list[Event]) -> SessionChange:
         self._behind -= len(events)
         return self.apply_events(events)
@@ -415,6 +428,10 @@ class SessionCore:
     def apply_status(self, status: StreamStatus) -> SessionChange:
         """A stream status (connecting, live, reconnecting, ended, refused...)."""
         self.status = status
+        if isinstance(status, Live) and status.stored_through is not None:
+            self.stored_through = status.stored_through
+        elif isinstance(status, Skipped):
+            self.stored_through = None  # (its seq is not told: it may have been the last stored one)
         over = self._end(None) if isinstance(status, Ended) else None
         return SessionChange(status=status, ended=over)
 

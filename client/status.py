@@ -24,9 +24,12 @@ class Connecting:
 
 @dataclass(frozen=True, slots=True)
 class Live:
-    """Connected and receiving; ``last_seq`` is the newest event seen so far (0 if none)."""
+    """Connected and receiving; ``last_seq`` is the newest event seen so far (0 if none).
+    ``stored_through``: the newest event the server had stored when the stream opened, when it says (the
+    local server does): what the stream replays up to there is a backlog, what comes after is live."""
 
     last_seq: int = 0
+    stored_through: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

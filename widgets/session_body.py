@@ -194,4 +194,6 @@ class SessionBody(Horizontal):
         if event is not None:
             event.stop()
         where = "p: back to the timeline" if self.showing_notes else "p shows them"
-        self._notes_hint.update(Text(f"✉ {self.notes.border_title or 'Notes'} · {where}"))
+        # One line across the column whatever it says: no layout of the screen (when the lists answer
+        # during a catch-up, a layout and a repaint of its own, for a line hidden in the wide layout).
+        self._notes_hint.update(Text(f"✉ {self.notes.border_title or 'Notes'} · {where}"), layout=False)

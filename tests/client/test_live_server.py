@@ -450,6 +450,8 @@ async def test_follow_with_a_tail_starts_at_the_newest_events_without_calling_th
             break
         await asyncio.sleep(0.05)
     assert event_seqs(items) == list(range(last - 4, last + 1))
+    opened = next(i for i in items if isinstance(i, Live))
+    assert opened.stored_through == last  # the replay ends there: what comes after is live
     await asyncio.to_thread(live_server.stop)
     await asyncio.to_thread(live_server.start)  # same port, same database
     await agent.delta("after restart", 1)
@@ -529,7 +531,7 @@ async def test_following_an_ended_session_from_its_end_just_ends(
     everything = await collect(client, agent.session_id)
     last = event_seqs(everything)[-1]
     items = await collect(client, agent.session_id, after=last, limit=10)
-    assert items == [Connecting(1), Live(last), Ended(last)]
+    assert items == [Connecting(1), Live(last, stored_through=last), Ended(last)]
 
 
 async def test_server_errors_never_carry_credentials_from_the_url(live_server: LiveServer) -> None:

@@ -10,7 +10,7 @@ from client.errors import NotFound
 from client.events import Event, event_from_dict
 from client.models import Approval, Note, Session
 from client.session import ApprovalLeft, SessionCore, SessionOver
-from client.status import Ended, Live
+from client.status import Ended, Live, Skipped
 from client.steering import AlreadySettled, Decided, Decisions, Sent, TooLate, Withdrawn
 
 SID = "3f2a9c1e-7b4d-4e8a-9c2f-0d1e2f3a4b5c"
@@ -128,6 +128,26 @@ def test_what_the_agent_did_after_reading_a_note_is_a_note_change() -> None:
     entry, _ = core.then_of("n1")
     assert entry is not None and entry.name == "Bash"
     assert core.then_of(None)[0] is entry  # no note highlighted: the newest read one
+
+
+def test_a_backlog_is_replaying_until_the_newest_stored_event_is_in_even_with_nothing_read_ahead() -> None:
+    """Where the server says what it had stored when the stream opened (``Live.stored_through``), the core
+    is replaying until that event is in, also between reads (nothing read and not applied): a front end
+    paints a backlog at its own pace until then, and live events as they come after."""
+    feed, core = Feed(), SessionCore(SID)
+    core.apply_status(Live())
+    assert not core.replaying  # a server that does not say: only what was read and not applied counts
+    core.apply_status(Live(stored_through=3))
+    core.apply_events(
+        [feed("run.started", run_id="r1", task="t"), feed("model.delta", run_id="r1", iteration=1, text="a")]
+    )
+    assert core.behind == 0 and core.replaying
+    core.apply_events([feed("model.delta", run_id="r1", iteration=1, text="b")])
+    assert core.timeline.last_seq == 3 and not core.replaying
+    core.apply_status(Live(stored_through=9))  # (a reconnect: the replay up to 9 is a backlog again)
+    assert core.replaying
+    core.apply_status(Skipped("bad frame", 1))  # maybe the last stored one: no waiting for it for ever
+    assert not core.replaying
 
 
 async def test_a_refused_row_is_the_refusal_and_the_stream_need_not_say_it_again() -> None:

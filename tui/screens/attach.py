@@ -332,11 +332,11 @@ class AttachScreen(Screen[None]):
         self._paint()
 
     def _catching_up(self) -> bool:
-        """The stored tail read on attach is still coming in: the core holds items it read and has not
-        applied (``SessionCore.behind``), and fewer than ``HISTORY_EVENTS`` events are in. (A live flood
-        after that is painted every frame.)"""
+        """The stored tail read on attach is still coming in (``SessionCore.replaying``: items read and not
+        applied, or the newest stored event, where the server says which, not in yet), and fewer than
+        ``HISTORY_EVENTS`` events are in. (A live flood after that is painted every frame.)"""
         timeline = self.timeline
-        return bool(self.core.behind) and timeline.last_seq - timeline.events_not_loaded < HISTORY_EVENTS
+        return self.core.replaying and timeline.last_seq - timeline.events_not_loaded < HISTORY_EVENTS
 
     def _loop_time(self) -> float:
         return asyncio.get_running_loop().time()
@@ -351,7 +351,7 @@ class AttachScreen(Screen[None]):
             self._painted_at = self._loop_time()
             changes, self._unpainted = self._unpainted, []
             self._draw(SessionChange.join(changes))
-            if self._footer.parent is None and not self.core.behind:  # (a backlog goes first)
+            if self._footer.parent is None and not self.core.replaying:  # (a backlog goes first)
                 # After the app's refresh (as ``_painted`` waits), not the screen's: with the screen's the
                 # mount, a layout of the whole screen, ran before the frame showing the newest event.
                 self.app.call_after_refresh(self._mount_footer)

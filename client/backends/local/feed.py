@@ -15,7 +15,8 @@ keep most of them):
   revoked) waits with ``LoginNeeded`` and retries, each attempt reading the token again;
 * a frame that cannot be decoded is skipped and counted (``Skipped``); its seq still counts as seen;
 * ``tail=N`` (on a first open only) asks for the newest N stored events; the ``Preloop-Replay-After``
-  header says where they start, so what came before is not mistaken for a gap;
+  header says where they start, so what came before is not mistaken for a gap; each open's ``Live`` says
+  where what is stored ends (``Preloop-Stored-Through``): the replay up to there is a backlog;
 * it stops after ``session.ended`` with ``Ended``, or when the server closes the stream with nothing new
   and REST says the session has ended (resuming at the end of an ended session).
 """
@@ -81,11 +82,15 @@ def follow(
         async with conn.event_source(
             events_path(session_id), what=what, headers=headers, params=params
         ) as source:
+            answered = source.response.headers
             if params is not None and "tail" in params:
                 # Where the server's tail starts: events before it were left out on purpose, not lost.
                 with suppress(ValueError):
-                    intake.start_after(int(source.response.headers.get(REPLAY_AFTER_HEADER, "0")))
-            yield Live(intake.cursor)
+                    intake.start_after(int(answered.get(REPLAY_AFTER_HEADER, "0")))
+            through: int | None = None
+            with suppress(ValueError):  # (an older server does not say where its replay ends)
+                through = int(answered.get(STORED_THROUGH_HEADER, ""))
+            yield Live(intake.cursor, stored_through=through)
             released_here = 0
             proven = False  # (the loop changes the link only between connections: told once is enough)
             take_frame, check_gap = intake.frame, intake.check_gap  # (bound once: called per frame)
