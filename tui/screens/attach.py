@@ -159,6 +159,7 @@ class AttachScreen(Screen[None]):
         self._unpainted: list[SessionChange] = []  # what the stream changed since the last frame
         self._frame: Timer | None = None
         self._painted_once = False
+        self._backlog_in = False  # the stored tail read on attach has been applied (and painted)
         self._painted_at = 0.0  # (the loop's clock) when the stream's changes were last drawn
         self._reshown = self._loading_started = False
         self._mounted = asyncio.Event()  # answers that arrive before the mount wait for it
@@ -293,6 +294,11 @@ class AttachScreen(Screen[None]):
                 # rest of a backlog is read: the operator sees the session, then it catches up.
                 self._paint()
                 await self._painted()
+                continue
+            if not self._backlog_in and not self.core.replaying:
+                # The last of the stored tail: shown now, not a frame later (the loop has nothing else to do).
+                self._backlog_in = True
+                self._paint()
                 continue
             if self._frame is None:
                 self._frame = self.set_timer(FRAME, self._frame_due)  # then at most once per frame
