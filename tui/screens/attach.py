@@ -258,16 +258,18 @@ class AttachScreen(Screen[None]):
     @work(exclusive=True, group="attach-load")
     async def load_initial(self) -> None:
         """Session row, notes and pending approvals, requested together with the stream (see ``compose``);
-        the row is shown as soon as it comes, and a refused row stops the stream."""
+        the row is shown as soon as it comes (while the stored tail is coming in, with its next frame), and
+        a refused row stops the stream."""
         loading = self.core.load(self.backend)
         try:
             change = await loading.row()
             await self._mounted.wait()
-            self._draw(change)
             if change.refused is not None:
+                self._draw(change)
                 self.workers.cancel_group(self, "attach-stream")
                 return
-            self._draw(await loading.lists())
+            self._show_with_events(change)
+            self._show_with_events(await loading.lists())
         finally:
             loading.cancel()  # when the row was refused or the screen went away: nothing left waiting
 
@@ -302,6 +304,16 @@ class AttachScreen(Screen[None]):
                 continue
             if self._frame is None:
                 self._frame = self.set_timer(FRAME, self._frame_due)  # then at most once per frame
+
+    def _show_with_events(self, change: SessionChange) -> None:
+        """The row or the lists: drawn now, or, while the stored tail is still coming in (after its first
+        event is shown), with the next frame of events (one layout for both, not one more on the way)."""
+        if change.failed is None and change.refused is None and self._painted_once and self._catching_up():
+            self._unpainted.append(change)
+            if self._frame is None:
+                self._frame = self.set_timer(FRAME, self._frame_due)
+        else:
+            self._draw(change)
 
     @property
     def unpainted(self) -> int:
