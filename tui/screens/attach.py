@@ -239,7 +239,7 @@ class AttachScreen(Screen[None]):
         self.set_timer(FOOTER_AT_THE_LATEST, self._mount_footer)  # when no event comes to paint first
 
     def _focus_moved(self, old: Widget | None, new: Widget | None) -> None:
-        if old in (self.composer, self.body.pane.find_bar.input) and new is not old:
+        if (old is self.composer or self.body.pane.is_find_input(old)) and new is not old:
             self.guard.arm()  # the operator was typing a note (or a query) a moment ago
         if new is self.composer and old is not new:
             self.box_guard.arm()  # what is typed from now on, the operator sees in the box
@@ -254,6 +254,7 @@ class AttachScreen(Screen[None]):
                 await self.mount(self._footer)
                 self.refresh_bindings()
                 self.last_looked.relaid()  # the timeline gives the keys line a line of its window
+                await self.body.pane.ready_find()  # (hidden: after the first frames, not in them)
 
     @work(exclusive=True, group="attach-load")
     async def load_initial(self) -> None:
