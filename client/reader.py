@@ -34,7 +34,57 @@ from client.find import Finder, FindStatus
 from client.timeline import Timeline, TimelineEntry
 from client.views import View, is_problem
 
-__all__ = ["Move", "Reader"]
+__all__ = ["Move", "Reader", "Span", "scroll_to_show", "scroll_within"]
+
+JUMP_FRACTION = 3
+"""A jump (find, a problem, an entry named) puts an entry that was out of sight a third down the window."""
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """An entry's lines in the window's rows, ``top`` (its first line) up to ``bottom`` (excluded), beside
+    the window: it starts at row ``y`` and is ``height`` rows tall. The geometry of bringing an entry into
+    sight, with no UI in it (the widget reads its rows and scrolls to what these say)."""
+
+    top: int
+    bottom: int
+    y: int
+    height: int
+
+    @property
+    def in_sight(self) -> bool:
+        """Some line of the entry is in the window."""
+        return self.top < self.y + self.height and self.bottom > self.y
+
+    @property
+    def whole_in_sight(self) -> bool:
+        return self.top >= self.y and self.bottom <= self.y + self.height
+
+
+def scroll_to_show(span: Span, *, first: bool, jump: bool) -> int | None:
+    """The window's new top row to bring the entry into sight; None when it is whole in sight already.
+    The first entry shows the line above it too (row 0); a jump puts the entry a third down the window, a
+    step scrolls the least; an entry taller than the window starts at its first line."""
+    if span.whole_in_sight:
+        return None
+    top, bottom, height = span.top, span.bottom, span.height
+    if first:
+        return 0
+    if jump:
+        return top if bottom - top >= height else max(top - height // JUMP_FRACTION, 0)
+    if top < span.y or bottom - top >= height:
+        return top
+    return bottom - height
+
+
+def scroll_within(span: Span, *, forward: bool) -> int | None:
+    """A step inside an entry taller than the window scrolls one line through the rest of it first (the
+    window's new top row); None when the step leaves the entry."""
+    if forward and span.bottom > span.y + span.height:
+        return span.y + 1
+    if not forward and span.top < span.y:
+        return span.y - 1
+    return None
 
 
 @dataclass(slots=True)

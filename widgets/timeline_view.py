@@ -43,14 +43,11 @@ from textual.strip import Strip
 
 from client.entry_words import Reading
 from client.find import FindStatus
-from client.reader import Move, Reader
+from client.reader import Move, Reader, Span, scroll_to_show, scroll_within
 from client.timeline import Timeline, TimelineChanges, TimelineEntry
 from client.views import View
 from widgets.timeline_lines import Lines
 from widgets.timeline_render import RenderedLine, copy_text, cursor_strip, highlight_strip, line_to_strip
-
-_JUMP_FRACTION = 3
-"""A jump (find, problem, move_cursor_to) puts an entry that was out of sight a third down the window."""
 
 
 class TimelineView(ScrollView, can_focus=True):
@@ -308,7 +305,7 @@ class TimelineView(ScrollView, can_focus=True):
         if self.scrollable_content_region.height <= 0:
             return None
         lines = self._lines
-        return lines.seen_at(lines.base + int(self.scroll_y) + self._height - 1 - self._has_marker)
+        return lines.seen_at(lines.base + int(self.scroll_y) + self._height - 1 - lines.has_marker)
 
     # ------------------------------------------------------------------ actions
 
@@ -471,19 +468,13 @@ class TimelineView(ScrollView, can_focus=True):
             self._update_lines()
 
     @property
-    def _has_marker(self) -> bool:
-        return self._lines.has_marker
-
-    @property
     def _height(self) -> int:
         return max(self.scrollable_content_region.height, 1)
 
-    def _cursor_shown(self) -> bool:
-        return self.has_focus or bool(self.reader.query)
-
     def _decorate(self, strip: Strip, key: int, width: int, rich_style: Style) -> Strip:
         """The cursor bar and find highlights over one cached line (only visible lines get here)."""
-        on_cursor, spans, current = self._lines.marks(key, strip.text, cursor=self._cursor_shown())
+        cursor = self.has_focus or bool(self.reader.query)  # the bar is drawn while focused or finding
+        on_cursor, spans, current = self._lines.marks(key, strip.text, cursor=cursor)
         if on_cursor:
             bar = self._component_style("timeline-view--cursor")
             mark = self._component_style("timeline-view--cursor-mark")
@@ -505,20 +496,22 @@ class TimelineView(ScrollView, can_focus=True):
 
     def _row(self, entry_id: int) -> int:
         """The window row (scroll position) of an entry's first line."""
-        return self._lines.start[entry_id] - self._lines.base + self._has_marker
+        return self._lines.start[entry_id] - self._lines.base + self._lines.has_marker
+
+    def _span(self, entry_id: int) -> Span:
+        """Where an entry's lines are beside the window (it must be shown)."""
+        top = self._row(entry_id)
+        return Span(top, top + self._lines.count[entry_id], int(self.scroll_y), self._height)
 
     def _visible(self, entry_id: int) -> bool:
-        if entry_id not in self._lines.start:
-            return False
-        top = self._row(entry_id)
-        return top < self.scroll_y + self._height and top + self._lines.count[entry_id] > self.scroll_y
+        return entry_id in self._lines.start and self._span(entry_id).in_sight
 
     def _entry_at_row(self, row: int) -> int | None:
         """The shown entry on this window row (clamped to the first and last)."""
         shown, lines = self.reader.shown, self._lines
         if not shown:
             return None
-        key = lines.base + row - self._has_marker
+        key = lines.base + row - lines.has_marker
         key = min(max(key, lines.start[shown[0]]), lines.base + len(lines) - 1)
         return lines.entry_of_line(key)
 
@@ -567,12 +560,8 @@ class TimelineView(ScrollView, can_focus=True):
         if cursor is None or not self._visible(cursor):  # start from what is on screen
             target = self._entry_at_row(int(self.scroll_y) + (0 if forward else self._height - 1))
         else:
-            top = self._row(cursor)
-            if forward and top + self._lines.count[cursor] > self.scroll_y + self._height:
-                self.scroll_to(y=self.scroll_y + 1, animate=False, immediate=True)
-                return
-            if not forward and top < self.scroll_y:
-                self.scroll_to(y=self.scroll_y - 1, animate=False, immediate=True)
+            if (y := scroll_within(self._span(cursor), forward=forward)) is not None:
+                self.scroll_to(y=y, animate=False, immediate=True)
                 return
             target = self.reader.neighbour(cursor, forward=forward)
             if target is None:
@@ -587,25 +576,12 @@ class TimelineView(ScrollView, can_focus=True):
 
     def _scroll_to_cursor(self, *, jump: bool = False) -> None:
         """Bring the cursor's entry into sight: the least scroll for a step, a third down for a jump."""
-        cursor, lines = self.reader.cursor, self._lines
-        if cursor is None or cursor not in lines.start:
+        cursor = self.reader.cursor
+        if cursor is None or cursor not in self._lines.start:
             return
-        top = self._row(cursor)
-        bottom = top + lines.count[cursor]
-        height = self._height
-        y = int(self.scroll_y)
-        if top >= y and bottom <= y + height:
-            self._update_following()
-            return
-        if cursor == self.reader.shown[0]:
-            target = 0  # the first entry: the marker line above it too
-        elif jump:
-            target = top if bottom - top >= height else max(top - height // _JUMP_FRACTION, 0)
-        elif top < y or bottom - top >= height:
-            target = top
-        else:
-            target = bottom - height
-        self.scroll_to(y=target, animate=False, immediate=True)
+        target = scroll_to_show(self._span(cursor), first=cursor == self.reader.shown[0], jump=jump)
+        if target is not None:  # (the first entry: the marker line above it too)
+            self.scroll_to(y=target, animate=False, immediate=True)
         self._update_following()
 
     def _update_following(self) -> None:

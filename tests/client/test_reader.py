@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from client.events import Event, event_from_dict
-from client.reader import Reader
+from client.reader import Reader, Span, scroll_to_show, scroll_within
 from client.timeline import Timeline
 from client.views import View
 
@@ -94,3 +94,34 @@ def test_a_match_the_screen_hides_is_opened_while_current_and_folds_back_after()
     assert move.target == 1 and move.reflow == [3, 1] and reader.unfolded == {1}
     reader.end_find()
     assert reader.unfolded == {1} and reader.cursor == 3  # (the screen moves the cursor, not the reader)
+
+
+# ------------------------------------------------------------------ bringing an entry into sight
+
+
+def test_a_step_scrolls_the_least_and_a_jump_puts_the_entry_a_third_down() -> None:
+    # A 12-row window at rows 10-21; an entry on rows 24-26 (just under it).
+    below = Span(top=24, bottom=27, y=10, height=12)
+    assert scroll_to_show(below, first=False, jump=False) == 15  # its last line on the window's last row
+    assert scroll_to_show(below, first=False, jump=True) == 20  # a third (4 rows) down the window
+    above = Span(top=3, bottom=5, y=10, height=12)
+    assert scroll_to_show(above, first=False, jump=False) == 3  # its first line on the first row
+    assert scroll_to_show(above, first=True, jump=True) == 0  # the first entry: the line above it too
+
+
+def test_an_entry_in_sight_does_not_move_the_window_and_a_tall_one_starts_at_its_top() -> None:
+    assert scroll_to_show(Span(top=12, bottom=15, y=10, height=12), first=False, jump=True) is None
+    tall = Span(top=30, bottom=60, y=10, height=12)
+    assert scroll_to_show(tall, first=False, jump=False) == 30
+    assert scroll_to_show(tall, first=False, jump=True) == 30
+    assert Span(top=5, bottom=11, y=10, height=12).in_sight  # one line showing
+    assert not Span(top=5, bottom=10, y=10, height=12).in_sight
+
+
+def test_a_step_inside_an_entry_taller_than_the_window_scrolls_one_line_through_it() -> None:
+    tall = Span(top=8, bottom=40, y=10, height=12)  # begins above the window and ends below it
+    assert scroll_within(tall, forward=True) == 11
+    assert scroll_within(tall, forward=False) == 9
+    at_its_end = Span(top=8, bottom=22, y=10, height=12)
+    assert scroll_within(at_its_end, forward=True) is None  # the step goes on to the next entry
+    assert scroll_within(Span(top=10, bottom=40, y=10, height=12), forward=False) is None
