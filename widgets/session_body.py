@@ -144,9 +144,9 @@ class SessionBody(Horizontal):
         """``c`` from the side panels too (the timeline answers ``c`` itself when it has the focus)."""
         self.view.action_toggle_commentary()
 
-    def action_find(self, listed: bool = False) -> None:
+    async def action_find(self, listed: bool = False) -> None:
         """``/``: the find line under the timeline."""
-        self.pane.open_find()
+        await self.pane.open_find()
 
     def action_close_find(self) -> None:
         """Escape while the find line is open but not being typed into."""

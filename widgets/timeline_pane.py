@@ -1,7 +1,9 @@
 """The timeline column of a session's screen: which view is on, the timeline, the follow hint, the find line.
 
 The pane owns the :class:`~widgets.timeline_view.TimelineView` it is given, the
-:class:`~widgets.find_bar.FindBar` docked at its bottom and the two one-line hints, and wires them together
+:class:`~widgets.find_bar.FindBar` docked at its bottom (hidden until ``/``, it is not on screen in the first
+frame: it is mounted by :meth:`TimelinePane.ready_find`, which a screen calls once what it opens with is
+painted, or else by the first ``/``) and the two one-line hints, and wires them together
 (the find line's messages become calls on the view, and the view's status comes back to the line), so a
 screen only asks for what the operator pressed:
 
@@ -96,7 +98,11 @@ class TimelinePane(Vertical):
         yield self._view_line
         yield self.view
         yield self._follow_hint
-        yield self.find_bar
+
+    async def ready_find(self) -> None:
+        """Mount the find line (hidden) if it is not yet: its widgets cost the first frame nothing."""
+        if self.find_bar.parent is None:
+            await self.mount(self.find_bar)
 
     def on_mount(self) -> None:
         self.watch(self.view, "view", self._show_view, init=False)
@@ -108,6 +114,10 @@ class TimelinePane(Vertical):
         """The find line has the focus: what is typed is the query, never a key command."""
         return self.find_bar.is_open and self.find_bar.input.has_focus
 
+    def is_find_input(self, widget: object) -> bool:
+        """Whether ``widget`` is the find line's input box (False before the line is mounted)."""
+        return self.find_bar.is_mounted and widget is self.find_bar.input
+
     def offers(self, action: str) -> bool:
         """Whether one of :data:`PANE_ACTIONS` can act now (the timeline is shown; ``y`` needs the
         highlighted entry on screen, which is drawn while the timeline has the focus)."""
@@ -117,8 +127,9 @@ class TimelinePane(Vertical):
             return self.view.has_focus and self.view.cursor_entry is not None
         return action in PANE_ACTIONS and not self.finding
 
-    def open_find(self) -> None:
+    async def open_find(self) -> None:
         """``/``: show the find line and type into it (the previous query selected, searched again)."""
+        await self.ready_find()
         self.find_bar.open()
 
     def close_find(self) -> None:

@@ -159,6 +159,7 @@ class AttachScreen(Screen[None]):
         self._unpainted: list[SessionChange] = []  # what the stream changed since the last frame
         self._frame: Timer | None = None
         self._painted_once = False
+        self._backlog_in = False  # the stored tail read on attach has been applied (and painted)
         self._painted_at = 0.0  # (the loop's clock) when the stream's changes were last drawn
         self._reshown = self._loading_started = False
         self._mounted = asyncio.Event()  # answers that arrive before the mount wait for it
@@ -238,7 +239,7 @@ class AttachScreen(Screen[None]):
         self.set_timer(FOOTER_AT_THE_LATEST, self._mount_footer)  # when no event comes to paint first
 
     def _focus_moved(self, old: Widget | None, new: Widget | None) -> None:
-        if old in (self.composer, self.body.pane.find_bar.input) and new is not old:
+        if (old is self.composer or self.body.pane.is_find_input(old)) and new is not old:
             self.guard.arm()  # the operator was typing a note (or a query) a moment ago
         if new is self.composer and old is not new:
             self.box_guard.arm()  # what is typed from now on, the operator sees in the box
@@ -253,20 +254,23 @@ class AttachScreen(Screen[None]):
                 await self.mount(self._footer)
                 self.refresh_bindings()
                 self.last_looked.relaid()  # the timeline gives the keys line a line of its window
+                await self.body.pane.ready_find()  # (hidden: after the first frames, not in them)
 
     @work(exclusive=True, group="attach-load")
     async def load_initial(self) -> None:
         """Session row, notes and pending approvals, requested together with the stream (see ``compose``);
-        the row is shown as soon as it comes, and a refused row stops the stream."""
+        the row is shown as soon as it comes (while the stored tail is coming in, with its next frame), and
+        a refused row stops the stream."""
         loading = self.core.load(self.backend)
         try:
             change = await loading.row()
             await self._mounted.wait()
-            self._draw(change)
             if change.refused is not None:
+                self._draw(change)
                 self.workers.cancel_group(self, "attach-stream")
                 return
-            self._draw(await loading.lists())
+            self._show_with_events(change)
+            self._show_with_events(await loading.lists())
         finally:
             loading.cancel()  # when the row was refused or the screen went away: nothing left waiting
 
@@ -294,8 +298,23 @@ class AttachScreen(Screen[None]):
                 self._paint()
                 await self._painted()
                 continue
+            if not self._backlog_in and not self.core.replaying:
+                # The last of the stored tail: shown now, not a frame later (the loop has nothing else to do).
+                self._backlog_in = True
+                self._paint()
+                continue
             if self._frame is None:
                 self._frame = self.set_timer(FRAME, self._frame_due)  # then at most once per frame
+
+    def _show_with_events(self, change: SessionChange) -> None:
+        """The row or the lists: drawn now, or, while the stored tail is still coming in (after its first
+        event is shown), with the next frame of events (one layout for both, not one more on the way)."""
+        if change.failed is None and change.refused is None and self._painted_once and self._catching_up():
+            self._unpainted.append(change)
+            if self._frame is None:
+                self._frame = self.set_timer(FRAME, self._frame_due)
+        else:
+            self._draw(change)
 
     @property
     def unpainted(self) -> int:
