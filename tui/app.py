@@ -471,6 +471,11 @@ class PreloopApp(App[str | None]):
     def inbox_updated(self, changes: list[InboxChange] | None = None) -> None:
         """After the inbox or its feed changed: update every header's count, the inbox screen, and alert
         for what is new outside the session on screen."""
+        if not self.is_running:
+            # The app is closing: its screens are being taken down part by part (a screen can still be on
+            # the stack with its table gone). The feed and the final-record worker run on until cancelled;
+            # what they bring now is not drawn.
+            return
         changes = changes or []
         self.alerter.changes([c for c in changes if not self._muted(c)], viewing=self._viewing())
         for change in changes:
