@@ -372,8 +372,10 @@ class AttachScreen(Screen[None]):
             self._draw(SessionChange.join(changes))
             if self._footer.parent is None and not self.core.replaying:  # (a backlog goes first)
                 # After the app's refresh (as ``_painted`` waits), not the screen's: with the screen's the
-                # mount, a layout of the whole screen, ran before the frame showing the newest event.
-                self.app.call_after_refresh(self._mount_footer)
+                # mount, a layout of the whole screen, ran before the frame showing the newest event. And on
+                # the screen's queue, not in the app's after-refresh queue: that queue awaits each callback
+                # in turn, and what waits for this frame to be painted would wait for the mount too.
+                self.app.call_after_refresh(self.call_later, self._mount_footer)
 
     def _whole(self) -> bool:
         """Every widget a change is drawn on is still attached. When the screen is taken apart (popped,
