@@ -326,10 +326,8 @@ class AttachScreen(Screen[None]):
     def caught_up(self) -> bool:
         """What the stream brought is painted, the keys line is under the timeline and the view is placed
         (opened at the rule where there is one, laid out): the picture holds until more comes."""
-        if not self._mounted.is_set():  # (pushed, not composed yet)
-            return False
         if not self._mounted.is_set():
-            return False  # (not composed yet: a screen opened in the same tick as the snapshot's check)
+            return False  # (pushed, not composed yet: opened in the same tick as a snapshot's check)
         return not self.unpainted and self._footer.parent is not None and not self.last_looked.placing
 
     async def _painted(self) -> None:
