@@ -303,16 +303,14 @@ class AttachScreen(Screen[None]):
                 self._backlog_in = True
                 self._paint()
                 continue
-            if self._frame is None:
-                self._frame = self.set_timer(FRAME, self._frame_due)  # then at most once per frame
+            self._frame_soon()
 
     def _show_with_events(self, change: SessionChange) -> None:
         """The row or the lists: drawn now, or, while the stored tail is still coming in (after its first
         event is shown), with the next frame of events (one layout for both, not one more on the way)."""
         if change.failed is None and change.refused is None and self._painted_once and self._catching_up():
             self._unpainted.append(change)
-            if self._frame is None:
-                self._frame = self.set_timer(FRAME, self._frame_due)
+            self._frame_soon()
         else:
             self._draw(change)
 
@@ -344,9 +342,14 @@ class AttachScreen(Screen[None]):
         lines drawn again; the stored tail is applied faster with fewer of them."""
         self._frame = None
         if self._catching_up() and self._loop_time() - self._painted_at < CATCH_UP_FRAME:
-            self._frame = self.set_timer(FRAME, self._frame_due)
+            self._frame_soon()
             return
         self._paint()
+
+    def _frame_soon(self) -> None:
+        """Paint what is unpainted at the next frame: one frame timer at a time, so at most once a frame."""
+        if self._frame is None:
+            self._frame = self.set_timer(FRAME, self._frame_due)
 
     def _catching_up(self) -> bool:
         """The stored tail read on attach is still coming in (``SessionCore.replaying``: items read and not
