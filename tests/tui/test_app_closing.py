@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from client.backends.base import Backend
@@ -28,39 +28,52 @@ from widgets.inbox_view import InboxApprovals
 
 
 class ClosingFeed:
-    """The real backend; its attention feed adds one ``Connecting`` once the app has no screen left."""
+    """The real backend; its attention feed adds one ``status`` once ``when(app)`` holds while the app
+    closes (or, at the latest, once it has no screen left); ``said`` tells whether it came in that window."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, when: Callable[[PreloopApp], bool], status: StreamStatus) -> None:
         self._backend = backend
+        self.when, self.status = when, status
         self.app: PreloopApp | None = None
         self.fed = False
-        self.said_after_close = False
+        self.said = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._backend, name)
 
     async def watch_attention(self, **kwargs: Any) -> AsyncGenerator[AttentionSnapshot | Any | StreamStatus]:
         feed = self._backend.watch_attention(**kwargs)
-        first = await anext(feed)
-        yield first
+        yield await anext(feed)
         self.fed = True
-        assert self.app is not None
-        while self.app.screen_stack:  # noqa: ASYNC110 (Textual signals no "screens gone": look each tick)
+        app = self.app
+        assert app is not None
+        while app.screen_stack and not self.when(app):  # noqa: ASYNC110 (Textual signals neither: look each tick)
             await asyncio.sleep(0)
-        self.said_after_close = True
-        yield Connecting(attempt=1)
+        self.said = self.when(app)
+        yield self.status
         await asyncio.Event().wait()
 
 
+def no_screen_left(app: PreloopApp) -> bool:
+    return not app.screen_stack
+
+
+def inbox_taken_down(app: PreloopApp) -> bool:
+    """Closing, with the inbox screen still on the stack (mounted) and its parts already taken down: a run
+    on a busy machine failed on ``NoMatches: InboxApprovals`` in that window, at the end of an inbox test."""
+    screens = [s for s in app.screen_stack if isinstance(s, InboxScreen)]
+    return not app.is_running and bool(screens) and not screens[0].query(InboxApprovals)
+
+
 async def test_what_the_inbox_feed_brings_while_the_app_closes_is_dropped(client: Backend) -> None:
-    backend = ClosingFeed(client)
+    backend = ClosingFeed(client, no_screen_left, Connecting(attempt=1))
     app = PreloopApp(backend, refresh_interval=0)
     backend.app = app
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, SessionsScreen), "the sessions list")
         await until(pilot, lambda: backend.fed, "the inbox's first snapshot")
     # run_test re-raises what a worker raised: reaching here is the app closing cleanly
-    assert backend.said_after_close
+    assert backend.said
 
 
 class CountedStanding:
@@ -92,39 +105,8 @@ async def test_a_standing_that_changed_is_not_read_again_before_its_interval(
         assert backend.reads == 1
 
 
-class ClosingInboxFeed:
-    """The real backend; its attention feed says ``Live`` once the app is closing while the inbox screen
-    is still on the stack (mounted) with its parts already taken down: a run on a busy machine failed on
-    ``NoMatches: InboxApprovals`` in that window, at the end of an inbox test."""
-
-    def __init__(self, backend: Backend) -> None:
-        self._backend = backend
-        self.app: PreloopApp | None = None
-        self.fed = False
-        self.said_while_taken_down = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._backend, name)
-
-    def _inbox_taken_down(self) -> bool:
-        assert self.app is not None
-        screens = [s for s in self.app.screen_stack if isinstance(s, InboxScreen)]
-        return not self.app.is_running and bool(screens) and not screens[0].query(InboxApprovals)
-
-    async def watch_attention(self, **kwargs: Any) -> AsyncGenerator[AttentionSnapshot | Any | StreamStatus]:
-        feed = self._backend.watch_attention(**kwargs)
-        yield await anext(feed)
-        self.fed = True
-        assert self.app is not None
-        while self.app.screen_stack and not self._inbox_taken_down():  # noqa: ASYNC110 (look each tick)
-            await asyncio.sleep(0)
-        self.said_while_taken_down = self._inbox_taken_down()
-        yield Live(last_seq=0)
-        await asyncio.Event().wait()
-
-
 async def test_the_inbox_feed_while_the_inbox_screen_is_taken_down_is_dropped(client: Backend) -> None:
-    backend = ClosingInboxFeed(client)
+    backend = ClosingFeed(client, inbox_taken_down, Live(last_seq=0))
     app = PreloopApp(backend, refresh_interval=0)
     backend.app = app
     async with app.run_test(size=(100, 30)) as pilot:
@@ -132,4 +114,4 @@ async def test_the_inbox_feed_while_the_inbox_screen_is_taken_down_is_dropped(cl
         await pilot.press("i")
         await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox")
     # run_test re-raises what a worker raised: reaching here is the app closing cleanly
-    assert backend.said_while_taken_down
+    assert backend.said
